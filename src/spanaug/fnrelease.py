@@ -1,0 +1,161 @@
+"""Write a FrameNet release directory (the ``fndata-1.7`` layout) from a compact YAML spec.
+
+The demo corpus under ``resources/demo/`` and the importer's tests are built with this, so the
+real importer (NLTK's FrameNet reader) is exercised on them. Spec format::
+
+    frames:
+      Commerce_buy:
+        definition: A Buyer acquires Goods from a Seller.
+        lexical_units:
+          buy.v:
+            - Abby [bought] a car from Robin .
+    fulltext:
+      - corpus: Demo
+        document: shopping
+        sentences:
+          - She [bought|buy.v|Commerce_buy] bread and [walked|walk.v|Self_motion] home .
+
+Square brackets mark a target; in full text they also carry ``lu|frame``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+import yaml
+
+NS = "http://framenet.icsi.berkeley.edu"
+_TARGET_RE = re.compile(r"\[([^\[\]|]+)(?:\|([^\[\]|]+)\|([^\[\]|]+))?\]")
+_POS = {"v": "V", "n": "N", "a": "A", "adv": "ADV", "prep": "PREP", "num": "NUM", "c": "C", "idio": "IDIO"}
+_EPOCH = datetime(2001, 2, 8, 9, 0, 0)
+
+
+def _fn_date(n: int) -> str:
+    """A FrameNet-style ``cDate``; ``n`` orders the annotations in time."""
+    return (_EPOCH + timedelta(hours=n)).strftime("%m/%d/%Y %H:%M:%S PST %a")
+
+
+def parse_marked(sentence: str) -> tuple[str, list[tuple[int, int, str | None, str | None]]]:
+    """Remove ``[...]`` marks; return the text and (char start, char end, lu, frame) per target."""
+    text, targets, last = "", [], 0
+    for m in _TARGET_RE.finditer(sentence):
+        text += sentence[last : m.start()]
+        start = len(text)
+        text += m.group(1)
+        targets.append((start, len(text), m.group(2), m.group(3)))
+        last = m.end()
+    return text + sentence[last:], targets
+
+
+def _write(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n", encoding="utf-8")
+
+
+def _label(start: int, end: int, name: str) -> str:
+    # FrameNet's label ends are inclusive character offsets.
+    return f'<label start="{start}" end="{end - 1}" name={quoteattr(name)}/>'
+
+
+def _annotated_sentence(sent_id: int, text: str, asets: list[str], counter: list[int]) -> str:
+    counter[0] += 1
+    pos = f'<annotationSet cDate="{_fn_date(counter[0])}" status="UNANN" ID="{sent_id * 10}"><layer rank="1" name="PENN"/></annotationSet>'
+    return f'<sentence ID="{sent_id}" sentNo="1" aPos="0"><text>{escape(text)}</text>{pos}{"".join(asets)}</sentence>'
+
+
+def _frame_aset(aset_id: int, start: int, end: int, lu_id: int, lu: str, frame_id: int, frame: str, date: str) -> str:
+    return (
+        f'<annotationSet cDate="{date}" luID="{lu_id}" luName={quoteattr(lu)} frameID="{frame_id}" '
+        f'frameName={quoteattr(frame)} status="MANUAL" ID="{aset_id}">'
+        f'<layer rank="1" name="Target">{_label(start, end, "Target")}</layer>'
+        f'<layer rank="1" name="FE"/></annotationSet>'
+    )
+
+
+def write_release(spec: dict[str, Any], root: Path | str) -> Path:
+    """Write the release directory for ``spec`` under ``root``; returns ``root``."""
+    root = Path(root)
+    frames: dict[str, Any] = spec.get("frames", {})
+    frame_ids = {name: 100 + i for i, name in enumerate(sorted(frames))}
+    lu_ids: dict[tuple[str, str], int] = {}
+    for fname in sorted(frames):
+        for lu in frames[fname].get("lexical_units", {}):
+            lu_ids[(fname, lu)] = 1000 + len(lu_ids)
+    for doc in spec.get("fulltext", []):  # full-text LUs may have no exemplars
+        for line in doc["sentences"]:
+            for _, _, lu, frame in parse_marked(line)[1]:
+                if frame not in frame_ids:
+                    raise ValueError(f"full-text target names unknown frame {frame!r}")
+                lu_ids.setdefault((frame, lu), 1000 + len(lu_ids))
+
+    header = f'xmlns="{NS}"'
+    _write(root / "semTypes.xml", f"<semTypes {header}/>")
+    _write(root / "frRelation.xml", f'<frameRelations {header}><frameRelationType name="Inheritance" ID="1" superFrameName="Parent" subFrameName="Child"/></frameRelations>')
+    _write(root / "frameIndex.xml", f"<frameIndex {header}>" + "".join(
+        f'<frame cDate="{_fn_date(0)}" name={quoteattr(n)} ID="{i}"/>' for n, i in frame_ids.items()) + "</frameIndex>")
+    _write(root / "luIndex.xml", f"<luIndex {header}>" + "".join(
+        f'<lu status="Finished_Initial" frameName={quoteattr(f)} frameID="{frame_ids[f]}" name={quoteattr(lu)} ID="{i}"/>'
+        for (f, lu), i in lu_ids.items()) + "</luIndex>")
+
+    counter = [0]
+    sent_id = 5000
+    for fname, fid in frame_ids.items():
+        fspec = frames[fname]
+        lus_xml = []
+        for (f, lu), lu_id in lu_ids.items():
+            if f != fname:
+                continue
+            lemma, _, pos = lu.rpartition(".")
+            lus_xml.append(
+                f'<lexUnit status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(lu)} ID="{lu_id}">'
+                f'<definition>{escape(lemma)}</definition>'
+                + "".join(f'<lexeme order="{k + 1}" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(w)}/>'
+                          for k, w in enumerate(lemma.split()))
+                + "</lexUnit>")
+            sents = []
+            for line in fspec.get("lexical_units", {}).get(lu, []):
+                text, targets = parse_marked(line)
+                if len(targets) != 1:
+                    raise ValueError(f"exemplar of {lu} must mark exactly one target: {line!r}")
+                s, e, _, _ = targets[0]
+                sent_id += 1
+                aset = _frame_aset(sent_id * 10 + 1, s, e, lu_id, lu, fid, fname, _fn_date(counter[0] + 1))
+                sents.append(_annotated_sentence(sent_id, text, [aset], counter))
+            if sents:
+                _write(root / "lu" / f"lu{lu_id}.xml",
+                       f'<lexUnit {header} status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(lu)} '
+                       f'ID="{lu_id}" frame={quoteattr(fname)} frameID="{fid}" totalAnnotated="{len(sents)}">'
+                       f'<header/><definition>{escape(lemma)}</definition><subCorpus name="manual">{"".join(sents)}</subCorpus></lexUnit>')
+        _write(root / "frame" / f"{fname}.xml",
+               f'<frame {header} cDate="{_fn_date(0)}" name={quoteattr(fname)} ID="{fid}">'
+               f'<definition>{escape(fspec.get("definition", ""))}</definition>{"".join(lus_xml)}</frame>')
+
+    corpora: dict[str, list[tuple[int, str]]] = {}
+    for d, doc in enumerate(spec.get("fulltext", [])):
+        doc_id = 300 + d
+        corpora.setdefault(doc["corpus"], []).append((doc_id, doc["document"]))
+        sents = []
+        for line in doc["sentences"]:
+            text, targets = parse_marked(line)
+            sent_id += 1
+            asets = [
+                _frame_aset(sent_id * 10 + 1 + k, s, e, lu_ids[(frame, lu)], lu, frame_ids[frame], frame, _fn_date(counter[0] + 1))
+                for k, (s, e, lu, frame) in enumerate(targets)
+            ]
+            sents.append(_annotated_sentence(sent_id, text, asets, counter))
+        _write(root / "fulltext" / f"{doc['corpus']}__{doc['document']}.xml",
+               f'<fullTextAnnotation {header}><header/>{"".join(sents)}</fullTextAnnotation>')
+    _write(root / "fulltextIndex.xml", f"<fulltextIndex {header}>" + "".join(
+        f'<corpus name={quoteattr(c)} ID="{200 + k}">' + "".join(
+            f'<document name={quoteattr(n)} ID="{i}" description={quoteattr(n)}/>' for i, n in docs) + "</corpus>"
+        for k, (c, docs) in enumerate(corpora.items())) + "</fulltextIndex>")
+    return root
+
+
+def write_release_from_yaml(spec_path: Path | str, root: Path | str) -> Path:
+    with open(spec_path, encoding="utf-8") as handle:
+        return write_release(yaml.safe_load(handle), root)
