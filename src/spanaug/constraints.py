@@ -127,3 +127,22 @@ def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, expand
         for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
             writer.write(list(requests_from_chain(table.to_pylist(), iteration, expand_case, expand_inflections)))
     return writer.rows
+
+
+def lemma_of(tokens: Sequence[str], upos: str | None = None) -> str:
+    """The span's citation form: its head word lemmatised (``gave up`` -> ``give up``)."""
+    from lemminflect import getLemma
+
+    tokens = [t.lower() for t in tokens]
+    if not tokens:
+        return ""
+    heads = head_positions(tokens, upos)
+    head = heads[0] if len(heads) == 1 else len(tokens) - 1
+    lemmas = getLemma(tokens[head], upos) if upos else ()
+    if not lemmas:
+        for pos in ("VERB", "NOUN", "ADJ", "ADV"):
+            lemmas = getAllLemmas(tokens[head], pos).get(pos, ())
+            if lemmas:
+                break
+    lemma = lemmas[0] if lemmas else tokens[head]
+    return " ".join(tokens[:head] + [lemma] + tokens[head + 1 :])

@@ -1,0 +1,5 @@
+import sys
+
+from spanaug.cli import main
+
+sys.exit(main())

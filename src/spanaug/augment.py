@@ -1,0 +1,106 @@
+"""The iteration DAG's own stages: seed state, best-beam selection and assembly of the outputs.
+
+Iteration 0 holds the seeds as CHAIN rows. Iteration ``i`` turns shard ``j`` of iteration
+``i - 1`` into requests (constraint expansion), paraphrases, alignments and, here, the best beam
+per seed: shard ``j`` of iteration ``i``. A shard only ever depends on the same shard of the
+previous iteration, so shards run as independent jobs and a lost shard is rebuilt alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from spanaug import artifacts
+from spanaug.constraints import lemma_of, lu_upos
+from spanaug.data import shard_table
+
+log = logging.getLogger(__name__)
+
+
+def _span_fields(tokens: list[str], start: int | None, end: int | None, lexical_unit: str) -> dict[str, Any]:
+    if start is None:
+        return {"aligned_start": None, "aligned_end": None, "aligned_text": None, "aligned_lemma": None}
+    span = tokens[start : end + 1]
+    return {"aligned_start": start, "aligned_end": end, "aligned_text": " ".join(span),
+            "aligned_lemma": lemma_of(span, lu_upos(lexical_unit))}
+
+
+def seed_rows(sentences: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Iteration-0 CHAIN rows: each seed sentence with its gold span as the 'aligned' span."""
+    for s in sentences:
+        yield {
+            "seed_id": s["sentence_id"], "frame": s["frame"], "lexical_unit": s["lexical_unit"],
+            "seed_trigger": " ".join(s["tokens"][s["span_start"] : s["span_end"] + 1]),
+            "iteration": 0, "paraphrase_tokens": s["tokens"], "paraphrase_text": s["text"],
+            **_span_fields(s["tokens"], s["span_start"], s["span_end"], s["lexical_unit"]),
+            "paraphrase_score": None, "aligner_score": None, "beam_rank": None, "constraints": [],
+        }
+
+
+def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int]:
+    """Split the seeds into iteration-0 shards (stable hash of the seed id); returns row counts."""
+    table = artifacts.read_table(seeds_path, artifacts.SENTENCES)
+    parts = shard_table(table, "sentence_id", len(out_paths))
+    counts = []
+    for part, path in zip(parts, out_paths):
+        counts.append(artifacts.write_table(list(seed_rows(part.to_pylist())), path, artifacts.CHAIN))
+    return counts
+
+
+def best_beams(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per request, the beam with the highest aligner score (ties: the better-ranked beam)."""
+    best: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        cur = best.get(row["seed_id"])
+        key = (row["aligner_score"], -row["beam_rank"])
+        if cur is None or key > (cur["aligner_score"], -cur["beam_rank"]):
+            best[row["seed_id"]] = row
+    return list(best.values())
+
+
+def chain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An ALIGNED row as the iteration's output (CHAIN schema)."""
+    return {
+        "seed_id": row["seed_id"], "frame": row["frame"], "lexical_unit": row["lexical_unit"],
+        "seed_trigger": row["seed_trigger"], "iteration": row["iteration"],
+        "paraphrase_tokens": row["paraphrase_tokens"], "paraphrase_text": row["paraphrase_text"],
+        **_span_fields(row["paraphrase_tokens"], row["aligned_start"], row["aligned_end"], row["lexical_unit"]),
+        "paraphrase_score": row["paraphrase_score"], "aligner_score": row["aligner_score"],
+        "beam_rank": row["beam_rank"], "constraints": row["constraints"],
+    }
+
+
+def select_stage(aligned_path: Path | str, out: Path | str) -> int:
+    """CLI stage: an ALIGNED shard -> the iteration's CHAIN shard (best beam per seed).
+
+    All beams of one request are contiguous in the shard (the paraphrase stage writes them
+    together), so the shard is streamed and each request's beams are held only briefly.
+    """
+    with artifacts.open_writer(out, artifacts.CHAIN) as writer:
+        pending: list[dict[str, Any]] = []
+        for table in artifacts.iter_batches(aligned_path, artifacts.ALIGNED):
+            rows = pending + table.to_pylist()
+            if not rows:
+                continue
+            # Hold the chunk's last request back: its beams may continue in the next chunk.
+            cut = len(rows)
+            while cut > 0 and rows[cut - 1]["seed_id"] == rows[-1]["seed_id"]:
+                cut -= 1
+            writer.write([chain_row(r) for r in best_beams(rows[:cut])])
+            pending = rows[cut:]
+        writer.write([chain_row(r) for r in best_beams(pending)])
+    return writer.rows
+
+
+def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
+    """The released dataset: every iteration's outputs (iteration >= 1), in one CHAIN table."""
+    with artifacts.open_writer(out, artifacts.CHAIN) as writer:
+        for path in iteration_paths:
+            for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
+                writer.write(table.filter(pc.greater(table.column("iteration"), 0)))
+    return writer.rows

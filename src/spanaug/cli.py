@@ -1,0 +1,325 @@
+"""``spanaug <stage> ...``: every pipeline stage as a plain command (Snakemake rules call these)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from spanaug.errors import SpanaugError
+
+log = logging.getLogger("spanaug")
+
+
+def _write_json(obj: object, path: str | None) -> None:
+    from spanaug.artifacts import atomic_path
+
+    text = json.dumps(obj, indent=2)
+    if path:
+        with atomic_path(path) as tmp:
+            tmp.write_text(text + "\n")
+    else:
+        print(text)
+
+
+# ---------------------------------------------------------------- data stages
+
+
+def cmd_import(a: argparse.Namespace) -> None:
+    from spanaug.data import import_corpus
+
+    stats = import_corpus(a.format, a.input, a.out, max_tokens=a.max_tokens, parts=a.parts)
+    _write_json(stats.as_dict(), a.stats)
+
+
+def cmd_seeds(a: argparse.Namespace) -> None:
+    from spanaug import artifacts
+    from spanaug.data import select_seeds
+
+    table = artifacts.read_table(a.sentences, artifacts.SENTENCES)
+    seeds, report = select_seeds(table, a.mode, a.n_frames, a.lus_per_frame, a.per_lu)
+    artifacts.write_table(seeds, a.out, artifacts.SENTENCES)
+    _write_json(report, a.report)
+
+
+def cmd_shard(a: argparse.Namespace) -> None:
+    from spanaug.augment import init_shards
+
+    counts = init_shards(a.seeds, a.out)
+    log.info("iteration 0: %d seeds in %d shards %s", sum(counts), len(counts), counts)
+
+
+def cmd_constraints(a: argparse.Namespace) -> None:
+    from spanaug.constraints import expand_stage
+
+    n = expand_stage(a.chain, a.out, a.iteration, not a.no_case, not a.no_inflections)
+    log.info("iteration %d: %d requests", a.iteration, n)
+
+
+def cmd_paraphrase(a: argparse.Namespace) -> None:
+    from spanaug.paraphrase import DecodeConfig, paraphrase_stage
+
+    cfg = DecodeConfig(mode=a.mode, beam_size=a.beam_size, return_top=a.return_top, top_k=a.top_k,
+                       num_samples=a.num_samples, seed=a.seed, batch_size=a.batch_size,
+                       max_new_tokens=a.max_new_tokens, prefix=a.prefix)
+    paraphrase_stage(a.requests, a.out, a.model, cfg, device=a.device, dtype=a.dtype, stats_path=a.stats)
+
+
+def cmd_select(a: argparse.Namespace) -> None:
+    from spanaug.augment import select_stage
+
+    select_stage(a.aligned, a.out)
+
+
+def cmd_gather(a: argparse.Namespace) -> None:
+    from spanaug import artifacts
+
+    n = artifacts.concat_artifacts(a.inputs, a.out, artifacts.SCHEMAS[a.schema])
+    log.info("gathered %d rows into %s", n, a.out)
+
+
+def cmd_assemble(a: argparse.Namespace) -> None:
+    from spanaug.augment import assemble
+
+    n = assemble(a.inputs, a.out)
+    log.info("augmented dataset: %d rows in %s", n, a.out)
+
+
+def cmd_stats(a: argparse.Namespace) -> None:
+    from spanaug.evaluate import write_stats
+
+    write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, a.bleu_sample)
+
+
+def cmd_demo_corpus(a: argparse.Namespace) -> None:
+    from spanaug.fnrelease import write_release_from_yaml
+
+    write_release_from_yaml(a.spec, a.out)
+
+
+# ---------------------------------------------------------------- models
+
+
+def cmd_paraphraser_train(a: argparse.Namespace) -> None:
+    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+
+    cfg = ParaphraserConfig(
+        vocab_size=a.vocab_size, d_model=a.d_model, encoder_layers=a.encoder_layers, decoder_layers=a.decoder_layers,
+        attention_heads=a.attention_heads, ffn_dim=a.ffn_dim, learning_rate=a.learning_rate,
+        warmup_steps=a.warmup_steps, batch_size=a.batch_size, max_steps=a.max_steps, max_minutes=a.max_minutes,
+        checkpoint_every=a.checkpoint_every, label_smoothing=a.label_smoothing, seed=a.seed)
+    train_paraphraser(a.bitext, a.out, cfg, device=a.device)
+
+
+def cmd_align_train(a: argparse.Namespace) -> None:
+    from spanaug.align import AlignerConfig, TrainConfig, read_instances, train_aligner
+
+    cfg = AlignerConfig(encoder=a.encoder, features=tuple(a.features.split(",")), loss=a.loss, k=a.k)
+    train = read_instances(a.train)
+    dev = read_instances(a.dev) if a.dev else None
+    aligner, summary = train_aligner(train, cfg, TrainConfig(epochs=a.epochs, seed=a.seed, learning_rate=a.learning_rate),
+                                     dev=dev, device=a.device)
+    aligner.save_pretrained(a.out)
+    _write_json(summary, str(Path(a.out) / "training_summary.json"))
+
+
+def cmd_align_predict(a: argparse.Namespace) -> None:
+    from spanaug.align import SpanAligner, read_instances, write_jsonl
+
+    aligner = SpanAligner.from_pretrained(a.model, device=a.device)
+    insts = read_instances(a.instances)
+    preds = aligner.predict(insts, progress=True)
+    write_jsonl(({"id": i.id, "target_span": list(s) if s else None, "score": sc} for i, (s, sc) in zip(insts, preds)), a.out)
+
+
+def cmd_align_eval(a: argparse.Namespace) -> None:
+    from spanaug.align import read_instances, read_predictions, span_metrics
+    from spanaug.errors import InputError
+
+    gold = read_instances(a.gold)
+    preds = read_predictions(a.pred)
+    missing = [g.id for g in gold if g.id not in preds]
+    if missing:
+        raise InputError(a.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
+    print(json.dumps(span_metrics([g.target_span for g in gold], [preds[g.id][0] for g in gold])))
+
+
+def cmd_align_paraphrases(a: argparse.Namespace) -> None:
+    from spanaug.align import align_stage
+
+    align_stage(a.model, a.paraphrases, a.out, encoder=a.encoder, device=a.device, batch_size=a.batch_size)
+
+
+def cmd_align_make_instances(a: argparse.Namespace) -> None:
+    from spanaug.align import instances_from_bitext, iter_pairs_from_bitext, write_jsonl
+
+    insts = instances_from_bitext(iter_pairs_from_bitext(a.bitext), prefix=Path(a.bitext).stem)
+    n = write_jsonl((i.as_json() for i in insts), a.out)
+    log.info("%d span instances from %s", n, a.bitext)
+
+
+# ---------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="spanaug", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("import", help="import a corpus into the sentences artifact")
+    s.add_argument("format", choices=["framenet", "conll", "jsonl"])
+    s.add_argument("--input", nargs="+", required=True, help="FrameNet release dir, CoNLL or JSONL file(s)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--stats", help="write import statistics (JSON) here")
+    s.add_argument("--max-tokens", type=int, default=None)
+    s.add_argument("--parts", nargs="+", default=["exemplar", "fulltext"], help="FrameNet parts to read")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("seeds", help="select the seed rows")
+    s.add_argument("--sentences", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--report")
+    s.add_argument("--mode", choices=["all", "from_scratch"], default="all")
+    s.add_argument("--n-frames", type=int, default=20)
+    s.add_argument("--lus-per-frame", type=int, default=3)
+    s.add_argument("--per-lu", type=int, default=3)
+    s.set_defaults(func=cmd_seeds)
+
+    s = sub.add_parser("shard", help="split the seeds into iteration-0 shards")
+    s.add_argument("--seeds", required=True)
+    s.add_argument("--out", nargs="+", required=True, help="one path per shard")
+    s.set_defaults(func=cmd_shard)
+
+    s = sub.add_parser("constraints", help="expand constraints: chain shard -> requests")
+    s.add_argument("--chain", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--iteration", type=int, required=True)
+    s.add_argument("--no-case", action="store_true", help="do not add case variants")
+    s.add_argument("--no-inflections", action="store_true", help="do not add inflections")
+    s.set_defaults(func=cmd_constraints)
+
+    s = sub.add_parser("paraphrase", help="constrained decoding: requests -> paraphrases")
+    s.add_argument("--requests", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--model", required=True, help="HF seq2seq model name or path")
+    s.add_argument("--prefix", default="")
+    s.add_argument("--mode", choices=["beam", "sample"], default="beam")
+    s.add_argument("--beam-size", type=int, default=20)
+    s.add_argument("--return-top", type=int, default=3)
+    s.add_argument("--top-k", type=int, default=20)
+    s.add_argument("--num-samples", type=int, default=3)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=None)
+    s.add_argument("--max-new-tokens", type=int, default=None)
+    s.add_argument("--device", default="auto")
+    s.add_argument("--dtype", default="auto")
+    s.add_argument("--stats")
+    s.set_defaults(func=cmd_paraphrase)
+
+    s = sub.add_parser("select", help="keep the best-aligned beam per seed")
+    s.add_argument("--aligned", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=cmd_select)
+
+    s = sub.add_parser("gather", help="merge shards of one artifact type")
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--schema", default="chain", choices=["sentences", "chain", "requests", "paraphrases", "aligned"])
+    s.set_defaults(func=cmd_gather)
+
+    s = sub.add_parser("assemble", help="the augmented dataset from every iteration's outputs")
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=cmd_assemble)
+
+    s = sub.add_parser("stats", help="intrinsic statistics of the augmented dataset")
+    s.add_argument("--augmented", required=True)
+    s.add_argument("--seeds", required=True)
+    s.add_argument("--out-json", required=True)
+    s.add_argument("--out-csv", required=True)
+    s.add_argument("--out-plot")
+    s.add_argument("--bleu-sample", type=int, default=2000)
+    s.set_defaults(func=cmd_stats)
+
+    s = sub.add_parser("demo-corpus", help="write a FrameNet release directory from a YAML spec")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=cmd_demo_corpus)
+
+    para = sub.add_parser("paraphraser", help="the paper's paraphraser").add_subparsers(dest="sub", required=True)
+    s = para.add_parser("train", help="train SentencePiece + Transformer on a bitext TSV")
+    s.add_argument("--bitext", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--vocab-size", type=int, default=32000)
+    s.add_argument("--d-model", type=int, default=512)
+    s.add_argument("--encoder-layers", type=int, default=6)
+    s.add_argument("--decoder-layers", type=int, default=4)
+    s.add_argument("--attention-heads", type=int, default=8)
+    s.add_argument("--ffn-dim", type=int, default=2048)
+    s.add_argument("--learning-rate", type=float, default=3e-4)
+    s.add_argument("--warmup-steps", type=int, default=4000)
+    s.add_argument("--label-smoothing", type=float, default=0.1)
+    s.add_argument("--batch-size", type=int, default=64)
+    s.add_argument("--max-steps", type=int, default=100000)
+    s.add_argument("--max-minutes", type=float, default=None)
+    s.add_argument("--checkpoint-every", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_paraphraser_train)
+
+    al = sub.add_parser("align", help="the discriminative span aligner").add_subparsers(dest="sub", required=True)
+    s = al.add_parser("train")
+    s.add_argument("--train", required=True)
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--dev")
+    s.add_argument("--features", default="df,mx,cue")
+    s.add_argument("--loss", choices=["soft", "hard"], default="soft")
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--learning-rate", type=float, default=1e-3)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_align_train)
+    s = al.add_parser("predict")
+    s.add_argument("--model", required=True)
+    s.add_argument("--instances", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_align_predict)
+    s = al.add_parser("eval")
+    s.add_argument("--gold", required=True)
+    s.add_argument("--pred", required=True)
+    s.set_defaults(func=cmd_align_eval)
+    s = al.add_parser("paraphrases", help="pipeline stage: align every beam of a paraphrases shard")
+    s.add_argument("--model", required=True)
+    s.add_argument("--paraphrases", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--encoder", help="override the encoder saved with the model")
+    s.add_argument("--batch-size", type=int, default=64)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_align_paraphrases)
+    s = al.add_parser("make-instances", help="span instances from a paraphrase bitext's token differences")
+    s.add_argument("--bitext", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=cmd_align_make_instances)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args.func(args)
+    except SpanaugError as exc:
+        log.error("%s", exc)
+        print(f"spanaug: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

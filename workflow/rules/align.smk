@@ -1,0 +1,70 @@
+# The span aligner: trained here unless the config names a trained one; then every beam is aligned.
+A = config["aligner"]
+AT = A.get("train") or {}
+
+
+rule make_alignment_instances:
+    input:
+        bitext=AT.get("bitext", []),
+    output:
+        f"{RES}/models/aligner_instances.jsonl",
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    log:
+        f"{LOGS}/make_alignment_instances.log",
+    shell:
+        "{SPANAUG} align make-instances --bitext {input.bitext} --out {output} > {log} 2>&1"
+
+
+rule train_aligner:
+    input:
+        train=AT.get("instances") or rules.make_alignment_instances.output[0],
+        dev=AT.get("dev", []),
+    output:
+        directory(f"{RES}/models/aligner"),
+    params:
+        encoder=A["encoder"],
+        dev=lambda wc, input: opt("--dev", input.dev or None),
+        opts=" ".join(
+            [
+                f"--features {','.join(AT.get('features', ['df', 'mx', 'cue']))}",
+                f"--loss {AT.get('loss', 'soft')} --k {AT.get('k', 5)}",
+                f"--epochs {AT.get('epochs', 10)} --seed {AT.get('seed', 0)} --device {A['device']}",
+            ]
+        ),
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    log:
+        f"{LOGS}/train_aligner.log",
+    benchmark:
+        f"{BENCH}/train_aligner.tsv"
+    shell:
+        "{SPANAUG} align train --train {input.train} {params.dev} --encoder {params.encoder}"
+        " --out {output} {params.opts} > {log} 2>&1"
+
+
+rule align:
+    input:
+        paraphrases=rules.paraphrase.output.paraphrases,
+        model=aligner_input,
+    output:
+        f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+    params:
+        model=aligner_model,
+        batch_size=A["batch_size"],
+        device=A["device"],
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    log:
+        f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/align.shard{{j}}.tsv"
+    shell:
+        "{SPANAUG} align paraphrases --model {params.model} --paraphrases {input.paraphrases}"
+        " --out {output} --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"

@@ -1,0 +1,98 @@
+# Shared helpers: config validation, paths, model inputs and resources. Input functions live here.
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+SRC = str(Path(workflow.basedir) / "src")
+# The CLI of the package in this checkout, whether it is installed (.venv) or not (conda envs).
+SPANAUG = f"PYTHONPATH={shlex.quote(SRC)}${{PYTHONPATH:+:$PYTHONPATH}} python -m spanaug"
+
+RES = f"{config['results_dir']}/{config['run_name']}"
+LOGS = f"logs/{config['run_name']}"
+BENCH = f"benchmarks/{config['run_name']}"
+N_SHARDS = config["n_shards"]
+N_ITER = config["iterations"]
+SHARDS = [f"{j:03d}" for j in range(N_SHARDS)]
+
+wildcard_constraints:
+    i=r"\d+",
+    j=r"\d{3}",
+
+
+def chain_shard(i, j):
+    """Iteration i's output (CHAIN) for shard j; iteration 0 holds the seeds."""
+    return f"{RES}/iterations/iter{int(i)}/shard{j}.chain.parquet"
+
+
+def previous_chain(wildcards):
+    return chain_shard(int(wildcards.i) - 1, wildcards.j)
+
+
+def iteration_outputs():
+    return [f"{RES}/iterations/iter{i}.chain.parquet" for i in range(1, N_ITER + 1)]
+
+
+def final_outputs():
+    return [f"{RES}/augmented.parquet", f"{RES}/report/stats.json", f"{RES}/report/per_iteration.csv",
+            f"{RES}/report/per_iteration.png"]
+
+
+# -- models: a trained artifact of this run, or a name/path given in the config
+
+
+def paraphraser_trained():
+    return config["paraphraser"].get("train") is not None
+
+
+def paraphraser_model(wildcards=None):
+    if paraphraser_trained():
+        return f"{RES}/models/paraphraser"
+    if not config["paraphraser"].get("model"):
+        raise ValueError("config: set paraphraser.model or paraphraser.train")
+    return config["paraphraser"]["model"]
+
+
+def paraphraser_input(wildcards):
+    return [f"{RES}/models/paraphraser"] if paraphraser_trained() else []
+
+
+def aligner_model(wildcards=None):
+    return config["aligner"]["model"] or f"{RES}/models/aligner"
+
+
+def aligner_input(wildcards):
+    return [] if config["aligner"]["model"] else [f"{RES}/models/aligner"]
+
+
+def opt(flag, value):
+    """A CLI option, or nothing when the value is unset."""
+    return "" if value is None else f"{flag} {shlex.quote(str(value))}"
+
+
+# -- resources: GPU rules ask SLURM for gres/memory/runtime from config; CPU rules for memory/runtime
+
+
+def gpu_resources():
+    r = config["resources"]["gpu"]
+    out = dict(mem_mb=r["mem_mb"], runtime=r["runtime"], cpus_per_task=r["cpus"], gpu=r["gpus"])
+    if r["gpus"]:
+        out["gres"] = f"gpu:{r['gpus']}"
+    if r.get("slurm_partition"):
+        out["slurm_partition"] = r["slurm_partition"]
+    return out
+
+
+def cpu_resources():
+    r = config["resources"]["cpu"]
+    out = dict(mem_mb=r["mem_mb"], runtime=r["runtime"], cpus_per_task=r["cpus"])
+    if r.get("slurm_partition"):
+        out["slurm_partition"] = r["slurm_partition"]
+    return out
+
+
+GPU = gpu_resources()
+CPU = cpu_resources()

@@ -1,0 +1,24 @@
+# Intrinsic statistics of the augmented dataset, into the HTML report.
+
+
+rule intrinsic_stats:
+    input:
+        augmented=rules.assemble.output,
+        seeds=rules.select_seeds.output.seeds,
+    output:
+        json=report(f"{RES}/report/stats.json", caption="../report/stats.rst", category="Augmented dataset"),
+        csv=report(f"{RES}/report/per_iteration.csv", caption="../report/per_iteration.rst", category="Augmented dataset"),
+        plot=report(f"{RES}/report/per_iteration.png", caption="../report/per_iteration.rst", category="Augmented dataset"),
+    params:
+        bleu_sample=config["stats"]["bleu_sample"],
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    log:
+        f"{LOGS}/intrinsic_stats.log",
+    benchmark:
+        f"{BENCH}/intrinsic_stats.tsv"
+    shell:
+        "{SPANAUG} stats --augmented {input.augmented} --seeds {input.seeds} --out-json {output.json}"
+        " --out-csv {output.csv} --out-plot {output.plot} --bleu-sample {params.bleu_sample} > {log} 2>&1"
