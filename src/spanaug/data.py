@@ -275,7 +275,8 @@ def read_framenet(
             if not lu_path.is_file():
                 continue  # FrameNet lists LUs without annotation files
             lu = _guarded(lu_path, lambda: reader.lu(lu_id))
-            for sent in lu.exemplars:
+            exemplars = _guarded(lu_path, lambda: list(lu.exemplars))  # loaded lazily by NLTK
+            for sent in exemplars:
                 asets = [a for a in sent.annotationSet if a.get("status") != "UNANN" and "Target" in a]
                 if not asets:
                     continue

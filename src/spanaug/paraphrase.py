@@ -244,12 +244,14 @@ class Paraphraser:
                 continue
             scores = self.score([requests[i]["source_text"] for i, _ in keep], [t for _, t in keep], cfg.prefix)
             for (i, text), score in zip(keep, scores):
-                rank = len(results.setdefault(i, []))
-                results[i].append({**requests[i], "beam_rank": rank, "paraphrase_text": text,
-                                   "paraphrase_tokens": tokenize(text), "paraphrase_score": float(score)})
+                results.setdefault(i, []).append({**requests[i], "paraphrase_text": text,
+                                                  "paraphrase_tokens": tokenize(text), "paraphrase_score": float(score)})
                 stats.outputs += 1
         for i in range(len(requests)):
-            yield from results.get(i, [])
+            # Rank by the exact score (constraints make the decoder's own scores approximate).
+            ranked = sorted(results.get(i, []), key=lambda r: r["paraphrase_score"])
+            for rank, row in enumerate(ranked):
+                yield {**row, "beam_rank": rank}
 
 
 def paraphrase_stage(requests_path: Path | str, out: Path | str, model: str, cfg: DecodeConfig,

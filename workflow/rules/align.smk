@@ -1,32 +1,34 @@
 # The span aligner: trained here unless the config names a trained one; then every beam is aligned.
+# External data (instances, dev, bitext) are params, not inputs, so a dry-run plans without them;
+# after changing them, force a retrain with -R train_aligner.
 A = config["aligner"]
 AT = A.get("train") or {}
 
 
 rule make_alignment_instances:
-    input:
-        bitext=AT.get("bitext", []),
     output:
         f"{RES}/models/aligner_instances.jsonl",
     resources:
         **CPU,
     conda:
         "../../envs/cpu.yaml"
+    params:
+        bitext=AT.get("bitext"),
     log:
         f"{LOGS}/make_alignment_instances.log",
     shell:
-        "{SPANAUG} align make-instances --bitext {input.bitext} --out {output} > {log} 2>&1"
+        "{SPANAUG} align make-instances --bitext {params.bitext} --out {output} > {log} 2>&1"
 
 
 rule train_aligner:
     input:
-        train=AT.get("instances") or rules.make_alignment_instances.output[0],
-        dev=AT.get("dev", []),
+        made=[] if AT.get("instances") else rules.make_alignment_instances.output,
     output:
         directory(f"{RES}/models/aligner"),
     params:
+        train=AT.get("instances") or rules.make_alignment_instances.output[0],
+        dev=opt("--dev", AT.get("dev")),
         encoder=A["encoder"],
-        dev=lambda wc, input: opt("--dev", input.dev or None),
         opts=" ".join(
             [
                 f"--features {','.join(AT.get('features', ['df', 'mx', 'cue']))}",
@@ -43,7 +45,7 @@ rule train_aligner:
     benchmark:
         f"{BENCH}/train_aligner.tsv"
     shell:
-        "{SPANAUG} align train --train {input.train} {params.dev} --encoder {params.encoder}"
+        "{SPANAUG} align train --train {params.train} {params.dev} --encoder {params.encoder}"
         " --out {output} {params.opts} > {log} 2>&1"
 
 

@@ -12,8 +12,8 @@ SRC = str(Path(workflow.basedir) / "src")
 SPANAUG = f"PYTHONPATH={shlex.quote(SRC)}${{PYTHONPATH:+:$PYTHONPATH}} python -m spanaug"
 
 RES = f"{config['results_dir']}/{config['run_name']}"
-LOGS = f"logs/{config['run_name']}"
-BENCH = f"benchmarks/{config['run_name']}"
+LOGS = f"{RES}/logs"
+BENCH = f"{RES}/benchmarks"
 N_SHARDS = config["n_shards"]
 N_ITER = config["iterations"]
 SHARDS = [f"{j:03d}" for j in range(N_SHARDS)]

@@ -1,13 +1,13 @@
 # The paraphraser: optionally trained here (the paper's architecture), then constrained decoding.
+# The bitext is a param, not an input (external data; see align.smk).
 P = config["paraphraser"]
 
 
 rule train_paraphraser:
-    input:
-        bitext=(P.get("train") or {}).get("bitext", []),
     output:
         directory(f"{RES}/models/paraphraser"),
     params:
+        bitext=(P.get("train") or {}).get("bitext"),
         opts=" ".join(
             opt(f"--{k.replace('_', '-')}", v) for k, v in (P.get("train") or {}).items() if k != "bitext"
         ),
@@ -21,7 +21,7 @@ rule train_paraphraser:
     benchmark:
         f"{BENCH}/train_paraphraser.tsv"
     shell:
-        "{SPANAUG} paraphraser train --bitext {input.bitext} --out {output} {params.opts}"
+        "{SPANAUG} paraphraser train --bitext {params.bitext} --out {output} {params.opts}"
         " --device {params.device} > {log} 2>&1"
 
 

@@ -1,0 +1,50 @@
+from spanaug.constraints import expand, lemma_of, requests_from_chain, violations
+
+
+def test_corroborate_inflections_and_case():
+    forms = expand(["corroborate"], "VERB")
+    for form in ["corroborate", "corroborates", "corroborated", "corroborating", "Corroborate", "CORROBORATED"]:
+        assert form in forms
+
+
+def test_multiword_verb_inflects_its_head():
+    forms = expand(["gave", "up"], "VERB")
+    assert {"gave up", "give up", "gives up", "giving up", "given up", "Give up"} <= forms
+    assert "gave ups" not in forms
+
+
+def test_noun_inflects_last_word():
+    forms = expand(["ice", "cream"], "NOUN")
+    assert "ice creams" in forms and "ices cream" not in forms
+
+
+def test_switches():
+    assert expand(["bought"], "VERB", case=False, inflections=False) == {"bought"}
+    assert "Bought" in expand(["bought"], "VERB", inflections=False)
+    assert "buy" not in expand(["bought"], "VERB", inflections=False)
+
+
+def test_violations_whole_word_case_sensitive():
+    assert violations("He gives up easily", ["give up", "gives up"]) == ["gives up"]
+    assert violations("The upgrade", ["up"]) == []
+    assert violations("Give it", ["give"]) == []
+
+
+def test_lemma_of():
+    assert lemma_of(["gave", "up"], "VERB") == "give up"
+    assert lemma_of(["critics"], "NOUN") == "critic"
+
+
+def test_requests_carry_constraints_forward_and_stop_unaligned_chains():
+    rows = [
+        {"seed_id": "a", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
+         "paraphrase_tokens": ["He", "purchased", "it"], "paraphrase_text": "He purchased it",
+         "aligned_start": 1, "aligned_end": 1, "constraints": ["bought", "buy"]},
+        {"seed_id": "b", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
+         "paraphrase_tokens": ["x"], "paraphrase_text": "x", "aligned_start": None, "aligned_end": None,
+         "constraints": ["bought"]},
+    ]
+    out = list(requests_from_chain(rows, 2))
+    assert len(out) == 1
+    assert {"bought", "buy", "purchased", "purchases", "Purchase"} <= set(out[0]["constraints"])
+    assert out[0]["iteration"] == 2 and out[0]["source_span_start"] == 1
