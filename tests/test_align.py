@@ -1,0 +1,116 @@
+import json
+import random
+
+import pytest
+import torch
+
+from conftest import shared_file
+from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, instances_from_bitext,
+                           read_instances, soft_labels, span_metrics, train_aligner)
+from spanaug.cli import main
+from spanaug.errors import ConfigError, InputError
+
+WORDS = "Abby bought a car from Robin last week The company purchased steel three suppliers children walked".split()
+
+
+def copy_task(n, seed):
+    """Identity pairs: the gold target span is the source span itself."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        toks = rng.sample(WORDS, rng.randint(5, 9))
+        s = rng.randrange(len(toks))
+        e = min(len(toks) - 1, s + rng.randint(0, 1))
+        out.append(Instance(f"copy:{seed}:{k}", toks, list(toks), (s, e), (s, e)))
+    return out
+
+
+def test_candidates_within_k_of_source_length():
+    cands = candidate_spans(6, 2, 1)
+    lengths = (cands[:, 1] - cands[:, 0] + 1).tolist()
+    assert set(lengths) == {1, 2, 3} and len(cands) == 6 + 5 + 4
+    assert int(cands.min()) >= 0 and int(cands.max()) <= 5
+
+
+def test_soft_and_hard_labels():
+    cands = torch.tensor([[2, 3], [2, 4], [0, 0]])
+    assert soft_labels(cands, (2, 3), "soft").tolist() == [1.0, 0.5, 2.0 ** -5]
+    assert soft_labels(cands, (2, 3), "hard").tolist() == [1.0, 0.0, 0.0]
+    assert soft_labels(cands, None, "soft").tolist() == [0.0, 0.0, 0.0]
+
+
+def test_metrics_on_hand_made_predictions():
+    gold = [(0, 1), (3, 3), None]
+    pred = [(1, 2), (3, 3), (0, 0)]
+    m = span_metrics(gold, pred)
+    assert m["soft_p"] == pytest.approx(2 / 4) and m["soft_r"] == pytest.approx(2 / 3)
+    assert m["exact_p"] == pytest.approx(1 / 3) and m["exact_r"] == pytest.approx(1 / 2)
+    assert m["n"] == 3
+
+
+def test_config_rejects_unknown_feature():
+    with pytest.raises(ConfigError):
+        AlignerConfig(features=("df", "xx"))
+
+
+def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
+    train, test = copy_task(200, 0), copy_task(60, 1)
+    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=64)
+    aligner, summary = train_aligner(train, cfg, TrainConfig(epochs=15, batch_size=16), dev=copy_task(40, 2),
+                                     device="cpu", progress=False)
+    assert summary["loss_history"][-1] < summary["loss_history"][0]
+    preds = aligner.predict(test)
+    metrics = span_metrics([i.target_span for i in test], [p for p, _ in preds])
+    assert metrics["exact_f1"] > 0.6, metrics
+    aligner.save_pretrained(tmp_path / "al")
+    again = SpanAligner.from_pretrained(tmp_path / "al", device="cpu")
+    reloaded = again.predict(test)
+    assert [p for p, _ in reloaded] == [p for p, _ in preds]
+    assert [s for _, s in reloaded] == pytest.approx([s for _, s in preds], abs=1e-5)
+
+
+def test_encoding_is_shared_by_spans_of_one_pair(tiny_encoder, monkeypatch):
+    aligner = SpanAligner(AlignerConfig(encoder=tiny_encoder, hidden=16), device="cpu")
+    calls = []
+    original = aligner.encode_pairs
+    monkeypatch.setattr(aligner, "encode_pairs", lambda pairs, *a, **k: calls.append(len(pairs)) or original(pairs, *a, **k))
+    toks = WORDS[:6]
+    aligner.predict([Instance(str(i), toks, toks, (i, i)) for i in range(6)])
+    assert calls == [1]
+
+
+def test_cli_train_predict_eval(tiny_encoder, tmp_path, capsys):
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(60, 3)))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(20, 4)))
+    model, pred = tmp_path / "model", tmp_path / "pred.jsonl"
+    assert main(["align", "train", "--train", str(train), "--encoder", tiny_encoder, "--out", str(model),
+                 "--dev", str(gold), "--features", "df,cue", "--loss", "hard", "--k", "2", "--epochs", "2", "--seed", "1"]) == 0
+    assert json.loads((model / "aligner_config.json").read_text())["features"] == ["df", "cue"]
+    assert main(["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred)]) == 0
+    first = json.loads(pred.read_text().splitlines()[0])
+    assert set(first) == {"id", "target_span", "score"}
+    capsys.readouterr()
+    assert main(["align", "eval", "--gold", str(gold), "--pred", str(pred)]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert set(metrics) == {"soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"} and metrics["n"] == 20
+
+
+def test_instances_errors_name_line(tmp_path):
+    path = tmp_path / "i.jsonl"
+    path.write_text(json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 0], "target_span": None}) + "\n"
+                    + json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 1]}) + "\n")
+    with pytest.raises(InputError, match=r"i\.jsonl, line 2: 'source_span'.*out of range"):
+        read_instances(path)
+
+
+def test_instances_from_bitext_differences():
+    insts = instances_from_bitext([("He bought a car .".split(), "He purchased a car .".split())])
+    assert [(i.source_span, i.target_span) for i in insts] == [((1, 1), (1, 1))]
+
+
+def test_real_edinburgh_instances_load():
+    insts = read_instances(shared_file("edinburgh-train.spans.jsonl"))
+    assert len(insts) == 2358
+    assert 0.05 < sum(i.target_span is None for i in insts) / len(insts) < 0.15

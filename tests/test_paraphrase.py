@@ -1,0 +1,114 @@
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import CORPUS
+from spanaug.constraints import violations
+from spanaug.paraphrase import DecodeConfig, DecodeStats, Paraphraser, PerSentenceBannedSequences, banned_sequences
+
+
+@pytest.fixture(scope="module")
+def para(tiny_paraphraser):
+    return Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+
+
+def _req(text, constraints=()):
+    return {"seed_id": text[:10], "source_text": text, "source_tokens": text.split(), "constraints": sorted(constraints)}
+
+
+def _words(para, text, cfg):
+    rows = list(para.paraphrase([_req(text)], cfg, progress=False))
+    return {w for r in rows for w in r["paraphrase_text"].split() if w.isalpha()}
+
+
+def test_processor_bans_last_token_after_prefix():
+    import torch
+
+    proc = PerSentenceBannedSequences([[(5,), (1, 2)], [(3,)]], vocab_size=8, device=torch.device("cpu"))
+    ids = torch.tensor([[0, 1], [0, 4], [0, 1], [0, 1]])  # 2 rows (beams) per sentence
+    out = proc(ids, torch.zeros(4, 8))
+    assert math.isinf(out[0, 5]) and math.isinf(out[0, 2])  # prefix (1,) seen -> 2 banned
+    assert not math.isinf(out[1, 2]) and math.isinf(out[1, 5])
+    assert math.isinf(out[2, 3]) and not math.isinf(out[2, 2])  # sentence 2 has its own bans
+
+
+def test_banned_sequences_cover_space_variants(para):
+    seqs = banned_sequences(para.tokenizer, ["bought"])
+    assert len(seqs) >= 2  # mid-sentence and sentence-initial forms
+    assert all(seq for seq in seqs)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.sampled_from(CORPUS), n=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_constraints_never_violated(para, text, n, seed):
+    """Ban words the unconstrained model produces: decoding avoids them, and nothing violating is kept."""
+    cfg = DecodeConfig(mode="beam", beam_size=4, return_top=4, max_new_tokens=12)
+    produced = sorted(_words(para, text, cfg))
+    if not produced:
+        return
+    import random
+
+    banned = random.Random(seed).sample(produced, min(n, len(produced)))
+    stats = DecodeStats()
+    rows = list(para.paraphrase([_req(text, banned)], cfg, stats, progress=False))
+    for row in rows:
+        assert violations(row["paraphrase_text"], banned) == []
+    assert stats.outputs == len(rows)
+
+
+def test_verification_drops_and_counts_violations(para, monkeypatch):
+    """Outputs that slip past the decoder (other tokenizations) are dropped, never kept."""
+    monkeypatch.setattr(para, "_generate_batch", lambda batch, cfg, b: [["He bought it .", "He got it ."] for _ in batch])
+    stats = DecodeStats()
+    rows = list(para.paraphrase([_req("He bought it .", ["bought"])], DecodeConfig(beam_size=2, return_top=2), stats, progress=False))
+    assert [r["paraphrase_text"] for r in rows] == ["He got it ."]
+    assert stats.violations_dropped == 1
+
+
+def test_scores_finite_and_ranked(para):
+    rows = list(para.paraphrase([_req(CORPUS[0])], DecodeConfig(beam_size=5, return_top=3, max_new_tokens=10), progress=False))
+    scores = [r["paraphrase_score"] for r in rows]
+    assert rows and all(math.isfinite(s) and s >= 0 for s in scores)
+    assert scores == sorted(scores) and [r["beam_rank"] for r in rows] == list(range(len(rows)))
+
+
+@pytest.mark.parametrize("mode", ["beam", "sample"])
+def test_deterministic_with_seed(para, mode):
+    cfg = DecodeConfig(mode=mode, beam_size=3, return_top=2, num_samples=3, top_k=10, seed=7, max_new_tokens=10)
+    reqs = [_req(t, ["the"]) for t in CORPUS[:4]]
+    first = [(r["paraphrase_text"], r["paraphrase_score"]) for r in para.paraphrase(reqs, cfg, progress=False)]
+    second = [(r["paraphrase_text"], r["paraphrase_score"]) for r in para.paraphrase(reqs, cfg, progress=False)]
+    assert first == second and first
+
+
+def test_trained_paraphraser_round_trip_and_resume(tmp_path):
+    import json
+
+    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+
+    bitext = tmp_path / "b.tsv"
+    bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])))
+    cfg = ParaphraserConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64,
+                            batch_size=8, max_steps=4, checkpoint_every=2, warmup_steps=2)
+    out = tmp_path / "model"
+    assert train_paraphraser(bitext, out, cfg, device="cpu", progress=False)["steps"] == 4
+    cfg.max_steps = 6
+    summary = train_paraphraser(bitext, out, cfg, device="cpu", progress=False)  # resumes at step 4
+    assert summary["steps"] == 6
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-4", "step-6"]
+    loaded = Paraphraser.from_pretrained(out, device="cpu")
+    rows = list(loaded.paraphrase([_req(CORPUS[0])], DecodeConfig(beam_size=2, return_top=1, max_new_tokens=8), progress=False))
+    assert len(rows) <= 1
+    assert json.loads((out / "training_summary.json").read_text())["pairs"] == len(CORPUS)
+
+
+def test_bitext_errors_name_line(tmp_path):
+    from spanaug.errors import InputError
+    from spanaug.paraphraser_training import read_bitext
+
+    path = tmp_path / "b.tsv"
+    path.write_text("a\tb\nno tab here\n")
+    with pytest.raises(InputError, match=r"b\.tsv, line 2"):
+        read_bitext(path)

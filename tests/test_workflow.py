@@ -1,0 +1,112 @@
+"""The Snakemake DAG end to end on the demo corpus with tiny models: outputs, resume, shard rebuild."""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from spanaug import artifacts
+
+pytestmark = pytest.mark.workflow
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
+
+
+def _run(workdir, config, *args, check=True):
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", str(config), "--cores", "2", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stdout[-3000:] + proc.stderr[-6000:])
+    return proc
+
+
+def _job_counts(output):
+    """Rule -> job count from a dry-run's 'Job stats' table."""
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    work = tmp_path_factory.mktemp("wf")
+    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config["run_name"] = "t"
+    config["iterations"] = 2
+    config["data"]["inputs"] = [str(REPO / "resources/demo/fndata-demo")]
+    config["paraphraser"].update(model=tiny_paraphraser, train=None, beam_size=3, return_top=2, max_new_tokens=12)
+    config["aligner"]["encoder"] = tiny_encoder
+    config["aligner"]["train"].update(bitext=str(REPO / "resources/demo/bitext.tsv"), epochs=2)
+    path = work / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    _run(work, path)
+    return work, path, work / "results" / "t"
+
+
+def test_outputs_and_schema(run):
+    _, _, res = run
+    table = artifacts.read_table(res / "augmented.parquet", artifacts.CHAIN)
+    assert table.num_rows > 0
+    assert set(table.column("iteration").to_pylist()) <= {1, 2}
+    for name in ["seed_id", "frame", "iteration", "paraphrase_text", "paraphrase_tokens", "aligned_start",
+                 "aligned_end", "aligned_text", "paraphrase_score", "aligner_score", "constraints"]:
+        assert name in table.column_names
+    row = table.to_pylist()[0]
+    assert row["constraints"] and row["seed_trigger"] in row["constraints"]
+    assert (res / "report/stats.json").is_file() and (res / "report/per_iteration.png").is_file()
+
+
+def test_rerun_is_a_no_op(run):
+    work, config, _ = run
+    assert "Nothing to be done" in _run(work, config, "-n").stdout
+
+
+def test_killed_run_rebuilds_only_the_lost_shard_and_its_dependents(run):
+    """A run killed during iteration 1's alignment of shard 001: that shard's output and everything
+    downstream of it are missing; shard 000's files are all there."""
+    work, config, res = run
+    victim = res / "iterations/iter1/shard001.aligned.parquet"
+    before = hashlib.sha256(victim.read_bytes()).hexdigest()
+    lost = [victim, res / "iterations/iter1/shard001.chain.parquet", res / "iterations/iter1.chain.parquet",
+            *sorted((res / "iterations/iter2").glob("shard001.*")), res / "iterations/iter2.chain.parquet",
+            res / "augmented.parquet", *sorted((res / "report").iterdir())]
+    for path in lost:
+        path.unlink()
+    counts = _job_counts(_run(work, config, "-n").stdout)
+    assert counts.get("align") == 2  # iter1 shard001 and the iter2 shard001 downstream of it
+    assert counts.get("paraphrase") == 1 and counts.get("expand_constraints") == 1
+    assert counts.get("select_best") == 2 and counts.get("gather_iteration") == 2
+    assert "shard_seeds" not in counts and "train_aligner" not in counts
+    _run(work, config)
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == before  # same seed, same rows
+    assert all(path.exists() for path in lost)
+
+
+def test_unknown_config_key_is_rejected(run, tmp_path):
+    work, config, _ = run
+    bad = yaml.safe_load(Path(config).read_text())
+    bad["paraphraser"]["beam_szie"] = 4
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    proc = _run(work, path, "-n", check=False)
+    assert proc.returncode != 0 and "beam_szie" in proc.stdout + proc.stderr
+
+
+def test_production_config_dry_runs_with_gpu_resources(tmp_path):
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    proc = subprocess.run([SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = _job_counts(proc.stdout)
+    assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
+    block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
+    assert "gres=gpu:1" in block and "mem_mb=32000" in block
