@@ -24,6 +24,7 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug import artifacts
+from spanaug.data import iter_jsonl
 from spanaug.errors import ConfigError, InputError
 from spanaug.hub import resolve
 from spanaug.paraphrase import choose_device
@@ -67,26 +68,17 @@ def _span(value: Any, n: int, path: Path | str, lineno: int, key: str, nullable:
 def read_instances(path: Path | str) -> list[Instance]:
     """Span-alignment instances from JSON lines, validated (errors name the file and line)."""
     out = []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"invalid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise InputError(path, lineno, "each line must be a JSON object")
-            for key in ("source_tokens", "target_tokens"):
-                toks = rec.get(key)
-                if not isinstance(toks, list) or not toks or not all(isinstance(t, str) for t in toks):
-                    raise InputError(path, lineno, f"{key!r} must be a non-empty list of strings")
-            src, tgt = rec["source_tokens"], rec["target_tokens"]
-            out.append(Instance(
-                id=str(rec.get("id", f"{Path(path).stem}:{lineno}")), source_tokens=src, target_tokens=tgt,
-                source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
-                target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
-            ))
+    for lineno, rec in iter_jsonl(path):
+        for key in ("source_tokens", "target_tokens"):
+            toks = rec.get(key)
+            if not isinstance(toks, list) or not toks or not all(isinstance(t, str) for t in toks):
+                raise InputError(path, lineno, f"{key!r} must be a non-empty list of strings")
+        src, tgt = rec["source_tokens"], rec["target_tokens"]
+        out.append(Instance(
+            id=str(rec.get("id", f"{Path(path).stem}:{lineno}")), source_tokens=src, target_tokens=tgt,
+            source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
+            target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
+        ))
     return out
 
 
@@ -102,16 +94,12 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: Path | str) -> int:
 
 def read_predictions(path: Path | str) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
     preds = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                span = rec["target_span"]
-                preds[str(rec["id"])] = (tuple(span) if span is not None else None, rec.get("score"))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise InputError(path, lineno, f"expected {{'id', 'target_span', 'score'}} ({exc})") from None
+    for lineno, rec in iter_jsonl(path):
+        try:
+            span = rec["target_span"]
+            preds[str(rec["id"])] = (tuple(span) if span is not None else None, rec.get("score"))
+        except (KeyError, TypeError) as exc:
+            raise InputError(path, lineno, f"expected {{'id', 'target_span', 'score'}} ({exc})") from None
     return preds
 
 

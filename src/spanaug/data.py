@@ -178,11 +178,9 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
 # ---------------------------------------------------------------- JSONL
 
 
-def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:
-    """Rows from JSON lines ``{"tokens", "span": [s, e] (inclusive), "frame"|"label", ...}``."""
-    path = Path(path)
-    stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
-    with path.open(encoding="utf-8") as handle:
+def iter_jsonl(path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an error naming it."""
+    with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -192,9 +190,17 @@ def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats:
                 raise InputError(path, lineno, f"invalid JSON ({exc.msg})") from None
             if not isinstance(rec, dict):
                 raise InputError(path, lineno, "each line must be a JSON object")
-            row = _jsonl_row(path, lineno, rec)
-            if _keep(row, stats, max_tokens):
-                yield row
+            yield lineno, rec
+
+
+def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:
+    """Rows from JSON lines ``{"tokens", "span": [s, e] (inclusive), "frame"|"label", ...}``."""
+    path = Path(path)
+    stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
+    for lineno, rec in iter_jsonl(path):
+        row = _jsonl_row(path, lineno, rec)
+        if _keep(row, stats, max_tokens):
+            yield row
 
 
 def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 rule import_corpus:
     output:
         sentences=f"{RES}/data/sentences.parquet",
-        stats=f"{RES}/data/import_stats.json",
+        stats=report(f"{RES}/data/import_stats.json", caption="../report/import_stats.rst", category="Input corpus"),
     params:
         fmt=config["data"]["format"],
         inputs=" ".join(shlex.quote(p) for p in config["data"]["inputs"]),
@@ -28,7 +28,7 @@ rule select_seeds:
         sentences=rules.import_corpus.output.sentences,
     output:
         seeds=f"{RES}/data/seeds.parquet",
-        report=f"{RES}/data/seeds_report.json",
+        report=report(f"{RES}/data/seeds_report.json", caption="../report/seeds.rst", category="Input corpus"),
     params:
         mode=config["seeds"]["mode"],
         n_frames=config["seeds"]["n_frames"],
