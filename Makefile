@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder]"
+	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder,ct2]"
 	touch $(STAMP)
 
 # Rules call `python -m spanaug`; the venv goes first on PATH so they find its python.

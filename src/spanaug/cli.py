@@ -64,7 +64,8 @@ def cmd_paraphrase(a: argparse.Namespace) -> None:
     cfg = DecodeConfig(mode=a.mode, beam_size=a.beam_size, return_top=a.return_top, top_k=a.top_k,
                        num_samples=a.num_samples, seed=a.seed, batch_size=a.batch_size,
                        max_new_tokens=a.max_new_tokens, prefix=a.prefix)
-    paraphrase_stage(a.requests, a.out, a.model, cfg, device=a.device, dtype=a.dtype, stats_path=a.stats)
+    paraphrase_stage(a.requests, a.out, a.model, cfg, device=a.device, dtype=a.dtype, stats_path=a.stats,
+                     backend=a.backend)
 
 
 def cmd_select(a: argparse.Namespace) -> None:
@@ -204,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--requests", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--model", required=True, help="HF seq2seq model name or path")
+    s.add_argument("--backend", choices=["hf", "ct2"], default="hf", help="transformers or CTranslate2")
     s.add_argument("--prefix", default="")
     s.add_argument("--mode", choices=["beam", "sample"], default="beam")
     s.add_argument("--beam-size", type=int, default=20)

@@ -93,6 +93,8 @@ def build_model(cfg: ParaphraserConfig, tokenizer):  # noqa: ANN001, ANN201
         max_position_embeddings=cfg.max_positions, dropout=cfg.dropout, scale_embedding=True,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
         decoder_start_token_id=tokenizer.eos_token_id, forced_bos_token_id=None, forced_eos_token_id=None,
+        # BART is post-norm; CTranslate2's converter still reads this field, which transformers 5 dropped.
+        normalize_before=False,
     )
     model = BartForConditionalGeneration(config)
     gen = model.generation_config

@@ -37,7 +37,7 @@ rule paraphrase:
         prefix=shlex.quote(P["prefix"]),
         opts=" ".join(
             [
-                f"--mode {P['mode']} --beam-size {P['beam_size']} --return-top {P['return_top']}",
+                f"--backend {P['backend']} --mode {P['mode']} --beam-size {P['beam_size']} --return-top {P['return_top']}",
                 f"--top-k {P['top_k']} --num-samples {P['num_samples']} --seed {P['seed']}",
                 opt("--batch-size", P.get("batch_size")),
                 opt("--max-new-tokens", P.get("max_new_tokens")),
