@@ -166,6 +166,9 @@ class AlignerConfig:
     hidden: int = 770
     threshold: float = 0.0
     max_length: int = 512
+    #: L2-normalise span vectors before the features. Not in the paper; on Edinburgh++ with MiniLM
+    #: it raised held-out soft F1 from 0.649 to 0.694 (see README). False reproduces the paper.
+    normalize_spans: bool = True
 
     def __post_init__(self) -> None:
         self.features = tuple(self.features)
@@ -215,7 +218,7 @@ class SpanAligner:
     """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
 
     def __init__(self, config: AlignerConfig, encoder=None, tokenizer=None, scorer: SpanScorer | None = None,  # noqa: ANN001
-                 device: str | None = "auto"):
+                 device: str | None = "auto", cache: dict | None = None):
         from transformers import AutoModel, AutoTokenizer
 
         self.config = config
@@ -227,6 +230,9 @@ class SpanAligner:
         hidden = self.encoder.config.hidden_size
         self.in_dim = hidden * (("df" in config.features) + ("mx" in config.features)) + 4 * ("cue" in config.features)
         self.scorer = (scorer or SpanScorer(self.in_dim, config.hidden)).to(self.device)
+        # Optional memo of encoder outputs per sentence pair, shared by aligners on one encoder
+        # (ablations train several scorers over the same frozen encodings).
+        self.cache = cache
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -256,6 +262,15 @@ class SpanAligner:
     def encode_pairs(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32,
                      progress: bool = False) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Word vectors of each (source, target) pair, encoded together; length-sorted batches."""
+        if self.cache is not None:
+            todo = [p for p in dict.fromkeys((tuple(a), tuple(b)) for a, b in pairs) if p not in self.cache]
+            if todo:
+                cache, self.cache = self.cache, None
+                try:
+                    cache.update(zip(todo, self.encode_pairs(todo, batch_size, progress)))
+                finally:
+                    self.cache = cache
+            return [self.cache[(tuple(p[0]), tuple(p[1]))] for p in pairs]
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
         batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
@@ -294,6 +309,8 @@ class SpanAligner:
         csum = torch.cat([torch.zeros(1, tgt_vecs.shape[1], device=tgt_vecs.device), tgt_vecs.cumsum(0)])
         lengths = (cands[:, 1] - cands[:, 0] + 1).unsqueeze(-1).float()
         cand = (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / lengths
+        if self.config.normalize_spans:
+            src, cand = nn.functional.normalize(src, dim=-1), nn.functional.normalize(cand, dim=-1)
         parts = []
         if "df" in self.config.features:
             parts.append(src - cand)

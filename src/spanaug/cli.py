@@ -117,7 +117,8 @@ def cmd_paraphraser_train(a: argparse.Namespace) -> None:
 def cmd_align_train(a: argparse.Namespace) -> None:
     from spanaug.align import AlignerConfig, TrainConfig, read_instances, train_aligner
 
-    cfg = AlignerConfig(encoder=a.encoder, features=tuple(a.features.split(",")), loss=a.loss, k=a.k)
+    cfg = AlignerConfig(encoder=a.encoder, features=tuple(a.features.split(",")), loss=a.loss, k=a.k,
+                        normalize_spans=not a.no_normalize)
     train = read_instances(a.train)
     dev = read_instances(a.dev) if a.dev else None
     aligner, summary = train_aligner(train, cfg, TrainConfig(epochs=a.epochs, seed=a.seed, learning_rate=a.learning_rate),
@@ -151,6 +152,16 @@ def cmd_align_paraphrases(a: argparse.Namespace) -> None:
     from spanaug.align import align_stage
 
     align_stage(a.model, a.paraphrases, a.out, encoder=a.encoder, device=a.device, batch_size=a.batch_size)
+
+
+def cmd_align_ablate(a: argparse.Namespace) -> None:
+    from spanaug.align import read_instances
+    from spanaug.align_eval import run_ablation
+
+    summary = run_ablation(read_instances(a.data), a.encoder, a.out_dir, epochs=a.epochs, seed=a.seed, k=a.k,
+                           device=a.device)
+    for row in summary["table"]:
+        log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
 
 
 def cmd_align_make_instances(a: argparse.Namespace) -> None:
@@ -280,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--features", default="df,mx,cue")
     s.add_argument("--loss", choices=["soft", "hard"], default="soft")
     s.add_argument("--k", type=int, default=5)
+    s.add_argument("--no-normalize", action="store_true", help="raw (not L2-normalised) span vectors, as in the paper")
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--learning-rate", type=float, default=1e-3)
     s.add_argument("--seed", type=int, default=0)
@@ -303,6 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=64)
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_align_paraphrases)
+    s = al.add_parser("ablate", help="Table 2 ablations, breakdowns and the memorisation split")
+    s.add_argument("--data", required=True, help="span-alignment JSONL, split here by sentence pair")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_align_ablate)
     s = al.add_parser("make-instances", help="span instances from a paraphrase bitext's token differences")
     s.add_argument("--bitext", required=True)
     s.add_argument("--out", required=True)

@@ -70,3 +70,35 @@ rule align:
     shell:
         "{SPANAUG} align paraphrases --model {params.model} --paraphrases {input.paraphrases}"
         " --out {output} --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"
+
+
+rule align_ablation:
+    input:
+        made=[] if (A.get("evaluation") or {}).get("data") else rules.make_alignment_instances.output,
+    output:
+        table=report(f"{RES}/aligner_eval/ablation.csv", caption="../report/ablation.rst", category="Span aligner"),
+        plot=report(f"{RES}/aligner_eval/ablation.png", caption="../report/ablation.rst", category="Span aligner"),
+        memo=report(f"{RES}/aligner_eval/memorisation.csv", caption="../report/memorisation.rst", category="Span aligner"),
+        by_len=report(f"{RES}/aligner_eval/by_span_length.csv", caption="../report/breakdowns.rst", category="Span aligner"),
+        by_pos=report(f"{RES}/aligner_eval/by_position_difference.csv", caption="../report/breakdowns.rst", category="Span aligner"),
+        figs=report(f"{RES}/aligner_eval/breakdowns.png", caption="../report/breakdowns.rst", category="Span aligner"),
+        summary=f"{RES}/aligner_eval/summary.json",
+    params:
+        data=(A.get("evaluation") or {}).get("data") or rules.make_alignment_instances.output[0],
+        out_dir=f"{RES}/aligner_eval",
+        encoder=A["encoder"],
+        epochs=(A.get("evaluation") or {}).get("epochs", 10),
+        seed=(A.get("evaluation") or {}).get("seed", 0),
+        k=AT.get("k", 5),
+        device=A["device"],
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    log:
+        f"{LOGS}/align_ablation.log",
+    benchmark:
+        f"{BENCH}/align_ablation.tsv"
+    shell:
+        "{SPANAUG} align ablate --data {params.data} --encoder {params.encoder} --out-dir {params.out_dir}"
+        " --epochs {params.epochs} --seed {params.seed} --k {params.k} --device {params.device} > {log} 2>&1"

@@ -37,8 +37,11 @@ def iteration_outputs():
 
 
 def final_outputs():
-    return [f"{RES}/augmented.parquet", f"{RES}/report/stats.json", f"{RES}/report/per_iteration.csv",
-            f"{RES}/report/per_iteration.png"]
+    out = [f"{RES}/augmented.parquet", f"{RES}/report/stats.json", f"{RES}/report/per_iteration.csv",
+           f"{RES}/report/per_iteration.png"]
+    if config["aligner"].get("evaluation"):
+        out.append(f"{RES}/aligner_eval/ablation.csv")
+    return out
 
 
 # -- models: a trained artifact of this run, or a name/path given in the config

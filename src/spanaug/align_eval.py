@@ -1,0 +1,197 @@
+"""Evaluation of the span aligner: the seed paper's Table 2 ablations, Figures 4-5 and §4.6.
+
+Data are split by sentence pair (no pair is in two splits). The encoder is loaded once and its
+outputs are shared by every ablation, since it is frozen.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spanaug import artifacts
+from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, span_metrics,
+                           train_aligner, tune_threshold)
+
+log = logging.getLogger(__name__)
+
+#: Table 2's rows: features and loss (hard 0/1 labels unless SBCE).
+ABLATIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "Cue": (("cue",), "hard"),
+    "Mx": (("mx",), "hard"),
+    "Df": (("df",), "hard"),
+    "Mx+Cue": (("mx", "cue"), "hard"),
+    "Df+Cue": (("df", "cue"), "hard"),
+    "Df+Mx": (("df", "mx"), "hard"),
+    "Df+Mx+Cue": (("df", "mx", "cue"), "hard"),
+    "Df+Mx+Cue+SBCE": (("df", "mx", "cue"), "soft"),
+}
+METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
+
+
+def split_by_pair(instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0) -> tuple[list[Instance], list[Instance], list[Instance]]:
+    """Train/dev/test split in which all spans of one sentence pair stay together."""
+    keys = sorted(dict.fromkeys(pair_key(i) for i in instances))
+    random.Random(seed).shuffle(keys)
+    n_test, n_dev = round(len(keys) * test), round(len(keys) * dev)
+    part = {k: ("test" if n < n_test else "dev" if n < n_test + n_dev else "train") for n, k in enumerate(keys)}
+    out: dict[str, list[Instance]] = {"train": [], "dev": [], "test": []}
+    for inst in instances:
+        out[part[pair_key(inst)]].append(inst)
+    return out["train"], out["dev"], out["test"]
+
+
+@torch.no_grad()
+def cosine_scores(aligner: SpanAligner, instances: Sequence[Instance]) -> list[tuple[tuple[int, int] | None, float]]:
+    """The untrained baseline: the candidate whose mean-pooled vector is closest (cosine) to the source span's."""
+    vecs = aligner.encode_pairs([pair_key(i) for i in instances])
+    out = []
+    for inst, (src_vecs, tgt_vecs) in zip(instances, vecs):
+        s, e = inst.source_span
+        cands = candidate_spans(tgt_vecs.shape[0], e - s + 1, aligner.config.k, device=aligner.device)
+        if not len(cands):
+            out.append((None, 0.0))
+            continue
+        csum = torch.cat([torch.zeros(1, tgt_vecs.shape[1], device=tgt_vecs.device), tgt_vecs.cumsum(0)])
+        cand = (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / (cands[:, 1] - cands[:, 0] + 1).unsqueeze(-1)
+        sims = torch.nn.functional.cosine_similarity(src_vecs[s : e + 1].mean(0, keepdim=True), cand)
+        best = int(sims.argmax())
+        out.append(((int(cands[best, 0]), int(cands[best, 1])), float(sims[best])))
+    return out
+
+
+def breakdown(instances: Sequence[Instance], preds: Sequence[tuple[int, int] | None], key: Callable[[Instance], Any]) -> list[dict[str, Any]]:
+    """Metrics per bucket of ``key`` (e.g. span length, position difference)."""
+    buckets: dict[Any, list[int]] = {}
+    for n, inst in enumerate(instances):
+        buckets.setdefault(key(inst), []).append(n)
+    rows = []
+    for bucket in sorted(buckets, key=lambda b: (isinstance(b, str), b)):
+        idx = buckets[bucket]
+        m = span_metrics([instances[i].target_span for i in idx], [preds[i] for i in idx])
+        rows.append({"bucket": bucket, **m})
+    return rows
+
+
+def span_length(inst: Instance) -> int:
+    return inst.source_span[1] - inst.source_span[0] + 1
+
+
+def position_difference(inst: Instance) -> str | int:
+    """|source start - gold target start|, capped at 10; 'null' for spans with no counterpart."""
+    if inst.target_span is None:
+        return "null"
+    return min(abs(inst.source_span[0] - inst.target_span[0]), 10)
+
+
+def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> list[Instance]:
+    """Test instances whose source span text never occurs as a training source span (§4.6)."""
+    seen = {" ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() for i in train}
+    return [i for i in test if " ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() not in seen]
+
+
+def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    with artifacts.atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | str, epochs: int = 10, seed: int = 0,
+                 k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None) -> dict[str, Any]:
+    """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    train, dev, test = split_by_pair(instances, seed=seed)
+    log.info("alignment evaluation: %d train, %d dev, %d test instances", len(train), len(dev), len(test))
+    cache: dict = {}
+    base = SpanAligner(AlignerConfig(encoder=encoder, k=k), device=device, cache=cache)
+    gold = [i.target_span for i in test]
+    unseen = unseen_in_training(train, test)
+    rows, memo_rows = [], []
+
+    def record(name: str, scored_test, scored_unseen) -> None:  # noqa: ANN001
+        rows.append({"system": name, **span_metrics(gold, [p for p, _ in scored_test])})
+        memo_rows.append({"system": name, "split": "unseen source spans",
+                          **span_metrics([i.target_span for i in unseen], [p for p, _ in scored_unseen])})
+
+    threshold, _ = tune_threshold([i.target_span for i in dev], cosine_scores(base, dev))
+    cos = [(p if s >= threshold else None, s) for p, s in cosine_scores(base, test)]
+    cos_unseen = [(p if s >= threshold else None, s) for p, s in cosine_scores(base, unseen)]
+    record("cosine (untrained)", cos, cos_unseen)
+    full_preds = None
+    for name in systems or ABLATIONS:
+        features, loss = ABLATIONS[name]
+        cfg = AlignerConfig(encoder=encoder, features=features, loss=loss, k=k)
+        aligner = SpanAligner(cfg, encoder=base.encoder, tokenizer=base.tokenizer, device=device, cache=cache)
+        aligner, _ = train_aligner(train, cfg, TrainConfig(epochs=epochs, seed=seed), dev=dev, aligner=aligner, progress=False)
+        preds = aligner.predict(test)
+        record(name, preds, aligner.predict(unseen) if unseen else [])
+        log.info("%s: %s", name, rows[-1])
+        if name == "Df+Mx+Cue+SBCE":
+            full_preds = [p for p, _ in preds]
+    _write_csv(rows, out_dir / "ablation.csv")
+    _write_csv(memo_rows, out_dir / "memorisation.csv")
+    summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
+                               "encoder": encoder, "epochs": epochs, "seed": seed, "table": rows}
+    if full_preds is not None:
+        by_len = breakdown(test, full_preds, span_length)
+        by_pos = breakdown(test, full_preds, position_difference)
+        _write_csv(by_len, out_dir / "by_span_length.csv")
+        _write_csv(by_pos, out_dir / "by_position_difference.csv")
+        plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
+    plot_ablation(rows, out_dir / "ablation.png")
+    with artifacts.atomic_path(out_dir / "summary.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _savefig(fig, path: Path) -> None:  # noqa: ANN001
+    import matplotlib.pyplot as plt
+
+    with artifacts.atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def plot_ablation(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    x = range(len(rows))
+    ax.bar([i - 0.2 for i in x], [r["soft_f1"] for r in rows], width=0.4, label="soft F1")
+    ax.bar([i + 0.2 for i in x], [r["exact_f1"] for r in rows], width=0.4, label="exact F1")
+    ax.set_xticks(list(x), [r["system"] for r in rows], rotation=30, ha="right")
+    ax.set_ylim(0, 1)
+    ax.legend()
+    ax.set_title("Span aligner ablations (held-out test)")
+    fig.tight_layout()
+    _savefig(fig, path)
+
+
+def plot_breakdowns(by_len: list[dict[str, Any]], by_pos: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, rows, title in ((axes[0], by_len, "F1 by source span length"), (axes[1], by_pos, "F1 by position difference")):
+        labels = [str(r["bucket"]) for r in rows]
+        ax.plot(labels, [r["soft_f1"] for r in rows], marker="o", label="soft F1")
+        ax.plot(labels, [r["exact_f1"] for r in rows], marker="s", label="exact F1")
+        ax.set_ylim(0, 1)
+        ax.set_title(title)
+    axes[0].legend()
+    fig.tight_layout()
+    _savefig(fig, path)

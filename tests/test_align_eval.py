@@ -1,0 +1,35 @@
+import csv
+import json
+
+from spanaug.align import Instance, pair_key
+from spanaug.align_eval import position_difference, run_ablation, split_by_pair, unseen_in_training
+from test_align import copy_task
+
+
+def test_split_keeps_pairs_together():
+    insts = copy_task(120, 5)
+    insts += [Instance(i.id + "b", i.source_tokens, i.target_tokens, i.source_span, i.target_span) for i in insts[:40]]
+    train, dev, test = split_by_pair(insts, seed=1)
+    keys = [{pair_key(i) for i in part} for part in (train, dev, test)]
+    assert not (keys[0] & keys[1]) and not (keys[0] & keys[2]) and not (keys[1] & keys[2])
+    assert len(train) + len(dev) + len(test) == len(insts) and test and dev
+
+
+def test_unseen_source_spans():
+    a = Instance("a", ["x", "buy", "y"], ["x", "get", "y"], (1, 1), (1, 1))
+    b = Instance("b", ["Buy", "it"], ["Get", "it"], (0, 0), (0, 0))
+    c = Instance("c", ["sell", "it"], ["give", "it"], (0, 0), (0, 0))
+    assert unseen_in_training([a], [b, c]) == [c]
+    assert position_difference(Instance("d", ["a"] * 20, ["a"] * 20, (0, 0), (15, 15))) == 10
+    assert position_difference(Instance("e", ["a"], ["a"], (0, 0), None)) == "null"
+
+
+def test_ablation_writes_tables(tiny_encoder, tmp_path):
+    summary = run_ablation(copy_task(150, 6), tiny_encoder, tmp_path, epochs=3, k=2, device="cpu",
+                           systems=["Cue", "Df+Mx+Cue+SBCE"])
+    rows = list(csv.DictReader(open(tmp_path / "ablation.csv")))
+    assert [r["system"] for r in rows] == ["cosine (untrained)", "Cue", "Df+Mx+Cue+SBCE"]
+    assert all(0 <= float(r["soft_f1"]) <= 1 for r in rows)
+    for name in ["memorisation.csv", "by_span_length.csv", "by_position_difference.csv", "ablation.png", "breakdowns.png"]:
+        assert (tmp_path / name).is_file(), name
+    assert json.loads((tmp_path / "summary.json").read_text())["test"] == summary["test"] > 0
