@@ -128,3 +128,22 @@ def test_ct2_backend_matches_hf(tiny_paraphraser, tmp_path):
     # Same model, same search: the same outputs, scored alike by each backend's own scorer.
     assert [r["paraphrase_text"] for r in a] == [r["paraphrase_text"] for r in b]
     assert [r["paraphrase_score"] for r in a] == pytest.approx([r["paraphrase_score"] for r in b], rel=1e-3, abs=1e-3)
+
+
+def test_training_is_deterministic(tmp_path):
+    """Same bitext and seed: the same vocabulary and the same weights (so `make demo` repeats itself)."""
+    import torch
+
+    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+
+    bitext = tmp_path / "b.tsv"
+    bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[::-1])))
+    cfg = ParaphraserConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64,
+                            batch_size=4, max_steps=3, checkpoint_every=100, warmup_steps=1)
+    models = []
+    for run in ("a", "b"):
+        train_paraphraser(bitext, tmp_path / run, cfg, device="cpu", progress=False)
+        models.append(Paraphraser.from_pretrained(tmp_path / run, device="cpu"))
+    assert models[0].tokenizer.get_vocab() == models[1].tokenizer.get_vocab()
+    for p, q in zip(models[0].model.parameters(), models[1].model.parameters()):
+        assert torch.equal(p, q)

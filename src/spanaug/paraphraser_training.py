@@ -68,18 +68,33 @@ def read_bitext(path: Path | str) -> list[tuple[str, str]]:
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
-    """A SentencePiece unigram tokenizer trained on ``texts``, as a fast HF tokenizer."""
-    from tokenizers import SentencePieceUnigramTokenizer
+    """A SentencePiece unigram model trained on ``texts``, as a fast HF tokenizer.
+
+    Trained with the ``sentencepiece`` library (deterministic for a given input), then its pieces
+    and scores become a ``tokenizers`` Unigram model, so the result saves and loads as a plain
+    Hugging Face tokenizer (``tokenizer.json``).
+    """
+    import io
+
+    import sentencepiece as spm
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 
-    specials = [SPECIAL["pad"], SPECIAL["eos"], SPECIAL["unk"], SPECIAL["bos"]]
-    spm = SentencePieceUnigramTokenizer()
-    spm.train_from_iterator(texts, vocab_size=vocab_size, special_tokens=specials, unk_token=SPECIAL["unk"],
-                            show_progress=False)
-    eos_id = spm.token_to_id(SPECIAL["eos"])
-    spm.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], eos_id)])
-    return PreTrainedTokenizerFast(tokenizer_object=spm._tokenizer, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_writer=buf, vocab_size=vocab_size, model_type="unigram",
+        pad_id=0, eos_id=1, unk_id=2, bos_id=3, pad_piece=SPECIAL["pad"], eos_piece=SPECIAL["eos"],
+        unk_piece=SPECIAL["unk"], bos_piece=SPECIAL["bos"], hard_vocab_limit=False, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
+    pieces = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=sp.unk_id()))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.add_special_tokens(list(SPECIAL.values()))
+    tok.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], sp.eos_id())])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
                                    unk_token=SPECIAL["unk"], bos_token=SPECIAL["bos"])
 
 
