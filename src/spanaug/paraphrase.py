@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -308,7 +309,9 @@ class CT2Paraphraser(Paraphraser):
             ctranslate2.converters.TransformersConverter(str(name_or_path)).convert(str(target), force=True)
         dev = "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)
-        translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default")
+        # Requests are decoded in one call per constraint set: on CPU, run those calls side by side.
+        threads = {"inter_threads": max(1, os.cpu_count() or 1), "intra_threads": 1} if dev == "cpu" else {}
+        translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
         return cls(translator, AutoTokenizer.from_pretrained(str(name_or_path)), dev)
 
     def _pieces(self, text: str, prefix: str = "") -> list[str]:
