@@ -214,6 +214,16 @@ def soft_labels(cands: torch.Tensor, gold: tuple[int, int] | None, loss: str) ->
     return torch.pow(2.0, -dist.float())
 
 
+def span_means(src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int],
+               cands: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean word vector of the source span [1, H] and of every candidate [C, H] (prefix sums)."""
+    s, e = span
+    src = src_vecs[s : e + 1].mean(0, keepdim=True)
+    csum = torch.cat([torch.zeros(1, tgt_vecs.shape[1], device=tgt_vecs.device), tgt_vecs.cumsum(0)])
+    lengths = (cands[:, 1] - cands[:, 0] + 1).unsqueeze(-1).float()
+    return src, (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / lengths
+
+
 class SpanAligner:
     """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
 
@@ -305,10 +315,8 @@ class SpanAligner:
                  cands: torch.Tensor) -> torch.Tensor:
         """Feature rows [C, D] for every candidate of one source span (batched tensor work)."""
         s, e = span
-        src = src_vecs[s : e + 1].mean(0, keepdim=True)
-        csum = torch.cat([torch.zeros(1, tgt_vecs.shape[1], device=tgt_vecs.device), tgt_vecs.cumsum(0)])
+        src, cand = span_means(src_vecs, tgt_vecs, span, cands)
         lengths = (cands[:, 1] - cands[:, 0] + 1).unsqueeze(-1).float()
-        cand = (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / lengths
         if self.config.normalize_spans:
             src, cand = nn.functional.normalize(src, dim=-1), nn.functional.normalize(cand, dim=-1)
         parts = []

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from spanaug import artifacts
-from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, span_metrics,
-                           train_aligner, tune_threshold)
+from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, span_means,
+                           span_metrics, train_aligner, tune_threshold)
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,8 @@ def cosine_scores(aligner: SpanAligner, instances: Sequence[Instance]) -> list[t
         if not len(cands):
             out.append((None, 0.0))
             continue
-        csum = torch.cat([torch.zeros(1, tgt_vecs.shape[1], device=tgt_vecs.device), tgt_vecs.cumsum(0)])
-        cand = (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / (cands[:, 1] - cands[:, 0] + 1).unsqueeze(-1)
-        sims = torch.nn.functional.cosine_similarity(src_vecs[s : e + 1].mean(0, keepdim=True), cand)
+        src, cand = span_means(src_vecs, tgt_vecs, inst.source_span, cands)
+        sims = torch.nn.functional.cosine_similarity(src, cand)
         best = int(sims.argmax())
         out.append(((int(cands[best, 0]), int(cands[best, 1])), float(sims[best])))
     return out

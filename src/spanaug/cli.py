@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from spanaug.artifacts import SCHEMAS
 from spanaug.errors import SpanaugError
 
 log = logging.getLogger("spanaug")
@@ -239,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("gather", help="merge shards of one artifact type")
     s.add_argument("--inputs", nargs="+", required=True)
     s.add_argument("--out", required=True)
-    s.add_argument("--schema", default="chain", choices=["sentences", "chain", "requests", "paraphrases", "aligned"])
+    s.add_argument("--schema", default="chain", choices=sorted(SCHEMAS))
     s.set_defaults(func=cmd_gather)
 
     s = sub.add_parser("assemble", help="the augmented dataset from every iteration's outputs")

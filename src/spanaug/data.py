@@ -56,13 +56,10 @@ def tokenize_around_span(text: str, char_start: int, char_end: int) -> tuple[lis
     Returns tokens, their offsets and the inclusive token span covering
     ``text[char_start:char_end]``.
     """
-    pieces = (
-        tokenize_with_offsets(text[:char_start], 0)
-        + tokenize_with_offsets(text[char_start:char_end], char_start)
-    )
-    n_before = len(tokenize_with_offsets(text[:char_start], 0))
-    pieces += tokenize_with_offsets(text[char_end:], char_end)
-    n_span = len(pieces) - n_before - len(tokenize_with_offsets(text[char_end:], char_end))
+    before = tokenize_with_offsets(text[:char_start], 0)
+    inside = tokenize_with_offsets(text[char_start:char_end], char_start)
+    pieces = before + inside + tokenize_with_offsets(text[char_end:], char_end)
+    n_before, n_span = len(before), len(inside)
     if n_span == 0:
         raise ValueError("span holds no token")
     tokens = [p[0] for p in pieces]

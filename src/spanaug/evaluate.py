@@ -84,6 +84,7 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, bleu_sample: int =
     })
     aligned = table.filter(table.column("aligned_start").is_valid())
     n_seeds = seed_table.num_rows
+    lemma_pairs = _unique_pairs(aligned, "aligned_lemma")
     stats: dict[str, Any] = {
         "seeds": n_seeds,
         "outputs": table.num_rows,
@@ -91,9 +92,9 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, bleu_sample: int =
         "failed_to_align_share": 1 - aligned.num_rows / table.num_rows if table.num_rows else None,
         "multiple_over_seeds": aligned.num_rows / n_seeds if n_seeds else None,
         "unique_frame_trigger_pairs": _unique_pairs(aligned, "aligned_text"),
-        "unique_frame_lemma_pairs": _unique_pairs(aligned, "aligned_lemma"),
+        "unique_frame_lemma_pairs": lemma_pairs,
         "seed_unique_frame_trigger_pairs": _unique_pairs(seed_pairs, "trigger"),
-        "lemmas_per_output": (_unique_pairs(aligned, "aligned_lemma") / aligned.num_rows) if aligned.num_rows else None,
+        "lemmas_per_output": lemma_pairs / aligned.num_rows if aligned.num_rows else None,
     }
     stats.update(bleu_measures(table, seed_table, bleu_sample))
     return stats, per_iteration(table)

@@ -13,6 +13,7 @@ import logging
 import math
 import random
 import shutil
+import time
 from pathlib import Path
 
 import torch
@@ -182,9 +183,7 @@ def train_paraphraser(bitext: Path | str, out: Path | str, cfg: ParaphraserConfi
         random.setstate(state["py_rng"])
     data = pairs + [(b, a) for a, b in pairs]
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=cfg.label_smoothing)
-    import time
-
-    started = time.monotonic()
+    deadline = time.monotonic() + cfg.max_minutes * 60 if cfg.max_minutes is not None else math.inf
     losses: list[float] = []
     bar = tqdm(total=cfg.max_steps, initial=step, desc="train paraphraser", disable=not progress)
     while step < cfg.max_steps:
@@ -208,10 +207,9 @@ def train_paraphraser(bitext: Path | str, out: Path | str, cfg: ParaphraserConfi
             bar.update(1)
             if step % cfg.checkpoint_every == 0:
                 _save_checkpoint(out, model, tokenizer, optimizer, scheduler, step, cfg.keep_checkpoints)
-            out_of_time = cfg.max_minutes is not None and (time.monotonic() - started) / 60 > cfg.max_minutes
-            if step >= cfg.max_steps or out_of_time:
+            if step >= cfg.max_steps or time.monotonic() > deadline:
                 break
-        if cfg.max_minutes is not None and (time.monotonic() - started) / 60 > cfg.max_minutes:
+        if time.monotonic() > deadline:
             break
     bar.close()
     model.eval()
