@@ -69,6 +69,27 @@ def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     assert [s for _, s in reloaded] == pytest.approx([s for _, s in preds], abs=1e-5)
 
 
+@pytest.mark.parametrize("features,normalize", [(("df", "mx", "cue"), True), (("df", "mx", "cue"), False),
+                                                (("df",), True), (("mx", "cue"), False)])
+def test_fast_scoring_matches_plain_features(tiny_encoder, features, normalize):
+    torch.manual_seed(0)
+    aligner = SpanAligner(AlignerConfig(encoder=tiny_encoder, hidden=16, k=2, features=features,
+                                        normalize_spans=normalize), device="cpu")
+    with torch.no_grad():  # untrained batch-norm statistics would hide differences in scale
+        aligner.scorer.norm.running_mean.normal_()
+        aligner.scorer.norm.running_var.uniform_(0.5, 2.0)
+    rng = random.Random(1)
+    items = []
+    for _ in range(40):
+        n_src, n_tgt = rng.randint(1, 9), rng.randint(1, 12)
+        s = rng.randrange(n_src)
+        e = min(n_src - 1, s + rng.randint(0, 3))
+        items.append(((torch.randn(n_src, 32), torch.randn(n_tgt, 32)), (s, e)))
+    fast, plain = aligner.score_spans(items, chunk=7), aligner.score_spans_reference(items)
+    assert [span for span, _ in fast] == [span for span, _ in plain]
+    assert [score for _, score in fast] == pytest.approx([score for _, score in plain], abs=1e-5)
+
+
 def test_encoding_is_shared_by_spans_of_one_pair(tiny_encoder, monkeypatch):
     aligner = SpanAligner(AlignerConfig(encoder=tiny_encoder, hidden=16), device="cpu")
     calls = []
