@@ -173,6 +173,15 @@ def cmd_align_make_instances(a: argparse.Namespace) -> None:
     log.info("%d span instances from %s", n, a.bitext)
 
 
+def cmd_align_import(a: argparse.Namespace) -> None:
+    from spanaug.align import write_jsonl
+    from spanaug.wordalign import import_instances
+
+    insts = import_instances(a.input, a.format, **({"null_share": a.null_share, "seed": a.seed} if a.format != "tsv" else {}))
+    n = write_jsonl((i.as_json() for i in insts), a.out)
+    log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts), a.input)
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -329,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--bitext", required=True)
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_align_make_instances)
+    s = al.add_parser("import-aligned", help="span instances from a word-aligned corpus (Edinburgh++ JSON) or a span TSV")
+    s.add_argument("--input", required=True)
+    s.add_argument("--format", choices=["auto", "edinburgh", "tsv"], default="auto")
+    s.add_argument("--out", required=True)
+    s.add_argument("--null-share", type=float, default=0.10, help="share of instances with no counterpart")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_align_import)
     return p
 
 
