@@ -135,3 +135,38 @@ def test_real_edinburgh_instances_load():
     insts = read_instances(shared_file("edinburgh-train.spans.jsonl"))
     assert len(insts) == 2358
     assert 0.05 < sum(i.target_span is None for i in insts) / len(insts) < 0.15
+
+
+def test_finetuning_top_layer_moves_only_that_layer_and_round_trips(tiny_encoder, tmp_path):
+    from spanaug.align import encoder_layers
+
+    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32, finetune_layers=1)
+    aligner = SpanAligner(cfg, device="cpu")
+    before = {n: p.detach().clone() for n, p in aligner.encoder.named_parameters()}
+    aligner, _ = train_aligner(copy_task(60, 7), cfg, TrainConfig(epochs=2, batch_size=8, encoder_learning_rate=1e-3),
+                               aligner=aligner, device="cpu", progress=False)
+    top = {id(p) for p in encoder_layers(aligner.encoder)[-1].parameters()}
+    changed = {id(p) for n, p in aligner.encoder.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and changed <= top
+    test = copy_task(20, 8)
+    preds = aligner.predict(test)
+    aligner.save_pretrained(tmp_path / "al")
+    again = SpanAligner.from_pretrained(tmp_path / "al", device="cpu")
+    assert [s for _, s in again.predict(test)] == pytest.approx([s for _, s in preds], abs=1e-5)
+
+
+def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
+    from spanaug.align import reverse_instances
+
+    train = copy_task(30, 9)
+    gappy = Instance("g", ["a", "b", "c"], ["x", "y"], (0, 1), None)
+    extra = reverse_instances(train + [gappy])
+    assert len(extra) == len(train) and extra[0].source_tokens == train[0].target_tokens
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in train))
+    extra_path = tmp_path / "extra.jsonl"
+    extra_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in extra))
+    assert main(["align", "train", "--train", str(path), "--extra", str(extra_path), "--encoder", tiny_encoder,
+                 "--out", str(tmp_path / "m"), "--k", "2", "--epochs", "1", "--device", "cpu"]) == 0
+    summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
+    assert summary["train_instances"] == 60 and summary["extra_instances"] == 30

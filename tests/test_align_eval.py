@@ -26,9 +26,10 @@ def test_unseen_source_spans():
 
 def test_ablation_writes_tables(tiny_encoder, tmp_path):
     summary = run_ablation(copy_task(150, 6), tiny_encoder, tmp_path, epochs=3, k=2, device="cpu",
-                           systems=["Cue", "Df+Mx+Cue+SBCE"])
+                           systems=["Cue", "Df+Mx+Cue+SBCE"], finetune_layers=1, extra_reversed=True)
     rows = list(csv.DictReader(open(tmp_path / "ablation.csv")))
-    assert [r["system"] for r in rows] == ["cosine (untrained)", "Cue", "Df+Mx+Cue+SBCE"]
+    assert [r["system"] for r in rows] == ["cosine (untrained)", "Cue", "Df+Mx+Cue+SBCE", "+SBCE +reversed instances",
+                                           "+SBCE +tuned top 1 layers"]
     assert all(0 <= float(r["soft_f1"]) <= 1 for r in rows)
     for name in ["memorisation.csv", "by_span_length.csv", "by_position_difference.csv", "ablation.png", "breakdowns.png"]:
         assert (tmp_path / name).is_file(), name

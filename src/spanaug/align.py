@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 FEATURES = ("df", "mx", "cue")
 CONFIG_NAME = "aligner_config.json"
 WEIGHTS_NAME = "scorer.pt"
+ENCODER_DIR = "encoder"
 
 
 # ---------------------------------------------------------------- instances and metrics
@@ -169,6 +170,9 @@ class AlignerConfig:
     #: L2-normalise span vectors before the features. Not in the paper; on Edinburgh++ with MiniLM
     #: it raised held-out soft F1 from 0.649 to 0.694 (see README). False reproduces the paper.
     normalize_spans: bool = True
+    #: Fine-tune the encoder's top N transformer layers with the scorer (0: frozen, as in the
+    #: paper). The tuned encoder is saved with the model.
+    finetune_layers: int = 0
 
     def __post_init__(self) -> None:
         self.features = tuple(self.features)
@@ -237,6 +241,9 @@ class SpanAligner:
         self.encoder = (encoder or AutoModel.from_pretrained(resolve(config.encoder))).to(self.device).eval()
         for p in self.encoder.parameters():
             p.requires_grad_(False)
+        if config.finetune_layers:
+            for layer in encoder_layers(self.encoder)[-config.finetune_layers :]:
+                layer.requires_grad_(True)
         hidden = self.encoder.config.hidden_size
         self.in_dim = hidden * (("df" in config.features) + ("mx" in config.features)) + 4 * ("cue" in config.features)
         self.scorer = (scorer or SpanScorer(self.in_dim, config.hidden)).to(self.device)
@@ -250,6 +257,9 @@ class SpanAligner:
         out.mkdir(parents=True, exist_ok=True)
         with artifacts.atomic_path(out / WEIGHTS_NAME) as tmp:
             torch.save(self.scorer.state_dict(), tmp)
+        if self.config.finetune_layers:
+            self.encoder.save_pretrained(out / ENCODER_DIR)
+            self.tokenizer.save_pretrained(out / ENCODER_DIR)
         with artifacts.atomic_path(out / CONFIG_NAME) as tmp:
             tmp.write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
 
@@ -262,6 +272,8 @@ class SpanAligner:
         cfg = json.loads((path / CONFIG_NAME).read_text())
         if encoder:
             cfg["encoder"] = encoder
+        elif (path / ENCODER_DIR / "config.json").is_file():
+            cfg["encoder"] = str(path / ENCODER_DIR)
         aligner = cls(AlignerConfig(**cfg), device=device)
         aligner.scorer.load_state_dict(torch.load(path / WEIGHTS_NAME, map_location=aligner.device, weights_only=True))
         aligner.scorer.eval()
@@ -285,16 +297,20 @@ class SpanAligner:
         out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
         batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         for idx in tqdm(batches, desc="encode", unit="batch", disable=not progress):
-            src = [list(pairs[i][0]) for i in idx]
-            tgt = [list(pairs[i][1]) for i in idx]
-            enc = self.tokenizer(src, tgt, is_split_into_words=True, truncation=True,
-                                 max_length=self.config.max_length, padding=True, return_tensors="pt")
-            hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
-                                     if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
-            for row, i in enumerate(idx):
-                out[i] = self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row),
-                                            len(src[row]), len(tgt[row]))
+            for i, vecs in zip(idx, self.encode_batch([pairs[i] for i in idx])):
+                out[i] = vecs
         return out  # type: ignore[return-value]
+
+    def encode_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Word vectors of one padded batch of pairs (differentiable when the encoder is tuned)."""
+        src = [list(p[0]) for p in pairs]
+        tgt = [list(p[1]) for p in pairs]
+        enc = self.tokenizer(src, tgt, is_split_into_words=True, truncation=True,
+                             max_length=self.config.max_length, padding=True, return_tensors="pt")
+        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
+                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
+        return [self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row), len(src[row]), len(tgt[row]))
+                for row in range(len(pairs))]
 
     def _word_vectors(self, hidden: torch.Tensor, word_ids: list[int | None], seq_ids: list[int | None],
                       n_src: int, n_tgt: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -476,6 +492,8 @@ class TrainConfig:
     learning_rate: float = 1e-3
     seed: int = 0
     tune_threshold_on: str = "soft_f1"
+    #: Learning rate of the encoder's tuned layers (AlignerConfig.finetune_layers).
+    encoder_learning_rate: float = 2e-5
 
 
 def tune_threshold(gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]],
@@ -490,33 +508,50 @@ def tune_threshold(gold: Sequence[tuple[int, int] | None], scored: Sequence[tupl
     return best
 
 
+def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
+    """The stack of transformer layers of a BERT-like ``AutoModel`` (``encoder.layer``)."""
+    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ConfigError(f"finetune_layers needs a BERT-like encoder with encoder.layer; {type(encoder).__name__} has none")
+    return layers
+
+
+def reverse_instances(instances: Iterable[Instance]) -> list[Instance]:
+    """Each aligned instance read the other way (target span -> source span): extra training data."""
+    return [Instance(f"{i.id}:reversed", i.target_tokens, i.source_tokens, i.target_span, i.source_span)
+            for i in instances if i.target_span is not None]
+
+
+def _batches(items: list, size: int) -> Iterator[list]:
+    return (items[i : i + size] for i in range(0, len(items), size))
+
+
 def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig, dev: Sequence[Instance] | None = None,
-                  device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None) -> tuple[SpanAligner, dict[str, Any]]:
-    """Train the scorer on cached encoder outputs; tune the null threshold on ``dev``."""
+                  device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None,
+                  extra: Sequence[Instance] = ()) -> tuple[SpanAligner, dict[str, Any]]:
+    """Train the scorer (and the top encoder layers when configured); tune the null threshold on ``dev``.
+
+    ``extra`` instances (e.g. composed along paraphrase chains) are added to the training data.
+    """
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
     aligner = aligner or SpanAligner(cfg, device=device)
-    pairs = list(dict.fromkeys(pair_key(i) for i in train))
-    vecs = dict(zip(pairs, aligner.encode_pairs(pairs, progress=progress)))
-    # Candidates, features and labels never change with a frozen encoder: build them once.
-    examples = []
-    for inst in train:
-        cands, feats = aligner._instance_rows(vecs[pair_key(inst)], inst.source_span)
-        if cands.shape[0]:
-            examples.append((feats, soft_labels(cands, inst.target_span, cfg.loss)))
-    if not examples:
-        raise ConfigError("no training instance has a candidate span")
-    opt = torch.optim.Adam(aligner.scorer.parameters(), lr=tcfg.learning_rate)
+    train = list(train) + list(extra)
     loss_fn = nn.BCEWithLogitsLoss()
+    params = [{"params": aligner.scorer.parameters(), "lr": tcfg.learning_rate}]
+    tuned = [p for p in aligner.encoder.parameters() if p.requires_grad]
+    if tuned:
+        params.append({"params": tuned, "lr": tcfg.encoder_learning_rate})
+        aligner.cache = None  # encodings change as the encoder learns
+        step_batches = _finetune_batches(aligner, train, cfg, tcfg, rng)
+    else:
+        step_batches = _frozen_batches(aligner, train, cfg, tcfg, rng, progress)
+    opt = torch.optim.Adam(params)
     history = []
     for epoch in range(tcfg.epochs):
         aligner.scorer.train()
-        rng.shuffle(examples)
         total, batches = 0.0, 0
-        for i in tqdm(range(0, len(examples), tcfg.batch_size), desc=f"epoch {epoch + 1}", disable=not progress, leave=False):
-            chunk = examples[i : i + tcfg.batch_size]
-            feats = torch.cat([f for f, _ in chunk])
-            labels = torch.cat([y for _, y in chunk])
+        for feats, labels in tqdm(step_batches(), desc=f"epoch {epoch + 1}", disable=not progress, leave=False):
             if feats.shape[0] < 2:
                 continue  # batch norm needs more than one row
             loss = loss_fn(aligner.scorer(feats), labels)
@@ -528,13 +563,55 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConf
         history.append(total / max(batches, 1))
         log.info("aligner epoch %d: loss %.4f", epoch + 1, history[-1])
     aligner.scorer.eval()
-    summary: dict[str, Any] = {"train_instances": len(train), "loss_history": history}
+    aligner.encoder.eval()
+    summary: dict[str, Any] = {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
     if dev:
         scored = aligner.predict(dev, threshold=0.0)
         threshold, metrics = tune_threshold([d.target_span for d in dev], scored, tcfg.tune_threshold_on)
         aligner.config.threshold = threshold
         summary.update({"threshold": threshold, "dev_metrics": metrics})
     return aligner, summary
+
+
+def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig,
+                    rng: random.Random, progress: bool):  # noqa: ANN202
+    """With a frozen encoder, candidates, features and labels never change: build them once."""
+    pairs = list(dict.fromkeys(pair_key(i) for i in train))
+    vecs = dict(zip(pairs, aligner.encode_pairs(pairs, progress=progress)))
+    examples = []
+    for inst in train:
+        cands, feats = aligner._instance_rows(vecs[pair_key(inst)], inst.source_span)
+        if cands.shape[0]:
+            examples.append((feats, soft_labels(cands, inst.target_span, cfg.loss)))
+    if not examples:
+        raise ConfigError("no training instance has a candidate span")
+
+    def epoch() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        rng.shuffle(examples)
+        for chunk in _batches(examples, tcfg.batch_size):
+            yield torch.cat([f for f, _ in chunk]), torch.cat([y for _, y in chunk])
+
+    return epoch
+
+
+def _finetune_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig,
+                      rng: random.Random):  # noqa: ANN202
+    """With a tuned encoder, each batch re-encodes its sentence pairs (once per pair) with gradients."""
+    order = list(train)
+
+    def epoch() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        rng.shuffle(order)
+        for chunk in _batches(order, tcfg.batch_size):
+            pairs = list(dict.fromkeys(pair_key(i) for i in chunk))
+            vecs = dict(zip(pairs, aligner.encode_batch(pairs)))
+            feats, labels = [], []
+            for inst in chunk:
+                cands, f = aligner._instance_rows(vecs[pair_key(inst)], inst.source_span)
+                feats.append(f)
+                labels.append(soft_labels(cands, inst.target_span, cfg.loss))
+            yield torch.cat(feats), torch.cat(labels)
+
+    return epoch
 
 
 # ---------------------------------------------------------------- pipeline stage

@@ -6,6 +6,7 @@ outputs are shared by every ablation, since it is frozen.
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import logging
@@ -17,8 +18,8 @@ from typing import Any
 import torch
 
 from spanaug import artifacts
-from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, span_means,
-                           span_metrics, train_aligner, tune_threshold)
+from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, reverse_instances,
+                           span_means, span_metrics, train_aligner, tune_threshold)
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,13 @@ def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | str, epochs: int = 10, seed: int = 0,
-                 k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``."""
+                 k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None,
+                 finetune_layers: int = 0, extra_reversed: bool = False) -> dict[str, Any]:
+    """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``.
+
+    Beyond the paper, ``finetune_layers`` and ``extra_reversed`` each add a row: the full model
+    with the encoder's top layers tuned, and with reversed training instances added.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train, dev, test = split_by_pair(instances, seed=seed)
@@ -136,6 +142,21 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
         log.info("%s: %s", name, rows[-1])
         if name == "Df+Mx+Cue+SBCE":
             full_preds = [p for p, _ in preds]
+    extensions = []
+    if extra_reversed:
+        extensions.append(("+SBCE +reversed instances", AlignerConfig(encoder=encoder, k=k), reverse_instances(train)))
+    if finetune_layers:
+        extensions.append((f"+SBCE +tuned top {finetune_layers} layers",
+                           AlignerConfig(encoder=encoder, k=k, finetune_layers=finetune_layers), []))
+    for name, cfg, extra in extensions:
+        # A tuned encoder must not share the frozen one's weights or cache: it gets its own copy.
+        enc = copy.deepcopy(base.encoder) if cfg.finetune_layers else base.encoder
+        aligner = SpanAligner(cfg, encoder=enc, tokenizer=base.tokenizer, device=device,
+                              cache=None if cfg.finetune_layers else cache)
+        aligner, _ = train_aligner(train, cfg, TrainConfig(epochs=epochs, seed=seed), dev=dev, aligner=aligner,
+                                   progress=False, extra=extra)
+        record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
+        log.info("%s: %s", name, rows[-1])
     _write_csv(rows, out_dir / "ablation.csv")
     _write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),

@@ -119,11 +119,13 @@ def cmd_align_train(a: argparse.Namespace) -> None:
     from spanaug.align import AlignerConfig, TrainConfig, read_instances, train_aligner
 
     cfg = AlignerConfig(encoder=a.encoder, features=tuple(a.features.split(",")), loss=a.loss, k=a.k,
-                        normalize_spans=not a.no_normalize)
+                        normalize_spans=not a.no_normalize, finetune_layers=a.finetune_layers)
     train = read_instances(a.train)
     dev = read_instances(a.dev) if a.dev else None
-    aligner, summary = train_aligner(train, cfg, TrainConfig(epochs=a.epochs, seed=a.seed, learning_rate=a.learning_rate),
-                                     dev=dev, device=a.device)
+    extra = [inst for path in a.extra for inst in read_instances(path)]
+    tcfg = TrainConfig(epochs=a.epochs, seed=a.seed, learning_rate=a.learning_rate,
+                       encoder_learning_rate=a.encoder_learning_rate)
+    aligner, summary = train_aligner(train, cfg, tcfg, dev=dev, device=a.device, extra=extra)
     aligner.save_pretrained(a.out)
     _write_json(summary, str(Path(a.out) / "training_summary.json"))
 
@@ -160,7 +162,7 @@ def cmd_align_ablate(a: argparse.Namespace) -> None:
     from spanaug.align_eval import run_ablation
 
     summary = run_ablation(read_instances(a.data), a.encoder, a.out_dir, epochs=a.epochs, seed=a.seed, k=a.k,
-                           device=a.device)
+                           device=a.device, finetune_layers=a.finetune_layers, extra_reversed=a.extra_reversed)
     for row in summary["table"]:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
 
@@ -304,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-normalize", action="store_true", help="raw (not L2-normalised) span vectors, as in the paper")
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--learning-rate", type=float, default=1e-3)
+    s.add_argument("--extra", nargs="*", default=[], metavar="FILE.jsonl", help="extra training instances")
+    s.add_argument("--finetune-layers", type=int, default=0, help="tune the encoder's top N layers (0: frozen)")
+    s.add_argument("--encoder-learning-rate", type=float, default=2e-5)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_align_train)
@@ -332,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--k", type=int, default=5)
+    s.add_argument("--finetune-layers", type=int, default=0, help="also test tuning the encoder's top N layers")
+    s.add_argument("--extra-reversed", action="store_true", help="also test adding reversed training instances")
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_align_ablate)
     s = al.add_parser("make-instances", help="span instances from a paraphrase bitext's token differences")

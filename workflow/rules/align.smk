@@ -34,6 +34,9 @@ rule train_aligner:
                 f"--features {','.join(AT.get('features', ['df', 'mx', 'cue']))}",
                 f"--loss {AT.get('loss', 'soft')} --k {AT.get('k', 5)}",
                 f"--epochs {AT.get('epochs', 10)} --seed {AT.get('seed', 0)} --device {A['device']}",
+                f"--finetune-layers {AT.get('finetune_layers', 0)}",
+                f"--encoder-learning-rate {AT.get('encoder_learning_rate', 2e-5)}",
+                " ".join(["--extra", *map(shlex.quote, AT["extra_instances"])]) if AT.get("extra_instances") else "",
             ]
         ),
     resources:
@@ -90,6 +93,12 @@ rule align_ablation:
         epochs=(A.get("evaluation") or {}).get("epochs", 10),
         seed=(A.get("evaluation") or {}).get("seed", 0),
         k=AT.get("k", 5),
+        extensions=" ".join(
+            [
+                f"--finetune-layers {(A.get('evaluation') or {}).get('finetune_layers', 0)}",
+                "--extra-reversed" if (A.get("evaluation") or {}).get("extra_reversed") else "",
+            ]
+        ),
         device=A["device"],
     resources:
         **GPU,
@@ -101,4 +110,5 @@ rule align_ablation:
         f"{BENCH}/align_ablation.tsv"
     shell:
         "{SPANAUG} align ablate --data {params.data} --encoder {params.encoder} --out-dir {params.out_dir}"
-        " --epochs {params.epochs} --seed {params.seed} --k {params.k} --device {params.device} > {log} 2>&1"
+        " --epochs {params.epochs} --seed {params.seed} --k {params.k} {params.extensions}"
+        " --device {params.device} > {log} 2>&1"
