@@ -20,6 +20,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/constraints.smk"
 include: "workflow/rules/paraphrase.smk"
 include: "workflow/rules/align.smk"
+include: "workflow/rules/baselines.smk"
 include: "workflow/rules/augment.smk"
 include: "workflow/rules/evaluate.smk"
 

@@ -62,6 +62,8 @@ def test_outputs_and_schema(run):
     row = table.to_pylist()[0]
     assert row["constraints"] and row["seed_trigger"] in row["constraints"]
     assert (res / "report/stats.json").is_file() and (res / "report/per_iteration.png").is_file()
+    systems = [line.split(",")[0] for line in (res / "aligner_eval/comparison.csv").read_text().splitlines()[1:]]
+    assert systems == ["FastAlign", "DiscAlign", "span aligner (ours)"]
 
 
 def test_rerun_is_a_no_op(run):

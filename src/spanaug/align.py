@@ -228,28 +228,89 @@ def span_means(src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, 
     return src, (csum[cands[:, 1] + 1] - csum[cands[:, 0]]) / lengths
 
 
+class PairEncoder:
+    """Word vectors of sentence pairs, ``[CLS] S [SEP] S' [SEP]`` encoded together by an ``AutoModel``.
+
+    A word's vector is the mean of its word pieces. ``cache`` optionally memoises the outputs
+    per pair, for models that train several heads over one frozen encoder.
+    """
+
+    def __init__(self, name_or_path: str, encoder=None, tokenizer=None, device: torch.device | None = None,  # noqa: ANN001
+                 max_length: int = 512, cache: dict | None = None):
+        from transformers import AutoModel, AutoTokenizer
+
+        self.device = device or torch.device("cpu")
+        self.max_length = max_length
+        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(name_or_path))
+        self.encoder = (encoder or AutoModel.from_pretrained(resolve(name_or_path))).to(self.device).eval()
+        for p in self.encoder.parameters():
+            p.requires_grad_(False)
+        self.cache = cache
+
+    @torch.no_grad()
+    def encode_pairs(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32,
+                     progress: bool = False) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Word vectors of each (source, target) pair, encoded together; length-sorted batches."""
+        if self.cache is not None:
+            todo = [p for p in dict.fromkeys((tuple(a), tuple(b)) for a, b in pairs) if p not in self.cache]
+            if todo:
+                cache, self.cache = self.cache, None
+                try:
+                    cache.update(zip(todo, self.encode_pairs(todo, batch_size, progress)))
+                finally:
+                    self.cache = cache
+            return [self.cache[(tuple(p[0]), tuple(p[1]))] for p in pairs]
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        for idx in tqdm(batches, desc="encode", unit="batch", disable=not progress):
+            for i, vecs in zip(idx, self.encode_batch([pairs[i] for i in idx])):
+                out[i] = vecs
+        return out  # type: ignore[return-value]
+
+    def encode_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Word vectors of one padded batch of pairs (differentiable when the encoder is tuned)."""
+        src = [list(p[0]) for p in pairs]
+        tgt = [list(p[1]) for p in pairs]
+        enc = self.tokenizer(src, tgt, is_split_into_words=True, truncation=True,
+                             max_length=self.max_length, padding=True, return_tensors="pt")
+        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
+                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
+        return [self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row), len(src[row]), len(tgt[row]))
+                for row in range(len(pairs))]
+
+    def _word_vectors(self, hidden: torch.Tensor, word_ids: list[int | None], seq_ids: list[int | None],
+                      n_src: int, n_tgt: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean of each word's pieces; words cut off by truncation get zero vectors."""
+        dim = hidden.shape[-1]
+        slots = [(w if s == 0 else n_src + w) if w is not None and s is not None else -1
+                 for w, s in zip(word_ids, seq_ids)]
+        slots_t = torch.tensor(slots, device=hidden.device)
+        keep = slots_t >= 0
+        sums = torch.zeros(n_src + n_tgt, dim, device=hidden.device).index_add_(0, slots_t[keep], hidden[keep])
+        counts = torch.zeros(n_src + n_tgt, device=hidden.device).index_add_(
+            0, slots_t[keep], torch.ones(int(keep.sum()), device=hidden.device))
+        vecs = sums / counts.clamp(min=1).unsqueeze(-1)
+        return vecs[:n_src], vecs[n_src:]
+
+
+
 class SpanAligner:
     """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
 
     def __init__(self, config: AlignerConfig, encoder=None, tokenizer=None, scorer: SpanScorer | None = None,  # noqa: ANN001
                  device: str | None = "auto", cache: dict | None = None):
-        from transformers import AutoModel, AutoTokenizer
-
         self.config = config
         self.device = choose_device(device)
-        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(config.encoder))
-        self.encoder = (encoder or AutoModel.from_pretrained(resolve(config.encoder))).to(self.device).eval()
-        for p in self.encoder.parameters():
-            p.requires_grad_(False)
+        # The cache memoises encoder outputs per sentence pair, shared by aligners on one encoder
+        # (ablations train several scorers over the same frozen encodings).
+        self.pairs = PairEncoder(config.encoder, encoder, tokenizer, self.device, config.max_length, cache)
         if config.finetune_layers:
             for layer in encoder_layers(self.encoder)[-config.finetune_layers :]:
                 layer.requires_grad_(True)
         hidden = self.encoder.config.hidden_size
         self.in_dim = hidden * (("df" in config.features) + ("mx" in config.features)) + 4 * ("cue" in config.features)
         self.scorer = (scorer or SpanScorer(self.in_dim, config.hidden)).to(self.device)
-        # Optional memo of encoder outputs per sentence pair, shared by aligners on one encoder
-        # (ablations train several scorers over the same frozen encodings).
-        self.cache = cache
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -280,51 +341,28 @@ class SpanAligner:
         return aligner
 
     # -- encoding
-    @torch.no_grad()
+    @property
+    def encoder(self) -> nn.Module:
+        return self.pairs.encoder
+
+    @property
+    def tokenizer(self):  # noqa: ANN201
+        return self.pairs.tokenizer
+
+    @property
+    def cache(self) -> dict | None:
+        return self.pairs.cache
+
+    @cache.setter
+    def cache(self, value: dict | None) -> None:
+        self.pairs.cache = value
+
     def encode_pairs(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32,
                      progress: bool = False) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Word vectors of each (source, target) pair, encoded together; length-sorted batches."""
-        if self.cache is not None:
-            todo = [p for p in dict.fromkeys((tuple(a), tuple(b)) for a, b in pairs) if p not in self.cache]
-            if todo:
-                cache, self.cache = self.cache, None
-                try:
-                    cache.update(zip(todo, self.encode_pairs(todo, batch_size, progress)))
-                finally:
-                    self.cache = cache
-            return [self.cache[(tuple(p[0]), tuple(p[1]))] for p in pairs]
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        for idx in tqdm(batches, desc="encode", unit="batch", disable=not progress):
-            for i, vecs in zip(idx, self.encode_batch([pairs[i] for i in idx])):
-                out[i] = vecs
-        return out  # type: ignore[return-value]
+        return self.pairs.encode_pairs(pairs, batch_size, progress)
 
     def encode_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Word vectors of one padded batch of pairs (differentiable when the encoder is tuned)."""
-        src = [list(p[0]) for p in pairs]
-        tgt = [list(p[1]) for p in pairs]
-        enc = self.tokenizer(src, tgt, is_split_into_words=True, truncation=True,
-                             max_length=self.config.max_length, padding=True, return_tensors="pt")
-        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
-                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
-        return [self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row), len(src[row]), len(tgt[row]))
-                for row in range(len(pairs))]
-
-    def _word_vectors(self, hidden: torch.Tensor, word_ids: list[int | None], seq_ids: list[int | None],
-                      n_src: int, n_tgt: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean of each word's pieces; words cut off by truncation get zero vectors."""
-        dim = hidden.shape[-1]
-        slots = [(w if s == 0 else n_src + w) if w is not None and s is not None else -1
-                 for w, s in zip(word_ids, seq_ids)]
-        slots_t = torch.tensor(slots, device=hidden.device)
-        keep = slots_t >= 0
-        sums = torch.zeros(n_src + n_tgt, dim, device=hidden.device).index_add_(0, slots_t[keep], hidden[keep])
-        counts = torch.zeros(n_src + n_tgt, device=hidden.device).index_add_(
-            0, slots_t[keep], torch.ones(int(keep.sum()), device=hidden.device))
-        vecs = sums / counts.clamp(min=1).unsqueeze(-1)
-        return vecs[:n_src], vecs[n_src:]
+        return self.pairs.encode_batch(pairs)
 
     # -- features
     def features(self, src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int],

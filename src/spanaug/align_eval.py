@@ -97,7 +97,7 @@ def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> l
     return [i for i in test if " ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() not in seen]
 
 
-def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     with artifacts.atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -157,15 +157,15 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
                                    progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
-    _write_csv(rows, out_dir / "ablation.csv")
-    _write_csv(memo_rows, out_dir / "memorisation.csv")
+    write_csv(rows, out_dir / "ablation.csv")
+    write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
                                "encoder": encoder, "epochs": epochs, "seed": seed, "table": rows}
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
-        _write_csv(by_len, out_dir / "by_span_length.csv")
-        _write_csv(by_pos, out_dir / "by_position_difference.csv")
+        write_csv(by_len, out_dir / "by_span_length.csv")
+        write_csv(by_pos, out_dir / "by_position_difference.csv")
         plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
     plot_ablation(rows, out_dir / "ablation.png")
     with artifacts.atomic_path(out_dir / "summary.json") as tmp:
@@ -181,7 +181,7 @@ def _savefig(fig, path: Path) -> None:  # noqa: ANN001
     plt.close(fig)
 
 
-def plot_ablation(rows: list[dict[str, Any]], path: Path) -> None:
+def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span aligner ablations (held-out test)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -194,7 +194,7 @@ def plot_ablation(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_xticks(list(x), [r["system"] for r in rows], rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.legend()
-    ax.set_title("Span aligner ablations (held-out test)")
+    ax.set_title(title)
     fig.tight_layout()
     _savefig(fig, path)
 

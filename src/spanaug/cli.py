@@ -173,6 +173,10 @@ def cmd_align_make_instances(a: argparse.Namespace) -> None:
     insts = instances_from_bitext(iter_pairs_from_bitext(a.bitext), prefix=Path(a.bitext).stem)
     n = write_jsonl((i.as_json() for i in insts), a.out)
     log.info("%d span instances from %s", n, a.bitext)
+    if a.pairs_out:
+        from spanaug.wordalign import pairs_from_bitext, write_aligned_json
+
+        write_aligned_json(pairs_from_bitext(iter_pairs_from_bitext(a.bitext), prefix=Path(a.bitext).stem), a.pairs_out)
 
 
 def cmd_align_import(a: argparse.Namespace) -> None:
@@ -182,6 +186,75 @@ def cmd_align_import(a: argparse.Namespace) -> None:
     insts = import_instances(a.input, a.format, **({"null_share": a.null_share, "seed": a.seed} if a.format != "tsv" else {}))
     n = write_jsonl((i.as_json() for i in insts), a.out)
     log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts), a.input)
+
+
+# ---------------------------------------------------------------- baselines
+
+
+def _fastalign_config(a: argparse.Namespace):  # noqa: ANN202
+    from spanaug.baselines import FastAlignConfig
+
+    return FastAlignConfig(lowercase=not a.no_lowercase, iterations=a.iterations, fast_align_bin=a.fast_align_bin,
+                           atools_bin=a.atools_bin)
+
+
+def cmd_baseline_fastalign(a: argparse.Namespace) -> None:
+    from spanaug.align import read_instances, write_jsonl
+    from spanaug.baselines import fast_align, pairs_of, read_text_pairs, span_predictions, write_links
+
+    insts = read_instances(a.instances)
+    extra = [pair for path in a.extra_text for pair in read_text_pairs(path)]
+    links = fast_align(pairs_of(insts), extra, _fastalign_config(a))
+    write_jsonl(span_predictions(insts, links), a.out)
+    if a.links_out:
+        write_links(links, a.links_out)
+
+
+def cmd_discalign_train(a: argparse.Namespace) -> None:
+    from spanaug.baselines import DiscAlignConfig, DiscAligner
+    from spanaug.wordalign import read_aligned_json
+
+    model = DiscAligner(DiscAlignConfig(encoder=a.encoder, possible_as_positive=a.possible_as_positive,
+                                        threshold=a.threshold), device=a.device)
+    history = {}
+    if a.pretrain:
+        history["pretrain_loss"] = model.train(read_aligned_json(a.pretrain), epochs=a.pretrain_epochs, seed=a.seed)
+    history["loss"] = model.train(read_aligned_json(a.gold), epochs=a.epochs, seed=a.seed)
+    model.save_pretrained(a.out)
+    _write_json(history, str(Path(a.out) / "training_summary.json"))
+
+
+def cmd_discalign_predict(a: argparse.Namespace) -> None:
+    from spanaug.align import read_instances, write_jsonl
+    from spanaug.baselines import DiscAligner, pairs_of, span_predictions, write_links
+
+    insts = read_instances(a.instances)
+    links = DiscAligner.from_pretrained(a.model, device=a.device).align(pairs_of(insts))
+    write_jsonl(span_predictions(insts, links), a.out)
+    if a.links_out:
+        write_links(links, a.links_out)
+
+
+def cmd_baseline_compare(a: argparse.Namespace) -> None:
+    from spanaug.align import read_instances
+    from spanaug.baselines import read_text_pairs, run_comparison
+    from spanaug.wordalign import read_aligned_json
+
+    extra = [pair for path in a.extra_text for pair in read_text_pairs(path)]
+    rows = run_comparison(read_instances(a.instances), read_aligned_json(a.gold_pairs), a.encoder, a.out_dir,
+                          extra_text=extra, fa_cfg=_fastalign_config(a), epochs=a.epochs, seed=a.seed, k=a.k,
+                          device=a.device)
+    for row in rows:
+        log.info("%-20s soft F1 %.3f  exact F1 %.3f  AER %s", row["system"], row["soft_f1"], row["exact_f1"], row["aer"])
+
+
+def _fastalign_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--extra-text", nargs="*", default=[], metavar="FILE",
+                   help="more training text for FastAlign: 'source ||| target' or TSV lines")
+    s.add_argument("--no-lowercase", action="store_true")
+    s.add_argument("--iterations", type=int, default=5)
+    s.add_argument("--fast-align-bin", help="a fast_align binary, run as a subprocess (default: in-process systran-align)")
+    s.add_argument("--atools-bin", help="atools binary for grow-diag-final-and (default: our implementation)")
 
 
 # ---------------------------------------------------------------- parser
@@ -344,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = al.add_parser("make-instances", help="span instances from a paraphrase bitext's token differences")
     s.add_argument("--bitext", required=True)
     s.add_argument("--out", required=True)
+    s.add_argument("--pairs-out", help="also the diff's word alignments, as Edinburgh++ JSON")
     s.set_defaults(func=cmd_align_make_instances)
     s = al.add_parser("import-aligned", help="span instances from a word-aligned corpus (Edinburgh++ JSON) or a span TSV")
     s.add_argument("--input", required=True)
@@ -352,6 +426,45 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--null-share", type=float, default=0.10, help="share of instances with no counterpart")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_align_import)
+
+    base = sub.add_parser("baseline", help="word-alignment baselines").add_subparsers(dest="sub", required=True)
+    s = base.add_parser("fastalign", help="FastAlign links projected to spans")
+    s.add_argument("--instances", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--links-out", help="also write the links as Edinburgh++-format JSON")
+    _fastalign_options(s)
+    s.set_defaults(func=cmd_baseline_fastalign)
+    disc = base.add_parser("discalign", help="the discriminative word aligner").add_subparsers(dest="subsub", required=True)
+    s = disc.add_parser("train")
+    s.add_argument("--gold", required=True, help="word-aligned pairs, Edinburgh++ JSON")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--pretrain", help="automatically aligned pairs (Edinburgh++ JSON) to train on first")
+    s.add_argument("--pretrain-epochs", type=int, default=2)
+    s.add_argument("--possible-as-positive", action="store_true", help="possible links count as positives")
+    s.add_argument("--threshold", type=float, default=0.5)
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_discalign_train)
+    s = disc.add_parser("predict")
+    s.add_argument("--model", required=True)
+    s.add_argument("--instances", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--links-out")
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_discalign_predict)
+    s = base.add_parser("compare", help="Tables 1-2: FastAlign, DiscAlign and the span aligner on one split")
+    s.add_argument("--instances", required=True)
+    s.add_argument("--gold-pairs", required=True, help="the word-aligned pairs the instances come from")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--device", default="auto")
+    _fastalign_options(s)
+    s.set_defaults(func=cmd_baseline_compare)
     return p
 
 

@@ -7,7 +7,8 @@ AT = A.get("train") or {}
 
 rule make_alignment_instances:
     output:
-        f"{RES}/models/aligner_instances.jsonl",
+        instances=f"{RES}/models/aligner_instances.jsonl",
+        pairs=f"{RES}/models/aligner_pairs.json",
     resources:
         **CPU,
     conda:
@@ -17,7 +18,8 @@ rule make_alignment_instances:
     log:
         f"{LOGS}/make_alignment_instances.log",
     shell:
-        "{SPANAUG} align make-instances --bitext {params.bitext} --out {output} > {log} 2>&1"
+        "{SPANAUG} align make-instances --bitext {params.bitext} --out {output.instances}"
+        " --pairs-out {output.pairs} > {log} 2>&1"
 
 
 rule train_aligner:
@@ -26,7 +28,7 @@ rule train_aligner:
     output:
         directory(f"{RES}/models/aligner"),
     params:
-        train=AT.get("instances") or rules.make_alignment_instances.output[0],
+        train=AT.get("instances") or rules.make_alignment_instances.output.instances,
         dev=opt("--dev", AT.get("dev")),
         encoder=A["encoder"],
         opts=" ".join(
@@ -87,7 +89,7 @@ rule align_ablation:
         figs=report(f"{RES}/aligner_eval/breakdowns.png", caption="../report/breakdowns.rst", category="Span aligner"),
         summary=f"{RES}/aligner_eval/summary.json",
     params:
-        data=(A.get("evaluation") or {}).get("data") or rules.make_alignment_instances.output[0],
+        data=(A.get("evaluation") or {}).get("data") or rules.make_alignment_instances.output.instances,
         out_dir=f"{RES}/aligner_eval",
         encoder=A["encoder"],
         epochs=(A.get("evaluation") or {}).get("epochs", 10),

@@ -41,6 +41,8 @@ def final_outputs():
            f"{RES}/report/per_iteration.png"]
     if config["aligner"].get("evaluation"):
         out.append(f"{RES}/aligner_eval/ablation.csv")
+    if config.get("baselines"):
+        out.append(f"{RES}/aligner_eval/comparison.csv")
     return out
 
 
