@@ -53,7 +53,7 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
 
 def test_outputs_and_schema(run):
     _, _, res = run
-    table = artifacts.read_table(res / "augmented.parquet", artifacts.CHAIN)
+    table = artifacts.read_table(res / "augmented.parquet", artifacts.AUGMENTED)
     assert table.num_rows > 0
     assert set(table.column("iteration").to_pylist()) <= {1, 2}
     for name in ["seed_id", "frame", "iteration", "paraphrase_text", "paraphrase_tokens", "aligned_start",

@@ -69,6 +69,19 @@ CHAIN = pa.schema(
     ]
 )
 
+#: The released dataset: every output of iterations >= 1, each with a stable id
+#: (``seed_id#iteration``) that human judgments and filters refer to.
+AUGMENTED = pa.schema([_f("output_id", _STR)] + list(CHAIN))
+
+#: The released dataset with the neural filter's scores (null when no judgments trained it).
+SCORED = pa.schema(
+    list(AUGMENTED)
+    + [
+        _f("p_classifier", _F32, nullable=True),  # precision-oriented: positives down-weighted
+        _f("r_classifier", _F32, nullable=True),  # recall-oriented: negatives down-weighted
+    ]
+)
+
 #: A sentence to paraphrase in one iteration, with the negative constraints it must obey.
 REQUESTS = pa.schema(
     [
@@ -109,6 +122,8 @@ ALIGNED = pa.schema(
 SCHEMAS: dict[str, pa.Schema] = {
     "sentences": SENTENCES,
     "chain": CHAIN,
+    "augmented": AUGMENTED,
+    "scored": SCORED,
     "requests": REQUESTS,
     "paraphrases": PARAPHRASES,
     "aligned": ALIGNED,

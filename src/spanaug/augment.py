@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug import artifacts
@@ -98,9 +99,12 @@ def select_stage(aligned_path: Path | str, out: Path | str) -> int:
 
 
 def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
-    """The released dataset: every iteration's outputs (iteration >= 1), in one CHAIN table."""
-    with artifacts.open_writer(out, artifacts.CHAIN) as writer:
+    """The released dataset: every iteration's outputs (iteration >= 1), in one AUGMENTED table."""
+    with artifacts.open_writer(out, artifacts.AUGMENTED) as writer:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
-                writer.write(table.filter(pc.greater(table.column("iteration"), 0)))
+                table = table.filter(pc.greater(table.column("iteration"), 0))
+                ids = pc.binary_join_element_wise(table.column("seed_id"),
+                                                  pc.cast(table.column("iteration"), pa.string()), "#")
+                writer.write(table.append_column("output_id", ids))
     return writer.rows

@@ -90,9 +90,10 @@ def cmd_assemble(a: argparse.Namespace) -> None:
 
 
 def cmd_stats(a: argparse.Namespace) -> None:
-    from spanaug.evaluate import write_stats
+    from spanaug.evaluate import StatsConfig, write_stats
 
-    write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, a.bleu_sample)
+    cfg = StatsConfig(bleu_sample=a.bleu_sample, lexicon=a.lexicon, pos_tagger=a.pos_tagger, pos_sample=a.pos_sample)
+    write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, cfg, a.out_dist_plot)
 
 
 def cmd_demo_corpus(a: argparse.Namespace) -> None:
@@ -338,7 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-json", required=True)
     s.add_argument("--out-csv", required=True)
     s.add_argument("--out-plot")
+    s.add_argument("--out-dist-plot", help="span length and position-difference histograms")
     s.add_argument("--bleu-sample", type=int, default=2000)
+    s.add_argument("--lexicon", help="lexicon JSON or FrameNet release: from-scratch LU precision/recall")
+    s.add_argument("--pos-tagger", help="'lexicon' or 'spacy:<model>' for POS diversity (Table 3)")
+    s.add_argument("--pos-sample", type=int, default=5000)
     s.set_defaults(func=cmd_stats)
 
     s = sub.add_parser("demo-corpus", help="write a FrameNet release directory from a YAML spec")

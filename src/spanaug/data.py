@@ -242,6 +242,41 @@ def parse_fn_date(value: str | None) -> str | None:
         return None
 
 
+def framenet_reader(root: Path):  # noqa: ANN201
+    """NLTK's FrameNet reader on a release directory (nothing is downloaded)."""
+    from nltk.corpus.reader.framenet import FramenetCorpusReader
+    import nltk.data
+
+    for index in ("frameIndex.xml", "luIndex.xml", "frRelation.xml"):
+        if not (root / index).is_file():
+            raise InputError(root / index, None, "missing: not a FrameNet release directory")
+    # NLTK's path sandbox reads only under nltk.data.path; the user named this root explicitly.
+    resolved = str(root.resolve())
+    if resolved not in nltk.data.path:
+        nltk.data.path.append(resolved)
+    return FramenetCorpusReader(resolved, [])
+
+
+def framenet_lexicon(root: Path | str) -> dict[str, set[str]]:
+    """Frame name -> its lexical units (``lemma.pos``, lower-cased) from a release's LU index."""
+    root = Path(root)
+    reader = framenet_reader(root)
+    lexicon: dict[str, set[str]] = {}
+    for lu in _guarded(root / "luIndex.xml", lambda: list(reader.lus())):
+        lexicon.setdefault(lu.frame.name, set()).add(lu.name.lower())
+    return lexicon
+
+
+def framenet_definitions(root: Path | str) -> dict[str, str]:
+    """Frame name -> its definition text (markup stripped), for annotation tasks."""
+    root = Path(root)
+    reader = framenet_reader(root)
+    out = {}
+    for frame in _guarded(root / "frameIndex.xml", lambda: list(reader.frames())):
+        out[frame.name] = re.sub(r"<[^>]+>", "", frame.definition or "").strip()
+    return out
+
+
 def read_framenet(
     root: Path | str,
     max_tokens: int | None = None,
@@ -252,20 +287,9 @@ def read_framenet(
 
     Read with NLTK's FrameNet corpus reader pointed at ``root``: nothing is downloaded.
     """
-    from nltk.corpus.reader.framenet import FramenetCorpusReader
-
     root = Path(root)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
-    for index in ("frameIndex.xml", "luIndex.xml", "frRelation.xml"):
-        if not (root / index).is_file():
-            raise InputError(root / index, None, "missing: not a FrameNet release directory")
-    import nltk.data
-
-    # NLTK's path sandbox reads only under nltk.data.path; the user named this root explicitly.
-    resolved = str(root.resolve())
-    if resolved not in nltk.data.path:
-        nltk.data.path.append(resolved)
-    reader = FramenetCorpusReader(resolved, [])
+    reader = framenet_reader(root)
     order = 0
     parts = set(parts)
     unknown = parts - {"exemplar", "fulltext"}

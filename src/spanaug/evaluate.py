@@ -6,9 +6,11 @@ diversity measures use a fixed-seed sample of chains.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug import artifacts
+from spanaug.errors import ArtifactError, ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -49,33 +52,52 @@ def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int = 2000, seed: int = 0) -> dict[str, float | None]:
-    """Mean sentence BLEU of outputs to their seed sentence, and self-BLEU within chains."""
+    """Mean sentence BLEU of outputs to their seed sentence and to the sentence they paraphrase,
+    and self-BLEU within chains (each output against the chain's other outputs)."""
     import sacrebleu
 
+    from spanaug.data import detokenize
+
     seed_text = dict(zip(seeds.column("sentence_id").to_pylist(), seeds.column("text").to_pylist()))
-    chains: dict[str, list[str]] = {}
-    for sid, text in zip(table.column("seed_id").to_pylist(), table.column("paraphrase_text").to_pylist()):
-        chains.setdefault(sid, []).append(text)
+    chains: dict[str, list[tuple[str, list[str]]]] = {}
+    for sid, text, source in zip(table.column("seed_id").to_pylist(), table.column("paraphrase_text").to_pylist(),
+                                 table.column("source_tokens").to_pylist()):
+        chains.setdefault(sid, []).append((text, source))
     ids = sorted(chains)
     random.Random(seed).shuffle(ids)
     ids = ids[:sample]
-    to_seed, self_bleu = [], []
+    to_seed, to_source, self_bleu = [], [], []
     for sid in ids:
-        outs = chains[sid]
+        outs = [text for text, _ in chains[sid]]
         if sid in seed_text:
             to_seed.extend(sacrebleu.sentence_bleu(o, [seed_text[sid]]).score for o in outs)
+        to_source.extend(sacrebleu.sentence_bleu(text, [detokenize(src)]).score for text, src in chains[sid])
         for i, out in enumerate(outs):
             others = outs[:i] + outs[i + 1 :]
             if others:
                 self_bleu.append(sacrebleu.sentence_bleu(out, others).score)
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
-    return {"bleu_to_seed": mean(to_seed), "self_bleu_within_chain": mean(self_bleu), "bleu_sampled_chains": len(ids)}
+    return {"bleu_to_seed": _mean(to_seed), "bleu_to_source": _mean(to_source),
+            "self_bleu_within_chain": _mean(self_bleu), "bleu_sampled_chains": len(ids)}
 
 
-def intrinsic_stats(augmented: Path | str, seeds: Path | str, bleu_sample: int = 2000) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The report's dataset statistics and its per-iteration table."""
-    table = artifacts.read_table(augmented, artifacts.CHAIN).select(_STAT_COLUMNS)
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+@dataclasses.dataclass
+class StatsConfig:
+    bleu_sample: int = 2000
+    lexicon: str | None = None  # lexicon JSON or FrameNet release: from-scratch precision/recall
+    pos_tagger: str | None = None  # "lexicon" or "spacy:<model>"
+    pos_sample: int = 5000
+
+
+def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig | None = None,
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[int, int]]]:
+    """The report's dataset statistics, its per-iteration table and the span distributions."""
+    cfg = cfg or StatsConfig()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED), seed_table)
     seed_pairs = pa.table({
         "frame": seed_table.column("frame"),
         "trigger": pa.array([" ".join(t[s : e + 1]) for t, s, e in zip(
@@ -96,16 +118,27 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, bleu_sample: int =
         "seed_unique_frame_trigger_pairs": _unique_pairs(seed_pairs, "trigger"),
         "lemmas_per_output": lemma_pairs / aligned.num_rows if aligned.num_rows else None,
     }
-    stats.update(bleu_measures(table, seed_table, bleu_sample))
-    return stats, per_iteration(table)
+    stats.update(bleu_measures(table, seed_table, cfg.bleu_sample))
+    if cfg.lexicon:
+        stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, read_lexicon(cfg.lexicon))
+    tagger, why_not = load_tagger(cfg.pos_tagger)
+    if tagger is None:
+        log.warning("POS diversity skipped: %s", why_not)
+        stats["pos_diversity"] = {"skipped": ["not_ext", "jaccard_distance", "weighted_jaccard_distance"],
+                                  "reason": why_not}
+    else:
+        stats["pos_diversity"] = pos_diversity(table, tagger, cfg.pos_sample)
+    return stats, per_iteration(table), span_distributions(table)
 
 
 def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, out_csv: Path | str,
-                out_plot: Path | str | None = None, bleu_sample: int = 2000) -> dict[str, Any]:
-    """Write the statistics JSON, the per-iteration CSV and (optionally) its plot."""
+                out_plot: Path | str | None = None, cfg: StatsConfig | None = None,
+                out_dist_plot: Path | str | None = None) -> dict[str, Any]:
+    """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
     import csv
 
-    stats, rows = intrinsic_stats(augmented, seeds, bleu_sample)
+    stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
+    stats["span_distributions"] = dists
     with artifacts.atomic_path(out_json) as tmp:
         tmp.write_text(json.dumps(stats, indent=2))
     with artifacts.atomic_path(out_csv) as tmp, open(tmp, "w", newline="") as handle:
@@ -115,6 +148,8 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
         writer.writerows(rows)
     if out_plot:
         plot_per_iteration(rows, out_plot)
+    if out_dist_plot:
+        plot_distributions(dists, out_dist_plot)
     return stats
 
 
@@ -134,6 +169,243 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     ax.legend()
     ax.set_title("Augmented outputs per iteration")
     fig.tight_layout()
+    _savefig(fig, out)
+
+
+# ---------------------------------------------------------------- outputs beside their sources
+
+
+def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
+    """``augmented`` plus the sentence and span each output was paraphrased from.
+
+    The source of iteration i's output is the same seed's output of iteration i - 1 (the seed
+    sentence itself for i = 1): ``source_tokens``, ``source_start``, ``source_end``.
+    """
+    previous = pa.table({
+        "seed_id": augmented.column("seed_id"),
+        "iteration": pc.cast(pc.add(augmented.column("iteration"), 1), pa.int32()),
+        "source_tokens": augmented.column("paraphrase_tokens"),
+        "source_start": augmented.column("aligned_start"),
+        "source_end": augmented.column("aligned_end"),
+    })
+    from_seeds = pa.table({
+        "seed_id": seeds.column("sentence_id"),
+        "iteration": pa.array([1] * seeds.num_rows, pa.int32()),
+        "source_tokens": seeds.column("tokens"),
+        "source_start": seeds.column("span_start"),
+        "source_end": seeds.column("span_end"),
+    }).cast(previous.schema)
+    sources = pa.concat_tables([previous, from_seeds])
+    # Arrow joins cannot carry list columns: join on row numbers, then take.
+    index = sources.select(["seed_id", "iteration"]).append_column("source_row", pa.array(range(sources.num_rows)))
+    keyed = augmented.append_column("output_row", pa.array(range(augmented.num_rows)))
+    joined = keyed.select(["seed_id", "iteration", "output_row"]).join(index, ["seed_id", "iteration"], join_type="left outer")
+    joined = joined.sort_by("output_row")
+    rows = joined.column("source_row")
+    if rows.null_count:
+        raise ArtifactError(f"{rows.null_count} outputs have no source row (are the seeds this run's?)")
+    taken = sources.take(rows)
+    out = augmented
+    for name in ("source_tokens", "source_start", "source_end"):
+        out = out.append_column(name, taken.column(name))
+    return out
+
+
+def span_distributions(table: pa.Table) -> dict[str, dict[int, int]]:
+    """Histograms of aligned span length and |aligned start - source start| (Figures 4, 5)."""
+    aligned = table.filter(table.column("aligned_start").is_valid())
+    lengths = pc.add(pc.subtract(aligned.column("aligned_end"), aligned.column("aligned_start")), 1)
+    shifts = pc.abs(pc.subtract(aligned.column("aligned_start"), aligned.column("source_start")))
+
+    def hist(values: pa.ChunkedArray) -> dict[int, int]:
+        counts = pc.value_counts(values).to_pylist()
+        return {int(c["values"]): int(c["counts"]) for c in sorted(counts, key=lambda c: c["values"])}
+
+    return {"span_length": hist(lengths), "position_difference": hist(shifts)}
+
+
+def plot_distributions(dists: dict[str, dict[int, int]], out: Path | str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, (name, title) in zip(axes, [("span_length", "aligned span length (tokens)"),
+                                         ("position_difference", "|aligned start - source start|")]):
+        hist = dists[name]
+        ax.bar(list(hist), list(hist.values()), color="#3182bd")
+        ax.set_xlabel(title)
+        ax.set_ylabel("outputs")
+    fig.tight_layout()
+    _savefig(fig, out)
+
+
+def _savefig(fig, out: Path | str) -> None:  # noqa: ANN001
+    import matplotlib.pyplot as plt
+
     with artifacts.atomic_path(out, Path(out).suffix) as tmp:
         fig.savefig(tmp, format=Path(out).suffix.lstrip(".") or "png", dpi=120)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- from-scratch lexicon recovery (§6.1)
+
+
+def read_lexicon(path: Path | str) -> dict[str, set[str]]:
+    """Frame -> its LUs (``lemma.pos``), from a lexicon JSON or a FrameNet release directory."""
+    path = Path(path)
+    if path.is_dir():
+        from spanaug.data import framenet_lexicon
+
+        return framenet_lexicon(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"line {exc.lineno}", f"malformed JSON: {exc.msg}") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+        raise InputError(path, None, "expected a JSON object: frame name -> list of 'lemma.pos' LUs")
+    return {frame: {lu.lower() for lu in lus} for frame, lus in raw.items()}
+
+
+def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, set[str]]) -> dict[str, Any]:
+    """Precision and recall of generated (frame, LU) pairs against the LUs held out of the seed.
+
+    A generated LU is its aligned lemma with the seed LU's part of speech. Seed LUs are neither
+    true positives nor false negatives; recall counts the held-out LUs of the seeded frames.
+    """
+    seed_lus: dict[str, set[str]] = {}
+    for frame, lu in zip(seeds.column("frame").to_pylist(), seeds.column("lexical_unit").to_pylist()):
+        seed_lus.setdefault(frame, set()).add(lu.lower())
+    generated: set[tuple[str, str]] = set()
+    for frame, lu, lemma in zip(augmented.column("frame").to_pylist(), augmented.column("lexical_unit").to_pylist(),
+                                augmented.column("aligned_lemma").to_pylist()):
+        if lemma:
+            pos = lu.rpartition(".")[2].lower()
+            candidate = f"{lemma.lower()}.{pos}"
+            if candidate not in seed_lus.get(frame, ()):
+                generated.add((frame, candidate))
+    held_out = {(f, lu) for f in seed_lus for lu in lexicon.get(f, set()) - seed_lus[f]}
+    tp = len(generated & held_out)
+    fp = len(generated - held_out)
+    fn = len(held_out - generated)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall,
+            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+            "seeded_frames": len(seed_lus), "frames_missing_from_lexicon": sorted(set(seed_lus) - set(lexicon))}
+
+
+# ---------------------------------------------------------------- POS diversity (Table 3)
+
+_CLOSED = {
+    **dict.fromkeys("a an the this that these those some any each every no all both either neither".split(), "DET"),
+    **dict.fromkeys("of in on at by for with from into onto about over under up down out off to through after before "
+                    "during against between without within upon".split(), "ADP"),
+    **dict.fromkeys("i me you he him she her it we us they them myself himself herself itself themselves "
+                    "who whom what which".split(), "PRON"),
+    **dict.fromkeys("my your his its our their".split(), "DET"),
+    **dict.fromkeys("and or but nor yet so".split(), "CCONJ"),
+    **dict.fromkeys("if because although though while when whether since unless than as".split(), "SCONJ"),
+    **dict.fromkeys("is am are was were be been being do does did has have had will would shall should can could "
+                    "may might must 's 're 've 'll 'd".split(), "AUX"),
+    **dict.fromkeys("not n't".split(), "PART"),
+    **dict.fromkeys("one two three four five six seven eight nine ten hundred thousand million billion".split(), "NUM"),
+}
+
+
+class LexiconTagger:
+    """A context-light POS tagger for offline runs.
+
+    Closed-class words come from a list, open-class words from lemminflect's lexicon; ambiguity
+    is resolved by the previous word (after ``to``, a pronoun or an auxiliary: VERB; after a
+    determiner, adjective, preposition, number or verb: NOUN). Far cruder than a statistical
+    tagger: production configs name a spaCy model.
+    """
+
+    name = "lexicon"
+    _PRIORITY = ("VERB", "NOUN", "ADJ", "ADV", "PROPN")
+
+    def tag(self, tokens: list[str]) -> list[str]:
+        from lemminflect import getAllLemmas
+
+        tags: list[str] = []
+        for n, token in enumerate(tokens):
+            low = token.lower()
+            if low in _CLOSED:
+                tags.append(_CLOSED[low])
+            elif not any(c.isalnum() for c in token):
+                tags.append("PUNCT")
+            elif token.replace(",", "").replace(".", "").isdigit():
+                tags.append("NUM")
+            else:
+                options = [p for p in self._PRIORITY if p in getAllLemmas(low)]
+                prev = tags[-1] if tags else None
+                if not options:
+                    tags.append("PROPN" if token[:1].isupper() and n > 0 else "NOUN")
+                elif (prev in ("PRON", "AUX") or (n and tokens[n - 1].lower() == "to")) and "VERB" in options:
+                    tags.append("VERB")
+                elif prev in ("DET", "ADJ", "ADP", "NUM", "VERB") and "NOUN" in options:
+                    tags.append("NOUN")
+                else:
+                    tags.append(options[0])
+        return tags
+
+
+class SpacyTagger:
+    """Universal POS tags from a spaCy pipeline, on our tokens (no re-tokenisation)."""
+
+    def __init__(self, model: str):
+        import spacy  # noqa: F401 (raises ImportError when spaCy is missing)
+        from spacy.tokens import Doc
+
+        self.name = f"spacy:{model}"
+        self._nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
+        self._doc = Doc
+
+    def tag(self, tokens: list[str]) -> list[str]:
+        doc = self._doc(self._nlp.vocab, words=tokens)
+        for _, proc in self._nlp.pipeline:
+            doc = proc(doc)
+        return [t.pos_ for t in doc]
+
+
+def load_tagger(spec: str | None) -> tuple[Any | None, str | None]:
+    """(tagger, None), or (None, why not) when ``spec`` is off or its tagger is not installed."""
+    if not spec:
+        return None, "no POS tagger configured (stats.pos_tagger)"
+    if spec == "lexicon":
+        return LexiconTagger(), None
+    if spec.startswith("spacy:"):
+        try:
+            return SpacyTagger(spec.split(":", 1)[1]), None
+        except ImportError:
+            return None, f"POS tagger {spec!r}: spaCy is not installed (pip install spacy)"
+        except OSError as exc:
+            return None, f"POS tagger {spec!r}: the spaCy model is not installed ({exc})"
+    raise ConfigError(f"stats.pos_tagger must be 'lexicon' or 'spacy:<model>', not {spec!r}")
+
+
+def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 0) -> dict[str, Any]:
+    """¬EXT, Jaccard and weighted Jaccard distance between source and aligned spans' POS.
+
+    Per (source span, aligned span) pair: ¬EXT is 1 when the POS sequences differ; Jaccard
+    distance compares the sets of tags, weighted Jaccard their counts; each is averaged.
+    """
+    aligned = table.filter(table.column("aligned_start").is_valid())
+    rows = list(range(aligned.num_rows))
+    random.Random(seed).shuffle(rows)
+    rows = sorted(rows[:sample])
+    cols = {c: aligned.column(c).to_pylist() for c in
+            ("paraphrase_tokens", "aligned_start", "aligned_end", "source_tokens", "source_start", "source_end")}
+    differ, jaccard, weighted = [], [], []
+    for i in rows:
+        tgt = tagger.tag(cols["paraphrase_tokens"][i])[cols["aligned_start"][i] : cols["aligned_end"][i] + 1]
+        src = tagger.tag(cols["source_tokens"][i])[cols["source_start"][i] : cols["source_end"][i] + 1]
+        differ.append(float(src != tgt))
+        a, b = Counter(src), Counter(tgt)
+        jaccard.append(1 - len(set(a) & set(b)) / len(set(a) | set(b)))
+        weighted.append(1 - sum((a & b).values()) / sum((a | b).values()))
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    return {"pos_tagger": tagger.name, "pos_pairs": len(rows), "not_ext": mean(differ),
+            "jaccard_distance": mean(jaccard), "weighted_jaccard_distance": mean(weighted)}

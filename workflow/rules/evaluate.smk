@@ -9,8 +9,16 @@ rule intrinsic_stats:
         json=report(f"{RES}/report/stats.json", caption="../report/stats.rst", category="Augmented dataset"),
         csv=report(f"{RES}/report/per_iteration.csv", caption="../report/per_iteration.rst", category="Augmented dataset"),
         plot=report(f"{RES}/report/per_iteration.png", caption="../report/per_iteration.rst", category="Augmented dataset"),
+        dists=report(f"{RES}/report/span_distributions.png", caption="../report/span_distributions.rst", category="Augmented dataset"),
     params:
         bleu_sample=config["stats"]["bleu_sample"],
+        opts=" ".join(
+            [
+                opt("--lexicon", config["stats"].get("lexicon")),
+                opt("--pos-tagger", config["stats"].get("pos_tagger")),
+                f"--pos-sample {config['stats'].get('pos_sample', 5000)}",
+            ]
+        ),
     resources:
         **CPU,
     conda:
@@ -21,4 +29,5 @@ rule intrinsic_stats:
         f"{BENCH}/intrinsic_stats.tsv"
     shell:
         "{SPANAUG} stats --augmented {input.augmented} --seeds {input.seeds} --out-json {output.json}"
-        " --out-csv {output.csv} --out-plot {output.plot} --bleu-sample {params.bleu_sample} > {log} 2>&1"
+        " --out-csv {output.csv} --out-plot {output.plot} --out-dist-plot {output.dists}"
+        " --bleu-sample {params.bleu_sample} {params.opts} > {log} 2>&1"

@@ -1,0 +1,111 @@
+"""Intrinsic evaluation on a hand-made augmented dataset whose answers are known."""
+
+import json
+
+import pytest
+
+from spanaug import artifacts
+from spanaug.augment import assemble
+from spanaug.errors import InputError
+from spanaug.evaluate import (LexiconTagger, StatsConfig, intrinsic_stats, lexicon_recovery, load_tagger,
+                              pos_diversity, read_lexicon, with_sources)
+
+
+def seed(sid, tokens, start, end, frame, lu):
+    return {"sentence_id": sid, "tokens": tokens, "text": " ".join(tokens), "span_start": start, "span_end": end,
+            "frame": frame, "lexical_unit": lu, "pos_tags": None, "source": "test", "corpus_part": "exemplar",
+            "document": None, "annotation_date": None, "order": 0}
+
+
+def output(sid, iteration, tokens, start, end, frame, lu, lemma):
+    return {"seed_id": sid, "frame": frame, "lexical_unit": lu, "seed_trigger": "x", "iteration": iteration,
+            "paraphrase_tokens": tokens, "paraphrase_text": " ".join(tokens), "aligned_start": start,
+            "aligned_end": end, "aligned_text": " ".join(tokens[start : end + 1]) if start is not None else None,
+            "aligned_lemma": lemma, "paraphrase_score": 0.5, "aligner_score": 0.9, "beam_rank": 0, "constraints": ["x"]}
+
+
+@pytest.fixture
+def run(tmp_path):
+    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
+             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
+    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
+             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
+             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
+             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
+    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
+    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
+    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
+    lexicon = {"Commerce_buy": ["buy.v", "purchase.v", "purchase.n"], "Activity_stop": ["quit.v", "stop.v", "give up.v"]}
+    (tmp_path / "lexicon.json").write_text(json.dumps(lexicon))
+    return tmp_path
+
+
+def test_output_ids_and_sources(run):
+    aug = artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED)
+    assert aug.column("output_id").to_pylist() == ["s1#1", "s1#2", "s2#1", "s2#2"]
+    table = with_sources(aug, artifacts.read_table(run / "seeds.parquet", artifacts.SENTENCES))
+    # Iteration 1 rewrites the seed's trigger; iteration 2 rewrites iteration 1's aligned span.
+    assert table.column("source_tokens").to_pylist()[:2] == ["Abby bought a car".split(), "Abby purchased a car".split()]
+    assert table.column("source_start").to_pylist() == [1, 1, 1, 1]
+    assert table.column("source_end").to_pylist() == [1, 1, 1, 2]
+
+
+def test_lexicon_recovery_counts(run):
+    aug = artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED)
+    seeds = artifacts.read_table(run / "seeds.parquet", artifacts.SENTENCES)
+    scores = lexicon_recovery(aug, seeds, read_lexicon(run / "lexicon.json"))
+    # Generated: purchase.v (TP), acquire.v (FP), give up.v (TP); held out: purchase.v, purchase.n,
+    # stop.v, give up.v, so purchase.n and stop.v are false negatives. Seed LUs count nowhere.
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (2, 1, 2)
+    assert scores["precision"] == pytest.approx(2 / 3) and scores["recall"] == pytest.approx(1 / 2)
+
+
+def test_stats_report_every_measure(run):
+    cfg = StatsConfig(lexicon=str(run / "lexicon.json"), pos_tagger="lexicon")
+    stats, rows, dists = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", cfg)
+    assert stats["outputs"] == 4 and stats["aligned_outputs"] == 3
+    assert stats["failed_to_align_share"] == pytest.approx(0.25)
+    assert stats["unique_frame_lemma_pairs"] == 3 and stats["multiple_over_seeds"] == pytest.approx(1.5)
+    assert [r["outputs"] for r in rows] == [2, 2]
+    assert dists["span_length"] == {1: 2, 2: 1} and dists["position_difference"] == {0: 2, 1: 1}
+    assert 0 < stats["bleu_to_source"] < 100 and stats["lexicon_recovery"]["tp"] == 2
+    # bought -> purchased (VERB, VERB), purchased -> acquired (same), quit -> gave up (VERB vs VERB ADP)
+    assert stats["pos_diversity"]["not_ext"] == pytest.approx(1 / 3)
+
+
+def test_missing_spacy_skips_pos_metrics_with_reason(run, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "spacy", None)  # import spacy -> ImportError
+    tagger, why = load_tagger("spacy:en_core_web_sm")
+    assert tagger is None and "spaCy is not installed" in why
+    stats, _, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet",
+                                  StatsConfig(pos_tagger="spacy:en_core_web_sm"))
+    assert stats["pos_diversity"]["skipped"] == ["not_ext", "jaccard_distance", "weighted_jaccard_distance"]
+
+
+def test_pos_distances_by_hand():
+    class Fixed:
+        name = "fixed"
+
+        def tag(self, tokens):
+            return [t.split("/")[1] for t in tokens]
+
+    import pyarrow as pa
+
+    table = pa.table({"paraphrase_tokens": [["a/DET", "b/NOUN", "c/NOUN"]], "aligned_start": [1], "aligned_end": [2],
+                      "source_tokens": [["x/VERB", "y/NOUN"]], "source_start": [0], "source_end": [1]})
+    m = pos_diversity(table, Fixed())
+    assert m["not_ext"] == 1.0
+    assert m["jaccard_distance"] == pytest.approx(1 - 1 / 2)  # {NOUN} vs {VERB, NOUN}
+    assert m["weighted_jaccard_distance"] == pytest.approx(1 - 1 / 3)  # min counts 1, max counts 1 + 2
+
+
+def test_lexicon_tagger_basics():
+    assert LexiconTagger().tag("They want to run the plant .".split()) == ["PRON", "VERB", "ADP", "VERB", "DET",
+                                                                          "NOUN", "PUNCT"]
+
+
+def test_bad_lexicon_names_file(tmp_path):
+    path = tmp_path / "lex.json"
+    path.write_text('{"Frame": "not a list"}')
+    with pytest.raises(InputError, match="lex.json"):
+        read_lexicon(path)
