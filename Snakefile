@@ -23,6 +23,7 @@ include: "workflow/rules/align.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/augment.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/filtering.smk"
 
 
 rule all:

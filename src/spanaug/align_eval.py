@@ -7,7 +7,6 @@ outputs are shared by every ablation, since it is frozen.
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import logging
 import random
@@ -97,13 +96,6 @@ def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> l
     return [i for i in test if " ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() not in seen]
 
 
-def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    with artifacts.atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | str, epochs: int = 10, seed: int = 0,
                  k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None,
                  finetune_layers: int = 0, extra_reversed: bool = False) -> dict[str, Any]:
@@ -157,15 +149,15 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
                                    progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
-    write_csv(rows, out_dir / "ablation.csv")
-    write_csv(memo_rows, out_dir / "memorisation.csv")
+    artifacts.write_csv(rows, out_dir / "ablation.csv")
+    artifacts.write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
                                "encoder": encoder, "epochs": epochs, "seed": seed, "table": rows}
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
-        write_csv(by_len, out_dir / "by_span_length.csv")
-        write_csv(by_pos, out_dir / "by_position_difference.csv")
+        artifacts.write_csv(by_len, out_dir / "by_span_length.csv")
+        artifacts.write_csv(by_pos, out_dir / "by_position_difference.csv")
         plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
     plot_ablation(rows, out_dir / "ablation.png")
     with artifacts.atomic_path(out_dir / "summary.json") as tmp:

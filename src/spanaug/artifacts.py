@@ -259,3 +259,14 @@ def concat_artifacts(
             for table in iter_batches(path, schema, batch_size):
                 writer.write(table)
     return writer.rows
+
+
+def write_csv(rows: Sequence[Mapping[str, Any]], path: Path | str, fields: Sequence[str] | None = None) -> None:
+    """A report table as CSV, atomically; columns are the union of the rows' keys unless given."""
+    import csv
+
+    fields = list(fields) if fields is not None else list(dict.fromkeys(k for r in rows for k in r))
+    with atomic_path(path, ".csv") as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)

@@ -318,7 +318,7 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
     from the training pairs only, FastAlign (unsupervised) from all text plus ``extra_text``.
     """
     from spanaug.align import TrainConfig, span_metrics, train_aligner
-    from spanaug.align_eval import plot_ablation, split_by_pair, write_csv
+    from spanaug.align_eval import plot_ablation, split_by_pair
     from spanaug.wordalign import alignment_scores
 
     out_dir = Path(out_dir)
@@ -354,7 +354,7 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
                                dev=dev, device=device, progress=False)
     record("span aligner (ours)", [p for p, _ in aligner.predict(test)], None)
 
-    write_csv(rows, out_dir / "comparison.csv")
+    artifacts.write_csv(rows, out_dir / "comparison.csv")
     plot_ablation(rows, out_dir / "comparison.png", title="Span alignment: word aligners vs span aligner")
     with artifacts.atomic_path(out_dir / "comparison.json") as tmp:
         tmp.write_text(json.dumps({"train": len(train), "dev": len(dev), "test": len(test),

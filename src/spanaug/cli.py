@@ -96,6 +96,49 @@ def cmd_stats(a: argparse.Namespace) -> None:
     write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, cfg, a.out_dist_plot)
 
 
+def cmd_filter(a: argparse.Namespace) -> None:
+    from spanaug.filtering import ClassifierConfig, filter_stage
+
+    filters = None
+    if a.filters:
+        text = a.filters if a.filters.lstrip().startswith("{") else Path(a.filters).read_text()
+        try:
+            filters = json.loads(text)
+        except json.JSONDecodeError as exc:
+            from spanaug.errors import ConfigError
+
+            raise ConfigError(f"--filters: malformed JSON ({exc.msg})") from None
+    rows = filter_stage(a.augmented, a.seeds, a.out_dir, filters, a.judgments,
+                        ClassifierConfig(downweight=a.downweight, seed=a.seed))
+    for row in rows:
+        log.info("%-40s %6d outputs (x%.2f)", row["filter"], row["outputs"], row["multiple_over_seeds"] or 0)
+
+
+def cmd_human_export(a: argparse.Namespace) -> None:
+    from spanaug.humaneval import export_task
+
+    definitions = None
+    if a.framenet:
+        from spanaug.data import framenet_definitions
+
+        definitions = framenet_definitions(a.framenet)
+    counts = export_task(a.augmented, a.sentences, a.out_task, a.out_key, a.n_items, a.seed, definitions)
+    log.info("annotation task: %(items)d items (%(skipped_without_controls)d outputs had no gold controls)", counts)
+
+
+def cmd_human_simulate(a: argparse.Namespace) -> None:
+    from spanaug.humaneval import simulate_judgments
+
+    n = simulate_judgments(a.key, a.out, a.raters, a.seed)
+    log.warning("wrote %d SIMULATED judgment rows to %s (no person judged these)", n, a.out)
+
+
+def cmd_human_import(a: argparse.Namespace) -> None:
+    from spanaug.humaneval import import_judgments
+
+    _write_json(import_judgments(a.results, a.key, a.out_dir), None)
+
+
 def cmd_demo_corpus(a: argparse.Namespace) -> None:
     from spanaug.fnrelease import write_release_from_yaml
 
@@ -345,6 +388,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pos-tagger", help="'lexicon' or 'spacy:<model>' for POS diversity (Table 3)")
     s.add_argument("--pos-sample", type=int, default=5000)
     s.set_defaults(func=cmd_stats)
+
+    s = sub.add_parser("filter", help="heuristic filters (Table 4) and the neural P/R-classifiers")
+    s.add_argument("--augmented", required=True)
+    s.add_argument("--seeds", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--filters", help="JSON text or file: name -> {max_iteration, max_paraphrase_score, min_aligner_score}"
+                                     " (default: the paper's Table 4)")
+    s.add_argument("--judgments", help="CSV/Parquet of output_id, score (0/1 or 0-100)")
+    s.add_argument("--downweight", type=float, default=0.5, help="weight of the down-weighted class")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_filter)
+
+    hum = sub.add_parser("human", help="the human-evaluation loop").add_subparsers(dest="sub", required=True)
+    s = hum.add_parser("export", help="an annotation task CSV and its key")
+    s.add_argument("--augmented", required=True)
+    s.add_argument("--sentences", required=True, help="the imported corpus: gold controls and examples")
+    s.add_argument("--out-task", required=True)
+    s.add_argument("--out-key", required=True)
+    s.add_argument("--n-items", type=int, default=100)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--framenet", help="FrameNet release directory for frame definitions")
+    s.set_defaults(func=cmd_human_export)
+    s = hum.add_parser("simulate", help="simulated crowd results for a task key (demo and tests only)")
+    s.add_argument("--key", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--raters", type=int, default=3)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_human_simulate)
+    s = hum.add_parser("import", help="acceptance, agreement and judgments for the neural filter")
+    s.add_argument("--results", required=True, help="crowd results: item_id, worker_id, candidate_N_score")
+    s.add_argument("--key", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(func=cmd_human_import)
 
     s = sub.add_parser("demo-corpus", help="write a FrameNet release directory from a YAML spec")
     s.add_argument("--spec", required=True)

@@ -43,6 +43,11 @@ def final_outputs():
         out.append(f"{RES}/aligner_eval/ablation.csv")
     if config.get("baselines"):
         out.append(f"{RES}/aligner_eval/comparison.csv")
+    out.append(f"{RES}/filtering/filters.csv")
+    if config.get("human_eval"):
+        out.append(f"{RES}/human_eval/task.csv")
+        if config["human_eval"].get("results") or config["human_eval"].get("simulate"):
+            out.append(f"{RES}/human_eval/human_eval.json")
     return out
 
 

@@ -1,0 +1,227 @@
+"""Filtering the augmented outputs (§6.2): the heuristic filters of Table 4 and the neural P/R-classifiers.
+
+A heuristic filter is a conjunction of bounds on an output's iteration, paraphrase score (the
+paraphraser's length-normalised NLL: lower is better) and aligner score. The neural filter reads
+the same three numbers, has two hidden layers of 10 units and a sigmoid output, and is trained
+with BCE on human judgments; the P-classifier down-weights the positive class (fewer, surer
+acceptances), the R-classifier the negative class.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+from torch import nn
+
+from spanaug import artifacts
+from spanaug.errors import ConfigError, InputError
+
+log = logging.getLogger(__name__)
+
+BOUNDS = ("max_iteration", "max_paraphrase_score", "min_aligner_score")
+
+#: The rows of the seed paper's Table 4.
+DEFAULT_FILTERS: dict[str, dict[str, float]] = {
+    "iter == 1": {"max_iteration": 1},
+    "iter <= 3": {"max_iteration": 3},
+    "paraphrase score <= 0.6": {"max_paraphrase_score": 0.6},
+    "paraphrase score <= 0.8": {"max_paraphrase_score": 0.8},
+    "aligner score >= .99": {"min_aligner_score": 0.99},
+    "aligner score >= .95": {"min_aligner_score": 0.95},
+    "lax": {"max_iteration": 3, "max_paraphrase_score": 0.8, "min_aligner_score": 0.95},
+    "strict": {"max_iteration": 1, "max_paraphrase_score": 0.6, "min_aligner_score": 0.99},
+}
+
+
+def check_filters(filters: Mapping[str, Mapping[str, float]]) -> None:
+    for name, bounds in filters.items():
+        unknown = set(bounds) - set(BOUNDS)
+        if unknown or not bounds:
+            raise ConfigError(f"filter {name!r}: bounds must be a non-empty subset of {BOUNDS}, got {sorted(bounds)}")
+
+
+def heuristic_mask(table: pa.Table, bounds: Mapping[str, float]) -> pa.ChunkedArray:
+    """Which rows pass every bound (a missing score fails a bound on it)."""
+    mask = pa.chunked_array([pa.array([True] * table.num_rows)])
+    if "max_iteration" in bounds:
+        mask = pc.and_(mask, pc.less_equal(table.column("iteration"), bounds["max_iteration"]))
+    if "max_paraphrase_score" in bounds:
+        mask = pc.and_(mask, pc.less_equal(table.column("paraphrase_score"), bounds["max_paraphrase_score"]))
+    if "min_aligner_score" in bounds:
+        mask = pc.and_(mask, pc.greater_equal(table.column("aligner_score"), bounds["min_aligner_score"]))
+    aligned = table.column("aligned_start").is_valid()
+    return pc.fill_null(pc.and_(mask, aligned), False)
+
+
+# ---------------------------------------------------------------- judgments
+
+
+def read_judgments(path: Path | str) -> dict[str, int]:
+    """Output id -> 0/1 from a CSV or Parquet of ``output_id, score`` rows.
+
+    Scores are 0/1 or 0-100; several judgments of one output are averaged, and the mean is
+    binarised at 50 (0-100) or 0.5 (0/1), as in the paper.
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = list(enumerate(pq.read_table(path).to_pylist(), start=1))
+    else:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(enumerate(csv.DictReader(handle), start=2))
+    scores: dict[str, list[float]] = {}
+    for line, row in rows:
+        try:
+            output_id, score = str(row["output_id"]), float(row["score"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(path, line, "expected columns 'output_id' and a numeric 'score'") from None
+        if not 0 <= score <= 100:
+            raise InputError(path, line, f"score {score} outside 0-100")
+        scores.setdefault(output_id, []).append(score)
+    if not scores:
+        raise InputError(path, None, "no judgments")
+    scale = 100.0 if any(s > 1 for v in scores.values() for s in v) else 1.0
+    return {k: int(sum(v) / len(v) >= scale / 2) for k, v in scores.items()}
+
+
+# ---------------------------------------------------------------- the neural filter
+
+
+class FilterNet(nn.Module):
+    """(iteration, paraphrase score, aligner score) -> acceptance logit; two hidden layers of 10."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(3, 10), nn.ReLU(), nn.Linear(10, 10), nn.ReLU(), nn.Linear(10, 1))
+        # Inputs are standardised with training statistics, kept as buffers so saving keeps them.
+        self.register_buffer("mean", torch.zeros(3))
+        self.register_buffer("std", torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net((x - self.mean) / self.std).squeeze(-1)
+
+
+@dataclasses.dataclass
+class ClassifierConfig:
+    downweight: float = 0.5  # weight of the down-weighted class
+    epochs: int = 300
+    learning_rate: float = 0.01
+    test_share: float = 0.1
+    seed: int = 0
+
+
+def features(table: pa.Table) -> torch.Tensor:
+    """[N, 3] inputs; a missing score becomes the worst value (paraphrase 10, aligner 0)."""
+    it = table.column("iteration").to_pylist()
+    para = [10.0 if v is None else v for v in table.column("paraphrase_score").to_pylist()]
+    al = [0.0 if v is None else v for v in table.column("aligner_score").to_pylist()]
+    return torch.tensor(list(zip(it, para, al)), dtype=torch.float32)
+
+
+def train_classifier(x: torch.Tensor, y: torch.Tensor, positive_weight: float, negative_weight: float,
+                     cfg: ClassifierConfig) -> FilterNet:
+    """Full-batch BCE with per-class weights."""
+    torch.manual_seed(cfg.seed)
+    model = FilterNet()
+    model.mean.copy_(x.mean(0))
+    model.std.copy_(x.std(0).clamp(min=1e-6) if len(x) > 1 else torch.ones(3))
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+    weights = torch.where(y > 0.5, positive_weight, negative_weight)
+    for _ in range(cfg.epochs):
+        loss = nn.functional.binary_cross_entropy_with_logits(model(x), y, weight=weights)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+def precision_recall(passed: Sequence[bool], gold: Sequence[int]) -> dict[str, float | int]:
+    """Of judged outputs: precision (accepted among passed) and recall (passed among accepted)."""
+    tp = sum(1 for p, g in zip(passed, gold) if p and g)
+    n_pass, n_pos = sum(map(bool, passed)), sum(gold)
+    return {"judged": len(gold), "passed": n_pass, "precision": tp / n_pass if n_pass else 0.0,
+            "recall": tp / n_pos if n_pos else 0.0}
+
+
+def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
+                 filters: Mapping[str, Mapping[str, float]] | None = None, judgments: Path | str | None = None,
+                 cfg: ClassifierConfig | None = None) -> list[dict[str, Any]]:
+    """Write each filter's subset, the scored dataset and the filters table (size multiple, P/R)."""
+    filters = DEFAULT_FILTERS if filters is None else filters
+    check_filters(filters)
+    cfg = cfg or ClassifierConfig()
+    out_dir = Path(out_dir)
+    (out_dir / "subsets").mkdir(parents=True, exist_ok=True)
+    table = artifacts.read_table(augmented, artifacts.AUGMENTED)
+    n_seeds = artifacts.read_table(seeds, artifacts.SENTENCES).num_rows
+    labels = read_judgments(judgments) if judgments else {}
+    ids = table.column("output_id").to_pylist()
+    judged = [i for i, oid in enumerate(ids) if oid in labels]
+    if labels and not judged:
+        raise InputError(judgments, None, "no judged output id matches this dataset's output_id column")
+    gold = [labels[ids[i]] for i in judged]
+    rows = []
+
+    def record(name: str, mask: list[bool], on_judged: list[bool] | None = None, judged_gold: list[int] | None = None) -> None:
+        n = sum(mask)
+        row: dict[str, Any] = {"filter": name, "outputs": n, "multiple_over_seeds": n / n_seeds if n_seeds else None}
+        if judged_gold:
+            row.update(precision_recall(on_judged, judged_gold))
+        rows.append(row)
+
+    record("none (all aligned)", table.column("aligned_start").is_valid().to_pylist(),
+           [True] * len(judged), gold)
+    for name, bounds in filters.items():
+        mask = heuristic_mask(table, bounds)
+        artifacts.write_table(table.filter(mask), out_dir / "subsets" / f"{_slug(name)}.parquet", artifacts.AUGMENTED)
+        mask_list = mask.to_pylist()
+        record(name, mask_list, [mask_list[i] for i in judged], gold)
+
+    p_scores = r_scores = None
+    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()}}
+    if len(set(gold)) == 2:
+        x, y = features(table), torch.tensor([float(g) for g in gold])
+        order = list(range(len(judged)))
+        random.Random(cfg.seed).shuffle(order)
+        n_test = max(1, round(len(order) * cfg.test_share))
+        test, train = order[:n_test], order[n_test:]
+        xj = x[torch.tensor(judged)]
+        for name, pos_w, neg_w in (("p_classifier", cfg.downweight, 1.0), ("r_classifier", 1.0, cfg.downweight)):
+            model = train_classifier(xj[train], y[train], pos_w, neg_w, cfg)
+            with torch.no_grad():
+                scores = torch.sigmoid(model(x))
+            passed = (scores >= 0.5).tolist()
+            row_gold = [gold[i] for i in test]
+            record(f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], row_gold)
+            torch.save(model.state_dict(), out_dir / f"{name}.pt")
+            if name == "p_classifier":
+                p_scores = scores.tolist()
+            else:
+                r_scores = scores.tolist()
+        summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
+    elif labels:
+        log.warning("judgments hold a single class: the neural filter is not trained")
+    scored = table.append_column("p_classifier", pa.array(p_scores or [None] * table.num_rows, pa.float32()))
+    scored = scored.append_column("r_classifier", pa.array(r_scores or [None] * table.num_rows, pa.float32()))
+    artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
+    artifacts.write_csv(rows, out_dir / "filters.csv")
+    summary["table"] = rows
+    with artifacts.atomic_path(out_dir / "filters.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=2))
+    return rows
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name).strip("_").replace("__", "_")
+

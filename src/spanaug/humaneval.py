@@ -1,0 +1,194 @@
+"""The human-evaluation loop of §6.2: export an annotation task, import its 0-100 judgments.
+
+Each task item shows a frame (name, definition, three gold examples) and three candidate
+sentences in random order, the trigger marked in each: a system output, a gold sentence of the
+same frame with a different LU (positive control) and a gold sentence of another frame
+(negative control). Annotators score how well each marked word evokes the frame, 0-100. The key
+that says which candidate is which stays in a separate file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spanaug import artifacts
+from spanaug.errors import InputError
+
+log = logging.getLogger(__name__)
+
+KINDS = ("output", "gold_in_frame", "gold_out_of_frame")
+N_CANDIDATES = 3
+
+
+def mark(tokens: Sequence[str], start: int, end: int) -> str:
+    """The sentence with its trigger in bold (crowd tools render HTML)."""
+    return " ".join([*tokens[:start], "<b>", *tokens[start : end + 1], "</b>", *tokens[end + 1 :]]).replace(
+        "<b> ", "<b>").replace(" </b>", "</b>")
+
+
+def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | str, out_key: Path | str,
+                n_items: int = 100, seed: int = 0, definitions: dict[str, str] | None = None,
+                n_examples: int = 3) -> dict[str, int]:
+    """Sample aligned outputs and write the task CSV and its key CSV; returns counts."""
+    rng = random.Random(seed)
+    aug = artifacts.read_table(augmented, artifacts.AUGMENTED)
+    aug = aug.filter(aug.column("aligned_start").is_valid()).to_pylist()
+    gold = artifacts.read_table(sentences, artifacts.SENTENCES).to_pylist()
+    by_frame: dict[str, list[dict[str, Any]]] = {}
+    for row in gold:
+        by_frame.setdefault(row["frame"], []).append(row)
+    frames = sorted(by_frame)
+    rng.shuffle(aug)
+    task_rows, key_rows, skipped = [], [], 0
+    for out in aug:
+        if len(task_rows) == n_items:
+            break
+        frame = out["frame"]
+        in_frame = [g for g in by_frame.get(frame, []) if g["lexical_unit"] != out["lexical_unit"]]
+        other_frames = [f for f in frames if f != frame]
+        if not in_frame or not other_frames:
+            skipped += 1  # no positive or negative control for this frame
+            continue
+        gold_in = rng.choice(in_frame)
+        gold_out = rng.choice(by_frame[rng.choice(other_frames)])
+        examples = [g for g in by_frame[frame] if g["sentence_id"] != gold_in["sentence_id"]]
+        examples = rng.sample(examples, min(n_examples, len(examples)))
+        candidates = [
+            ("output", out["output_id"], mark(out["paraphrase_tokens"], out["aligned_start"], out["aligned_end"])),
+            ("gold_in_frame", gold_in["sentence_id"], mark(gold_in["tokens"], gold_in["span_start"], gold_in["span_end"])),
+            ("gold_out_of_frame", gold_out["sentence_id"],
+             mark(gold_out["tokens"], gold_out["span_start"], gold_out["span_end"])),
+        ]
+        rng.shuffle(candidates)
+        item_id = f"item{len(task_rows):05d}"
+        row = {"item_id": item_id, "frame": frame, "frame_definition": (definitions or {}).get(frame, "")}
+        for n in range(n_examples):
+            row[f"example_{n + 1}"] = (mark(examples[n]["tokens"], examples[n]["span_start"], examples[n]["span_end"])
+                                       if n < len(examples) else "")
+        for n, (kind, ref, text) in enumerate(candidates, start=1):
+            row[f"candidate_{n}"] = text
+            key_rows.append({"item_id": item_id, "candidate": n, "kind": kind, "ref_id": ref})
+        task_rows.append(row)
+    if not task_rows:
+        raise InputError(augmented, None, "no output could be paired with gold controls (need two or more frames)")
+    artifacts.write_csv(task_rows, out_task)
+    artifacts.write_csv(key_rows, out_key)
+    return {"items": len(task_rows), "skipped_without_controls": skipped}
+
+
+def simulate_judgments(key: Path | str, out: Path | str, raters: int = 3, seed: int = 0,
+                       accept: dict[str, float] | None = None) -> int:
+    """Crowd results from simulated annotators (demo and tests only: no person judged these).
+
+    Each kind of candidate is accepted with a fixed probability; an accepted candidate scores
+    60-100, a rejected one 0-40. Rows have the crowd tool's shape: item, worker, one score per
+    candidate.
+    """
+    accept = accept or {"output": 0.6, "gold_in_frame": 0.85, "gold_out_of_frame": 0.1}
+    rng = random.Random(seed)
+    items: dict[str, dict[int, str]] = {}
+    for row in _read_csv(key):
+        items.setdefault(row["item_id"], {})[int(row["candidate"])] = row["kind"]
+    rows = []
+    for item_id, kinds in items.items():
+        for worker in range(raters):
+            row: dict[str, Any] = {"item_id": item_id, "worker_id": f"sim{worker}"}
+            for n, kind in sorted(kinds.items()):
+                ok = rng.random() < accept[kind]
+                row[f"candidate_{n}_score"] = rng.randint(60, 100) if ok else rng.randint(0, 40)
+            rows.append(row)
+    artifacts.write_csv(rows, out)
+    return len(rows)
+
+
+def fleiss_kappa(labels: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa for items each rated by the same number of raters with categories 0/1."""
+    if not labels:
+        return None
+    n = len(labels[0])
+    if n < 2 or any(len(item) != n for item in labels):
+        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings per item")
+    counts = [(item.count(0), item.count(1)) for item in labels]
+    p_bar = sum((c0 * (c0 - 1) + c1 * (c1 - 1)) / (n * (n - 1)) for c0, c1 in counts) / len(counts)
+    share1 = sum(c1 for _, c1 in counts) / (n * len(counts))
+    p_e = share1 ** 2 + (1 - share1) ** 2
+    return 1.0 if p_e == 1 else (p_bar - p_e) / (1 - p_e)
+
+
+def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) -> dict[str, Any]:
+    """Acceptance rates, agreement and score histogram; writes output judgments for the neural filter."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    key_of = {(r["item_id"], int(r["candidate"])): (r["kind"], r["ref_id"]) for r in _read_csv(key)}
+    scores: dict[tuple[str, int], list[float]] = {}
+    for line, row in enumerate(_read_csv(results), start=2):
+        item = row.get("item_id")
+        for n in range(1, N_CANDIDATES + 1):
+            raw = row.get(f"candidate_{n}_score")
+            if raw in (None, ""):
+                continue
+            if (item, n) not in key_of:
+                raise InputError(results, line, f"item {item!r} candidate {n} is not in the key {key}")
+            try:
+                value = float(raw)
+            except ValueError:
+                raise InputError(results, line, f"candidate_{n}_score {raw!r} is not a number") from None
+            if not 0 <= value <= 100:
+                raise InputError(results, line, f"candidate_{n}_score {value} outside 0-100")
+            scores.setdefault((item, n), []).append(value)
+    if not scores:
+        raise InputError(results, None, "no scores (expected columns item_id, candidate_N_score)")
+    by_kind: dict[str, list[list[float]]] = {k: [] for k in KINDS}
+    for cand, values in scores.items():
+        by_kind[key_of[cand][0]].append(values)
+    summary: dict[str, Any] = {"candidates": len(scores), "judgments": sum(len(v) for v in scores.values())}
+    for kind, cands in by_kind.items():
+        summary[f"{kind}_acceptance"] = (sum(sum(v) / len(v) >= 50 for v in cands) / len(cands)) if cands else None
+        summary[f"{kind}_candidates"] = len(cands)
+    binary = [[int(s >= 50) for s in v] for v in scores.values()]
+    modal = Counter(len(b) for b in binary).most_common(1)[0][0]
+    same_n = [b for b in binary if len(b) == modal]
+    summary["fleiss_kappa"] = fleiss_kappa(same_n) if modal >= 2 else None
+    summary["kappa_items"] = len(same_n)
+    summary["all_agree_rate"] = sum(len(set(b)) == 1 for b in binary if len(b) >= 2) / max(1, sum(len(b) >= 2 for b in binary))
+    judgments = [{"output_id": key_of[c][1], "score": s} for c, v in scores.items() if key_of[c][0] == "output" for s in v]
+    artifacts.write_csv(judgments, out_dir / "judgments.csv", fields=["output_id", "score"])
+    hist = {kind: [s for v in cands for s in v] for kind, cands in by_kind.items()}
+    plot_scores(hist, out_dir / "score_histogram.png")
+    with artifacts.atomic_path(out_dir / "human_eval.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def plot_scores(hist: dict[str, list[float]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.hist([hist[k] for k in KINDS], bins=10, range=(0, 100), label=list(KINDS))
+    ax.set_xlabel("score (0-100)")
+    ax.set_ylabel("judgments")
+    ax.legend()
+    ax.set_title("Human judgments by candidate kind")
+    fig.tight_layout()
+    with artifacts.atomic_path(out, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def _read_csv(path: Path | str) -> list[dict[str, str]]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+
