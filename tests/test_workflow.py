@@ -42,6 +42,7 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     config["run_name"] = "t"
     config["iterations"] = 2
     config["data"]["inputs"] = [str(REPO / "resources/demo/fndata-demo")]
+    config["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
     config["paraphraser"].update(model=tiny_paraphraser, train=None, beam_size=3, return_top=2, max_new_tokens=12)
     config["aligner"]["encoder"] = tiny_encoder
     config["aligner"]["train"].update(bitext=str(REPO / "resources/demo/bitext.tsv"), epochs=2)
@@ -62,6 +63,7 @@ def test_outputs_and_schema(run):
     row = table.to_pylist()[0]
     assert row["constraints"] and row["seed_trigger"] in row["constraints"]
     assert (res / "report/stats.json").is_file() and (res / "report/per_iteration.png").is_file()
+    assert (res / "filtering/filters.csv").is_file() and (res / "human_eval/human_eval.json").is_file()
     systems = [line.split(",")[0] for line in (res / "aligner_eval/comparison.csv").read_text().splitlines()[1:]]
     assert systems == ["FastAlign", "DiscAlign", "span aligner (ours)"]
 

@@ -255,6 +255,8 @@ def _savefig(fig, out: Path | str) -> None:  # noqa: ANN001
 def read_lexicon(path: Path | str) -> dict[str, set[str]]:
     """Frame -> its LUs (``lemma.pos``), from a lexicon JSON or a FrameNet release directory."""
     path = Path(path)
+    if not path.exists():
+        raise InputError(path, None, "lexicon not found (a lexicon JSON or a FrameNet release directory)")
     if path.is_dir():
         from spanaug.data import framenet_lexicon
 
