@@ -288,13 +288,32 @@ class DiscAligner:
     def link_probabilities(self, pairs: Sequence[Pair]) -> list[torch.Tensor]:
         return [torch.sigmoid(self.scorer(s, t)).cpu() for s, t in self.words.encode_pairs(list(pairs))]
 
-    def align(self, pairs: Sequence[Pair]) -> dict[Pair, set[Link]]:
+    def align(self, pairs: Sequence[Pair], threshold: float | None = None) -> dict[Pair, set[Link]]:
         """Links whose probability reaches the threshold, per sentence pair."""
+        threshold = self.config.threshold if threshold is None else threshold
         unique = list(dict.fromkeys(pairs))
         out = {}
         for pair, probs in zip(unique, self.link_probabilities(unique)):
-            out[pair] = {(int(i), int(j)) for i, j in (probs >= self.config.threshold).nonzero().tolist()}
+            out[pair] = {(int(i), int(j)) for i, j in (probs >= threshold).nonzero().tolist()}
         return out
+
+    def tune_threshold(self, dev: Sequence[AlignedPair]) -> float:
+        """Set the link threshold that maximises word-alignment F1 on ``dev`` (links are rare, so
+        the best cut is usually well below 0.5)."""
+        from spanaug.wordalign import alignment_scores
+
+        keys = [(tuple(p.source), tuple(p.target)) for p in dev]
+        probs = self.link_probabilities(list(dict.fromkeys(keys)))
+        by_key = dict(zip(dict.fromkeys(keys), probs))
+        best = (-1.0, self.config.threshold)
+        for t in [x / 20 for x in range(1, 20)]:
+            links = [{(int(i), int(j)) for i, j in (by_key[k] >= t).nonzero().tolist()} for k in keys]
+            f1 = alignment_scores(dev, links)["f1"]
+            if f1 > best[0]:
+                best = (f1, t)
+        self.config.threshold = best[1]
+        log.info("discalign threshold %.2f (dev word F1 %.3f)", best[1], best[0])
+        return best[1]
 
 
 def pairs_of(instances: Sequence[Instance]) -> list[Pair]:
@@ -347,6 +366,9 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
 
     disc = DiscAligner(DiscAlignConfig(encoder=encoder), device=device)
     disc.train([p for key, p in by_pair.items() if key not in held_out], epochs=epochs, seed=seed, progress=False)
+    dev_gold = [by_pair[p] for p in pairs_of(dev) if p in by_pair]
+    if dev_gold:
+        disc.tune_threshold(dev_gold)
     disc_links = disc.align(list(dict.fromkeys(test_pairs + [(tuple(p.source), tuple(p.target)) for p in gold_test])))
     record("DiscAlign", [project_span(disc_links[pair_key(i)], i.source_span) for i in test], disc_links)
 

@@ -139,6 +139,44 @@ def cmd_human_import(a: argparse.Namespace) -> None:
     _write_json(import_judgments(a.results, a.key, a.out_dir), None)
 
 
+def _frameid_sentences(paths: list[str]) -> list:
+    from spanaug.frameid import read_training_file
+
+    return [sent for path in paths for sent in read_training_file(path)]
+
+
+def cmd_frameid_train(a: argparse.Namespace) -> None:
+    from spanaug.frameid import FrameIdTrainConfig, train_frameid
+
+    dev = _frameid_sentences([a.dev]) if a.dev else None
+    model, summary = train_frameid(_frameid_sentences(a.train), a.encoder,
+                                   FrameIdTrainConfig(epochs=a.epochs, seed=a.seed, batch_size=a.batch_size),
+                                   dev=dev, glove=a.glove, device=a.device)
+    model.save_pretrained(a.out)
+    _write_json(summary, str(Path(a.out) / "training_summary.json"))
+
+
+def cmd_frameid_eval(a: argparse.Namespace) -> None:
+    from spanaug.frameid import FrameIdentifier, triple_scores
+
+    test = _frameid_sentences([a.test])
+    model = FrameIdentifier.from_pretrained(a.model, device=a.device)
+    print(json.dumps(triple_scores(test, model.predict(test))))
+
+
+def cmd_frameid_baseline(a: argparse.Namespace) -> None:
+    from spanaug.frameid import LexiconBaseline, triple_scores
+
+    test = _frameid_sentences([a.test])
+    print(json.dumps(triple_scores(test, LexiconBaseline().fit(_frameid_sentences(a.train)).predict(test))))
+
+
+def cmd_frameid_split(a: argparse.Namespace) -> None:
+    from spanaug.frameid import split_conll
+
+    _write_json(split_conll(a.conll, a.out_dir, a.dev_share, a.test_share), None)
+
+
 def cmd_demo_corpus(a: argparse.Namespace) -> None:
     from spanaug.fnrelease import write_release_from_yaml
 
@@ -259,11 +297,15 @@ def cmd_discalign_train(a: argparse.Namespace) -> None:
     from spanaug.wordalign import read_aligned_json
 
     model = DiscAligner(DiscAlignConfig(encoder=a.encoder, possible_as_positive=a.possible_as_positive,
-                                        threshold=a.threshold), device=a.device)
-    history = {}
+                                        threshold=0.5 if a.threshold is None else a.threshold), device=a.device)
+    history: dict = {}
     if a.pretrain:
         history["pretrain_loss"] = model.train(read_aligned_json(a.pretrain), epochs=a.pretrain_epochs, seed=a.seed)
-    history["loss"] = model.train(read_aligned_json(a.gold), epochs=a.epochs, seed=a.seed)
+    gold = read_aligned_json(a.gold)
+    n_dev = round(len(gold) * a.dev_share) if a.threshold is None else 0
+    history["loss"] = model.train(gold[n_dev:], epochs=a.epochs, seed=a.seed)
+    if n_dev:
+        history["threshold"] = model.tune_threshold(gold[:n_dev])
     model.save_pretrained(a.out)
     _write_json(history, str(Path(a.out) / "training_summary.json"))
 
@@ -422,6 +464,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=cmd_human_import)
 
+    fid = sub.add_parser("frameid", help="the downstream Frame ID model").add_subparsers(dest="sub", required=True)
+    s = fid.add_parser("train")
+    s.add_argument("--train", nargs="+", required=True, help="open-SESAME CoNLL or Parquet (sentences or augmented)")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--dev")
+    s.add_argument("--glove", help="GloVe-format word vectors")
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--batch-size", type=int, default=16)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_frameid_train)
+    s = fid.add_parser("eval")
+    s.add_argument("--model", required=True)
+    s.add_argument("--test", required=True)
+    s.add_argument("--device", default="auto")
+    s.set_defaults(func=cmd_frameid_eval)
+    s = fid.add_parser("baseline", help="most frequent frame per trigger string")
+    s.add_argument("--train", nargs="+", required=True)
+    s.add_argument("--test", required=True)
+    s.set_defaults(func=cmd_frameid_baseline)
+    s = fid.add_parser("split", help="train/dev/test CoNLL by contiguous sentence ranges")
+    s.add_argument("--conll", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--dev-share", type=float, default=0.1)
+    s.add_argument("--test-share", type=float, default=0.2)
+    s.set_defaults(func=cmd_frameid_split)
+
     s = sub.add_parser("demo-corpus", help="write a FrameNet release directory from a YAML spec")
     s.add_argument("--spec", required=True)
     s.add_argument("--out", required=True)
@@ -523,7 +593,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pretrain", help="automatically aligned pairs (Edinburgh++ JSON) to train on first")
     s.add_argument("--pretrain-epochs", type=int, default=2)
     s.add_argument("--possible-as-positive", action="store_true", help="possible links count as positives")
-    s.add_argument("--threshold", type=float, default=0.5)
+    s.add_argument("--threshold", type=float, help="link probability cut (default: tuned on --dev-share of the pairs)")
+    s.add_argument("--dev-share", type=float, default=0.1, help="gold pairs held out to tune the threshold")
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")

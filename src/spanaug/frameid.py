@@ -1,0 +1,450 @@
+"""Downstream Frame ID (§6.3): find every trigger span (contiguous, up to 3 tokens) and its frame.
+
+Word vectors concatenate a frozen encoder's first-subtoken vector, a character CNN, a POS
+embedding and optional GloVe-format vectors; a stacked BiLSTM reads the sentence and a
+unidirectional LSTM reads each candidate span's states; a linear layer scores frames + NULL.
+Training uses cross-entropy with label smoothing 0.2 on the NULL (negative) spans. Full-text
+sentences supply negatives; exemplar and augmented sentences contribute only their triggers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from spanaug import artifacts
+from spanaug.errors import ConfigError, InputError
+from spanaug.hub import resolve
+from spanaug.paraphrase import choose_device
+
+log = logging.getLogger(__name__)
+
+NULL = "NULL"
+MAX_SPAN = 3
+Span = tuple[int, int]
+
+
+@dataclasses.dataclass
+class Sentence:
+    """Tokens with gold triggers; ``full`` when every trigger is annotated (negatives are known)."""
+
+    tokens: list[str]
+    triggers: dict[Span, str]
+    pos: list[str] | None = None
+    full: bool = True
+
+
+# ---------------------------------------------------------------- data
+
+
+def sentences_from_rows(rows: Iterable[dict[str, Any]], full: bool | None = None) -> list[Sentence]:
+    """Group one-annotation-per-row SENTENCES rows into sentences (by document and tokens)."""
+    grouped: dict[tuple, Sentence] = {}
+    for row in rows:
+        key = (row.get("document"), tuple(row["tokens"]))
+        is_full = full if full is not None else row.get("corpus_part") in ("fulltext", "conll")
+        sent = grouped.setdefault(key, Sentence(list(row["tokens"]), {}, row.get("pos_tags"), is_full))
+        sent.triggers[(row["span_start"], row["span_end"])] = row["frame"]
+    return list(grouped.values())
+
+
+def read_training_file(path: Path | str) -> list[Sentence]:
+    """Open-SESAME CoNLL, or Parquet: imported sentences (SENTENCES) or augmented outputs."""
+    from spanaug.data import read_conll
+
+    path = Path(path)
+    if path.suffix != ".parquet":
+        return sentences_from_rows(read_conll(path))
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    if "output_id" in names:  # augmented outputs: only their aligned triggers
+        table = artifacts.read_table(path, artifacts.AUGMENTED)
+        return [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
+                for r in table.to_pylist() if r["aligned_start"] is not None]
+    if "sentence_id" in names:
+        return sentences_from_rows(artifacts.read_table(path, artifacts.SENTENCES).to_pylist())
+    raise InputError(path, None, "neither imported sentences nor augmented outputs (no sentence_id/output_id column)")
+
+
+def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
+    return [(s, s + k) for s in range(n) for k in range(max_len) if s + k < n]
+
+
+def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2) -> dict[str, int]:
+    """Train/dev/test CoNLL files by contiguous sentence ranges (documents stay mostly whole).
+
+    The open-SESAME files number sentences in document order but do not mark documents, so
+    contiguous ranges stand in for held-out documents: the last ``test_share`` of sentences is
+    the test split, the ``dev_share`` before it the dev split.
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                current.append(line)
+            elif current:
+                blocks.append((current[0].split("\t")[6], current))
+                current = []
+    if current:
+        blocks.append((current[0].split("\t")[6], current))
+    sent_ids = list(dict.fromkeys(s for s, _ in blocks))
+    n_test, n_dev = round(len(sent_ids) * test_share), round(len(sent_ids) * dev_share)
+    part = {s: ("train" if i < len(sent_ids) - n_test - n_dev else "dev" if i < len(sent_ids) - n_test else "test")
+            for i, s in enumerate(sent_ids)}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for name in ("train", "dev", "test"):
+        with artifacts.atomic_path(out_dir / f"{name}.conll", ".conll") as tmp, open(tmp, "w", encoding="utf-8") as out:
+            for sid, lines in blocks:
+                if part[sid] == name:
+                    out.writelines(lines)
+                    out.write("\n")
+        counts[name] = sum(1 for s in sent_ids if part[s] == name)
+    return counts
+
+
+# ---------------------------------------------------------------- metrics and the lexicon baseline
+
+
+def triple_scores(gold: Sequence[Sentence], pred: Sequence[dict[Span, str]]) -> dict[str, float | int]:
+    """Precision, recall and F1 over (sentence, span, frame) triples: span and frame must both match."""
+    tp = n_pred = n_gold = 0
+    for sent, p in zip(gold, pred, strict=True):
+        n_gold += len(sent.triggers)
+        n_pred += len(p)
+        tp += sum(1 for span, frame in p.items() if sent.triggers.get(span) == frame)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    return {"precision": precision, "recall": recall,
+            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+            "n_gold": n_gold, "n_pred": n_pred}
+
+
+def non_overlapping(scored: Iterable[tuple[float, Span, str]]) -> dict[Span, str]:
+    """Greedy by score: keep a predicted trigger unless it overlaps a better one."""
+    kept: dict[Span, str] = {}
+    for _, span, frame in sorted(scored, key=lambda x: -x[0]):
+        if all(span[1] < s or span[0] > e for s, e in kept):
+            kept[span] = frame
+    return kept
+
+
+class LexiconBaseline:
+    """Most frequent label of each trigger string in training, NULL included (from full-text
+    sentences, where a string's untagged occurrences are known negatives)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, Counter] = defaultdict(Counter)
+
+    def fit(self, sentences: Sequence[Sentence]) -> "LexiconBaseline":
+        for sent in sentences:
+            for span, frame in sent.triggers.items():
+                self.counts[_key(sent.tokens, span)][frame] += 1
+        for sent in sentences:
+            if sent.full:
+                for span in candidate_spans(len(sent.tokens)):
+                    key = _key(sent.tokens, span)
+                    if key in self.counts and span not in sent.triggers:
+                        self.counts[key][NULL] += 1
+        return self
+
+    def predict(self, sentences: Sequence[Sentence]) -> list[dict[Span, str]]:
+        out = []
+        for sent in sentences:
+            scored = []
+            for span in candidate_spans(len(sent.tokens)):
+                counts = self.counts.get(_key(sent.tokens, span))
+                if counts:
+                    frame, n = counts.most_common(1)[0]
+                    if frame != NULL:
+                        scored.append((n / sum(counts.values()) + 1e-3 * (span[1] - span[0]), span, frame))
+            out.append(non_overlapping(scored))
+        return out
+
+
+def _key(tokens: Sequence[str], span: Span) -> str:
+    return " ".join(tokens[span[0] : span[1] + 1]).lower()
+
+
+# ---------------------------------------------------------------- the model
+
+
+@dataclasses.dataclass
+class FrameIdConfig:
+    encoder: str = "bert-base-cased"
+    frames: list[str] = dataclasses.field(default_factory=list)  # index 0 is NULL
+    pos_tags: list[str] = dataclasses.field(default_factory=list)  # index 0 is unknown
+    chars: list[str] = dataclasses.field(default_factory=list)  # index 0 pad, 1 unknown
+    glove: str | None = None
+    glove_dim: int = 0
+    char_dim: int = 16
+    char_filters: int = 32
+    pos_dim: int = 16
+    lstm_hidden: int = 128
+    lstm_layers: int = 2
+    span_hidden: int = 128
+    label_smoothing: float = 0.2
+    max_length: int = 512
+
+
+def read_glove(path: Path | str, vocab: set[str] | None = None) -> dict[str, torch.Tensor]:
+    """GloVe-format vectors (``word v1 v2 ...`` per line), optionally only for ``vocab``."""
+    vectors = {}
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            parts = line.rstrip().split(" ")
+            if len(parts) < 2:
+                continue
+            if vocab is None or parts[0] in vocab or parts[0].lower() in vocab:
+                try:
+                    vectors[parts[0]] = torch.tensor([float(x) for x in parts[1:]])
+                except ValueError:
+                    raise InputError(path, lineno, "expected 'word' followed by numbers") from None
+    dims = {v.shape[0] for v in vectors.values()}
+    if len(dims) > 1:
+        raise InputError(path, None, f"vectors of different sizes {sorted(dims)}")
+    return vectors
+
+
+class FrameIdNet(nn.Module):
+    def __init__(self, cfg: FrameIdConfig, encoder_dim: int):
+        super().__init__()
+        self.char_emb = nn.Embedding(len(cfg.chars), cfg.char_dim, padding_idx=0)
+        self.char_cnn = nn.Conv1d(cfg.char_dim, cfg.char_filters, kernel_size=3, padding=1)
+        self.pos_emb = nn.Embedding(max(len(cfg.pos_tags), 1), cfg.pos_dim)
+        word_dim = encoder_dim + cfg.char_filters + cfg.pos_dim + cfg.glove_dim
+        self.bilstm = nn.LSTM(word_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, bidirectional=True,
+                              batch_first=True, dropout=0.1 if cfg.lstm_layers > 1 else 0.0)
+        self.span_lstm = nn.LSTM(2 * cfg.lstm_hidden, cfg.span_hidden, batch_first=True)
+        self.out = nn.Linear(cfg.span_hidden, len(cfg.frames))
+
+    def forward(self, words: torch.Tensor, chars: torch.Tensor, pos: torch.Tensor, spans: list[list[Span]],
+                lengths: list[int]) -> torch.Tensor:
+        """Logits [total spans, frames] for a padded batch of sentences."""
+        b, t, c = chars.shape
+        char_vecs = self.char_cnn(self.char_emb(chars.view(b * t, c)).transpose(1, 2)).max(-1).values.view(b, t, -1)
+        x = torch.cat([words, char_vecs, self.pos_emb(pos)], dim=-1)
+        packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths), batch_first=True, enforce_sorted=False)
+        states, _ = self.bilstm(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=t)
+        # Every span of up to MAX_SPAN tokens, padded to MAX_SPAN, read by one LSTM call.
+        rows, span_len = [], []
+        for i, sent_spans in enumerate(spans):
+            for s, e in sent_spans:
+                seq = states[i, s : e + 1]
+                rows.append(nn.functional.pad(seq, (0, 0, 0, MAX_SPAN - seq.shape[0])))
+                span_len.append(e - s + 1)
+        if not rows:
+            return states.new_zeros(0, self.out.out_features)
+        packed = nn.utils.rnn.pack_padded_sequence(torch.stack(rows), torch.tensor(span_len), batch_first=True,
+                                                   enforce_sorted=False)
+        _, (h, _) = self.span_lstm(packed)
+        return self.out(h[-1])
+
+
+class FrameIdentifier:
+    """Frozen encoder + trained Frame ID network; ``save_pretrained``/``from_pretrained`` a directory."""
+
+    CONFIG = "frameid_config.json"
+    WEIGHTS = "frameid.pt"
+
+    def __init__(self, cfg: FrameIdConfig, device: str | None = "auto"):
+        from transformers import AutoModel, AutoTokenizer
+
+        self.cfg = cfg
+        self.device = choose_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(resolve(cfg.encoder))
+        self.encoder = AutoModel.from_pretrained(resolve(cfg.encoder)).to(self.device).eval()
+        for p in self.encoder.parameters():
+            p.requires_grad_(False)
+        self.glove = read_glove(cfg.glove) if cfg.glove else {}
+        self.net = FrameIdNet(cfg, self.encoder.config.hidden_size).to(self.device)
+        self._frame_index = {f: i for i, f in enumerate(cfg.frames)}
+        self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
+        self._char_index = {ch: i for i, ch in enumerate(cfg.chars)}
+        self._cache: dict[tuple[str, ...], torch.Tensor] = {}
+
+    # -- persistence
+    def save_pretrained(self, out: Path | str) -> None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        with artifacts.atomic_path(out / self.WEIGHTS) as tmp:
+            torch.save(self.net.state_dict(), tmp)
+        with artifacts.atomic_path(out / self.CONFIG) as tmp:
+            tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=1))
+
+    @classmethod
+    def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "FrameIdentifier":
+        path = Path(path)
+        if not (path / cls.CONFIG).is_file():
+            raise ConfigError(f"{path}: not a trained Frame ID model (no {cls.CONFIG})")
+        model = cls(FrameIdConfig(**json.loads((path / cls.CONFIG).read_text())), device=device)
+        model.net.load_state_dict(torch.load(path / cls.WEIGHTS, map_location=model.device, weights_only=True))
+        model.net.eval()
+        return model
+
+    # -- inputs
+    @torch.no_grad()
+    def _encode(self, sentences: Sequence[Sentence]) -> None:
+        """First-subtoken encoder vectors of each sentence, computed once (the encoder is frozen)."""
+        todo = [s for s in dict.fromkeys(tuple(x.tokens) for x in sentences) if s not in self._cache]
+        todo.sort(key=len)
+        for i in range(0, len(todo), 32):
+            batch = todo[i : i + 32]
+            enc = self.tokenizer([list(b) for b in batch], is_split_into_words=True, truncation=True,
+                                 max_length=self.cfg.max_length, padding=True, return_tensors="pt")
+            hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
+                                     if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
+            for row, toks in enumerate(batch):
+                vecs = hidden.new_zeros(len(toks), hidden.shape[-1])
+                seen = set()
+                for piece, word in enumerate(enc.word_ids(row)):
+                    if word is not None and word not in seen:
+                        seen.add(word)
+                        vecs[word] = hidden[row, piece]
+                self._cache[toks] = vecs.float()
+
+    def _pos(self, sent: Sentence) -> list[str]:
+        if sent.pos:
+            return sent.pos
+        from spanaug.evaluate import LexiconTagger
+
+        return LexiconTagger().tag(sent.tokens)
+
+    def _batch(self, sentences: Sequence[Sentence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+        self._encode(sentences)
+        lengths = [len(s.tokens) for s in sentences]
+        t = max(lengths)
+        longest = max(len(w) for s in sentences for w in s.tokens)
+        enc_dim = self.encoder.config.hidden_size
+        words = torch.zeros(len(sentences), t, enc_dim + self.cfg.glove_dim, device=self.device)
+        chars = torch.zeros(len(sentences), t, min(longest, 30), dtype=torch.long, device=self.device)
+        pos = torch.zeros(len(sentences), t, dtype=torch.long, device=self.device)
+        for i, sent in enumerate(sentences):
+            words[i, : lengths[i], :enc_dim] = self._cache[tuple(sent.tokens)]
+            for j, (word, tag) in enumerate(zip(sent.tokens, self._pos(sent))):
+                if self.glove:
+                    vec = self.glove.get(word, self.glove.get(word.lower()))
+                    if vec is not None:
+                        words[i, j, enc_dim:] = vec
+                pos[i, j] = self._pos_index.get(tag, 0)
+                for k, ch in enumerate(word[: chars.shape[2]]):
+                    chars[i, j, k] = self._char_index.get(ch, 1)
+        return words, chars, pos, lengths
+
+    def _spans(self, sent: Sentence, training: bool) -> list[Span]:
+        if training and not sent.full:
+            return [s for s in sent.triggers if s[1] - s[0] < MAX_SPAN]
+        return candidate_spans(len(sent.tokens))
+
+    # -- training and prediction
+    def loss(self, sentences: Sequence[Sentence]) -> torch.Tensor:
+        spans = [self._spans(s, training=True) for s in sentences]
+        logits = self.net(*self._batch(sentences)[:3], spans, [len(s.tokens) for s in sentences])
+        gold = torch.tensor([self._frame_index.get(sent.triggers.get(sp, NULL), 0)
+                             for sent, ss in zip(sentences, spans) for sp in ss], device=self.device)
+        negative = gold == 0
+        loss = logits.new_zeros(())
+        if negative.any():
+            loss = loss + nn.functional.cross_entropy(logits[negative], gold[negative], reduction="sum",
+                                                      label_smoothing=self.cfg.label_smoothing)
+        if (~negative).any():
+            loss = loss + nn.functional.cross_entropy(logits[~negative], gold[~negative], reduction="sum")
+        return loss / max(len(gold), 1)
+
+    @torch.no_grad()
+    def predict(self, sentences: Sequence[Sentence], batch_size: int = 32) -> list[dict[Span, str]]:
+        self.net.eval()
+        out = []
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].tokens))
+        results: dict[int, dict[Span, str]] = {}
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            batch = [sentences[i] for i in idx]
+            spans = [self._spans(s, training=False) for s in batch]
+            probs = torch.softmax(self.net(*self._batch(batch)[:3], spans, [len(s.tokens) for s in batch]), -1).cpu()
+            offset = 0
+            for i, ss in zip(idx, spans):
+                scored = []
+                for row, span in enumerate(ss):
+                    p, label = probs[offset + row].max(-1)
+                    if int(label) != 0:
+                        scored.append((float(p), span, self.cfg.frames[int(label)]))
+                offset += len(ss)
+                results[i] = non_overlapping(scored)
+        out = [results[i] for i in range(len(sentences))]
+        return out
+
+
+@dataclasses.dataclass
+class FrameIdTrainConfig:
+    epochs: int = 10
+    batch_size: int = 16
+    learning_rate: float = 1e-3
+    seed: int = 0
+
+
+def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None) -> FrameIdConfig:
+    """Label, POS and character inventories of the training data."""
+    frames = sorted({f for s in sentences for f in s.triggers.values()})
+    tags = sorted({t for s in sentences for t in (s.pos or [])} | set(_universal_tags()))
+    chars = sorted({ch for s in sentences for w in s.tokens for ch in w})
+    glove_dim = 0
+    if glove:
+        sample = read_glove(glove, {w for s in sentences for w in s.tokens})
+        glove_dim = next(iter(sample.values())).shape[0] if sample else 0
+    return FrameIdConfig(encoder=encoder, frames=[NULL, *frames], pos_tags=["<unk>", *tags],
+                         chars=["<pad>", "<unk>", *chars], glove=glove, glove_dim=glove_dim)
+
+
+def _universal_tags() -> list[str]:
+    return "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
+
+
+def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainConfig, dev: Sequence[Sentence] | None = None,
+                  glove: str | None = None, device: str | None = "auto", progress: bool = True,
+                  ) -> tuple[FrameIdentifier, dict[str, Any]]:
+    """Train with Adam; with ``dev``, keep the epoch with the best dev F1."""
+    if not train:
+        raise ConfigError("no training sentences")
+    torch.manual_seed(tcfg.seed)
+    rng = random.Random(tcfg.seed)
+    model = FrameIdentifier(build_config(train, encoder, glove), device=device)
+    opt = torch.optim.Adam(model.net.parameters(), lr=tcfg.learning_rate)
+    order = list(train)
+    history, best = [], (-1.0, None)
+    for epoch in range(tcfg.epochs):
+        model.net.train()
+        rng.shuffle(order)
+        total = 0.0
+        for start in tqdm(range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch + 1}", disable=not progress,
+                          leave=False):
+            loss = model.loss(order[start : start + tcfg.batch_size])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        entry: dict[str, Any] = {"epoch": epoch + 1, "loss": total / max(1, -(-len(order) // tcfg.batch_size))}
+        if dev:
+            entry["dev"] = triple_scores(dev, model.predict(dev))
+            if entry["dev"]["f1"] > best[0]:
+                best = (entry["dev"]["f1"], {k: v.detach().clone() for k, v in model.net.state_dict().items()})
+        history.append(entry)
+        log.info("frameid epoch %d: %s", epoch + 1, entry)
+    if best[1] is not None:
+        model.net.load_state_dict(best[1])
+    model.net.eval()
+    return model, {"train_sentences": len(train), "history": history, "best_dev_f1": best[0] if dev else None}

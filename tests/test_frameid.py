@@ -1,0 +1,104 @@
+"""Frame ID: metrics, the lexicon baseline, and the model on a toy trigger task."""
+
+import json
+import random
+
+import pytest
+
+from conftest import shared_file
+from spanaug.cli import main
+from spanaug.frameid import (FrameIdTrainConfig, LexiconBaseline, Sentence, read_training_file, split_conll,
+                             train_frameid, triple_scores)
+
+TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
+            "stopped": "Activity_stop"}
+FILLER = "the a man woman car book yesterday quickly old city to from".split()
+
+
+def toy(n, seed):
+    """Sentences of filler words with one or two trigger words; every trigger is annotated."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        tokens = rng.sample(FILLER, rng.randint(3, 6))
+        triggers = {}
+        for word in rng.sample(sorted(TRIGGERS), rng.randint(1, 2)):
+            i = rng.randint(0, len(tokens))
+            tokens.insert(i, word)
+        for i, w in enumerate(tokens):
+            if w in TRIGGERS:
+                triggers[(i, i)] = TRIGGERS[w]
+        out.append(Sentence(tokens, triggers))
+    return out
+
+
+def write_conll(sentences, path, start=0):
+    """open-SESAME CoNLL: one block per (sentence, trigger); column 7 is the sentence number."""
+    with open(path, "w") as handle:
+        for n, sent in enumerate(sentences, start=start):
+            for (s, e), frame in sent.triggers.items():
+                for i, tok in enumerate(sent.tokens):
+                    lu, fr = (f"{tok}.v", frame) if s <= i <= e else ("_", "_")
+                    handle.write("\t".join([str(i + 1), tok, "_", tok, "nn", "NN", str(n), "_", "_", "_", "_", "_",
+                                            lu, fr, "O"]) + "\n")
+                handle.write("\n")
+
+
+def test_triple_scores_need_span_and_frame():
+    gold = [Sentence("a b c".split(), {(0, 0): "F", (1, 2): "G"})]
+    m = triple_scores(gold, [{(0, 0): "F", (1, 1): "G", (2, 2): "H"}])
+    assert (m["precision"], m["recall"], m["n_gold"], m["n_pred"]) == (pytest.approx(1 / 3), 0.5, 2, 3)
+
+
+def test_lexicon_baseline_learns_nulls_from_full_text():
+    train = [Sentence("he ran home".split(), {(1, 1): "Motion"}), Sentence("the ran".split(), {}),
+             Sentence("we ran away".split(), {})]  # 'ran' is a trigger once, a non-trigger twice
+    assert LexiconBaseline().fit(train).predict([Sentence("they ran".split(), {})]) == [{}]
+    train.append(Sentence("she ran fast".split(), {(1, 1): "Motion"}))
+    train.append(Sentence("i ran".split(), {(1, 1): "Motion"}))
+    assert LexiconBaseline().fit(train).predict([Sentence("they ran".split(), {})]) == [{(1, 1): "Motion"}]
+
+
+def test_model_learns_toy_triggers(tiny_encoder):
+    train, test = toy(120, 0), toy(40, 1)
+    model, summary = train_frameid(train, tiny_encoder, FrameIdTrainConfig(epochs=15, batch_size=12, learning_rate=5e-3),
+                                   dev=toy(20, 2), device="cpu", progress=False)
+    assert summary["history"][-1]["loss"] < summary["history"][0]["loss"]
+    scores = triple_scores(test, model.predict(test))
+    assert scores["f1"] > 0.8, scores
+
+
+def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):
+    from spanaug import artifacts
+    from spanaug.augment import assemble
+    from test_evaluate import output
+
+    write_conll(toy(60, 3), tmp_path / "train.conll")
+    write_conll(toy(20, 4), tmp_path / "test.conll", start=100)
+    chain = [output("s1", 1, "the man acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
+             output("s2", 1, "nothing aligned".split(), None, None, "Giving", "give.v", None)]
+    artifacts.write_table(chain, tmp_path / "chain.parquet", artifacts.CHAIN)
+    assemble([tmp_path / "chain.parquet"], tmp_path / "augmented.parquet")
+    augmented = read_training_file(tmp_path / "augmented.parquet")
+    assert [(s.tokens[2], s.triggers, s.full) for s in augmented] == [("acquired", {(2, 2): "Commerce_buy"}, False)]
+    model = tmp_path / "model"
+    assert main(["frameid", "train", "--train", str(tmp_path / "train.conll"), str(tmp_path / "augmented.parquet"),
+                 "--encoder", tiny_encoder, "--out", str(model), "--epochs", "2", "--device", "cpu"]) == 0
+    capsys.readouterr()
+    assert main(["frameid", "eval", "--model", str(model), "--test", str(tmp_path / "test.conll"), "--device", "cpu"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) == {"precision", "recall", "f1", "n_gold", "n_pred"} and scores["n_gold"] > 20
+
+
+def test_split_keeps_sentences_whole_and_contiguous(tmp_path):
+    write_conll(toy(50, 5), tmp_path / "all.conll")
+    counts = split_conll(tmp_path / "all.conll", tmp_path / "split", dev_share=0.1, test_share=0.2)
+    assert counts == {"train": 35, "dev": 5, "test": 10}
+    test = read_training_file(tmp_path / "split/test.conll")
+    assert len(test) == 10
+
+
+def test_real_split_beats_nothing():
+    conll = shared_file("fn1.7.dev.syntaxnet.conll")
+    sents = read_training_file(conll)
+    assert len(sents) > 300 and sum(len(s.triggers) for s in sents) > 2000
