@@ -240,17 +240,17 @@ class FrameIdNet(nn.Module):
         packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths), batch_first=True, enforce_sorted=False)
         states, _ = self.bilstm(packed)
         states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=t)
-        # Every span of up to MAX_SPAN tokens, padded to MAX_SPAN, read by one LSTM call.
-        rows, span_len = [], []
-        for i, sent_spans in enumerate(spans):
-            for s, e in sent_spans:
-                seq = states[i, s : e + 1]
-                rows.append(nn.functional.pad(seq, (0, 0, 0, MAX_SPAN - seq.shape[0])))
-                span_len.append(e - s + 1)
-        if not rows:
+        # Every span of up to MAX_SPAN tokens, gathered into [spans, MAX_SPAN, 2H] and read by one
+        # LSTM call; positions past a span's end repeat its last token and are masked by packing.
+        flat = [(i, s, e) for i, sent_spans in enumerate(spans) for s, e in sent_spans]
+        if not flat:
             return states.new_zeros(0, self.out.out_features)
-        packed = nn.utils.rnn.pack_padded_sequence(torch.stack(rows), torch.tensor(span_len), batch_first=True,
-                                                   enforce_sorted=False)
+        index = torch.tensor(flat, device=states.device)
+        offsets = torch.arange(MAX_SPAN, device=states.device)
+        positions = torch.minimum(index[:, 1:2] + offsets, index[:, 2:3])
+        gathered = states[index[:, 0:1].expand(-1, MAX_SPAN), positions]
+        span_len = (index[:, 2] - index[:, 1] + 1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(gathered, span_len, batch_first=True, enforce_sorted=False)
         _, (h, _) = self.span_lstm(packed)
         return self.out(h[-1])
 
@@ -276,6 +276,7 @@ class FrameIdentifier:
         self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
         self._char_index = {ch: i for i, ch in enumerate(cfg.chars)}
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
+        self._tags: dict[tuple[str, ...], list[str]] = {}
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -318,11 +319,15 @@ class FrameIdentifier:
                 self._cache[toks] = vecs.float()
 
     def _pos(self, sent: Sentence) -> list[str]:
+        """The input's POS column, else the offline lexicon tagger's tags (memoised)."""
         if sent.pos:
             return sent.pos
-        from spanaug.evaluate import LexiconTagger
+        key = tuple(sent.tokens)
+        if key not in self._tags:
+            from spanaug.evaluate import LexiconTagger
 
-        return LexiconTagger().tag(sent.tokens)
+            self._tags[key] = LexiconTagger().tag(sent.tokens)
+        return self._tags[key]
 
     def _batch(self, sentences: Sequence[Sentence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
         self._encode(sentences)
