@@ -32,7 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python scripts/bench_scale.py
 
 dag: $(STAMP)
-	$(SNAKEMAKE) --configfile config/demo.yaml --rulegraph | dot -Tsvg > docs/rulegraph.svg
+	$(SNAKEMAKE) --configfile config/demo.yaml --rulegraph | dot -Tpng > docs/rulegraph.png
 
 clean-demo:
 	rm -rf results/demo
