@@ -314,29 +314,22 @@ class SpanAligner:
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        with artifacts.atomic_path(out / WEIGHTS_NAME) as tmp:
-            torch.save(self.scorer.state_dict(), tmp)
+        artifacts.save_model_dir(out, WEIGHTS_NAME, self.scorer.state_dict(), CONFIG_NAME, dataclasses.asdict(self.config))
         if self.config.finetune_layers:
-            self.encoder.save_pretrained(out / ENCODER_DIR)
-            self.tokenizer.save_pretrained(out / ENCODER_DIR)
-        with artifacts.atomic_path(out / CONFIG_NAME) as tmp:
-            tmp.write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
+            self.encoder.save_pretrained(Path(out) / ENCODER_DIR)
+            self.tokenizer.save_pretrained(Path(out) / ENCODER_DIR)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto", encoder: str | None = None) -> "SpanAligner":
         """Load a trained aligner; ``encoder`` overrides the saved encoder name or path."""
         path = Path(path)
-        if not (path / CONFIG_NAME).is_file():
-            raise ConfigError(f"{path}: not a trained aligner (no {CONFIG_NAME})")
-        cfg = json.loads((path / CONFIG_NAME).read_text())
+        cfg = artifacts.read_model_config(path, CONFIG_NAME, "aligner")
         if encoder:
             cfg["encoder"] = encoder
         elif (path / ENCODER_DIR / "config.json").is_file():
             cfg["encoder"] = str(path / ENCODER_DIR)
         aligner = cls(AlignerConfig(**cfg), device=device)
-        aligner.scorer.load_state_dict(torch.load(path / WEIGHTS_NAME, map_location=aligner.device, weights_only=True))
+        aligner.scorer.load_state_dict(artifacts.load_weights(path / WEIGHTS_NAME, aligner.device))
         aligner.scorer.eval()
         return aligner
 

@@ -237,20 +237,12 @@ class DiscAligner:
         self.scorer = LinkScorer(self.words.encoder.config.hidden_size, config.projection).to(self.device)
 
     def save_pretrained(self, out: Path | str) -> None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        with artifacts.atomic_path(out / self.WEIGHTS) as tmp:
-            torch.save(self.scorer.state_dict(), tmp)
-        with artifacts.atomic_path(out / self.CONFIG) as tmp:
-            tmp.write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
+        artifacts.save_model_dir(out, self.WEIGHTS, self.scorer.state_dict(), self.CONFIG, dataclasses.asdict(self.config))
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "DiscAligner":
-        path = Path(path)
-        if not (path / cls.CONFIG).is_file():
-            raise ConfigError(f"{path}: not a trained DiscAlign model (no {cls.CONFIG})")
-        model = cls(DiscAlignConfig(**json.loads((path / cls.CONFIG).read_text())), device=device)
-        model.scorer.load_state_dict(torch.load(path / cls.WEIGHTS, map_location=model.device, weights_only=True))
+        model = cls(DiscAlignConfig(**artifacts.read_model_config(path, cls.CONFIG, "DiscAlign model")), device=device)
+        model.scorer.load_state_dict(artifacts.load_weights(Path(path) / cls.WEIGHTS, model.device))
         model.scorer.eval()
         return model
 

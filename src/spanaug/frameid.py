@@ -10,7 +10,6 @@ sentences supply negatives; exemplar and augmented sentences contribute only the
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import random
 from collections import Counter, defaultdict
@@ -280,20 +279,12 @@ class FrameIdentifier:
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        with artifacts.atomic_path(out / self.WEIGHTS) as tmp:
-            torch.save(self.net.state_dict(), tmp)
-        with artifacts.atomic_path(out / self.CONFIG) as tmp:
-            tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=1))
+        artifacts.save_model_dir(out, self.WEIGHTS, self.net.state_dict(), self.CONFIG, dataclasses.asdict(self.cfg))
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "FrameIdentifier":
-        path = Path(path)
-        if not (path / cls.CONFIG).is_file():
-            raise ConfigError(f"{path}: not a trained Frame ID model (no {cls.CONFIG})")
-        model = cls(FrameIdConfig(**json.loads((path / cls.CONFIG).read_text())), device=device)
-        model.net.load_state_dict(torch.load(path / cls.WEIGHTS, map_location=model.device, weights_only=True))
+        model = cls(FrameIdConfig(**artifacts.read_model_config(path, cls.CONFIG, "Frame ID model")), device=device)
+        model.net.load_state_dict(artifacts.load_weights(Path(path) / cls.WEIGHTS, model.device))
         model.net.eval()
         return model
 
