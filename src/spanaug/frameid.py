@@ -364,7 +364,6 @@ class FrameIdentifier:
     @torch.no_grad()
     def predict(self, sentences: Sequence[Sentence], batch_size: int = 32) -> list[dict[Span, str]]:
         self.net.eval()
-        out = []
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].tokens))
         results: dict[int, dict[Span, str]] = {}
         for start in range(0, len(order), batch_size):
@@ -381,8 +380,7 @@ class FrameIdentifier:
                         scored.append((float(p), span, self.cfg.frames[int(label)]))
                 offset += len(ss)
                 results[i] = non_overlapping(scored)
-        out = [results[i] for i in range(len(sentences))]
-        return out
+        return [results[i] for i in range(len(sentences))]
 
 
 @dataclasses.dataclass
