@@ -150,7 +150,8 @@ def cmd_frameid_train(a: argparse.Namespace) -> None:
 
     dev = _frameid_sentences([a.dev]) if a.dev else None
     model, summary = train_frameid(_frameid_sentences(a.train), a.encoder,
-                                   FrameIdTrainConfig(epochs=a.epochs, seed=a.seed, batch_size=a.batch_size),
+                                   FrameIdTrainConfig(epochs=a.epochs, seed=a.seed, batch_size=a.batch_size,
+                                                      learning_rate=a.learning_rate),
                                    dev=dev, glove=a.glove, device=a.device)
     model.save_pretrained(a.out)
     _write_json(summary, str(Path(a.out) / "training_summary.json"))
@@ -473,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--glove", help="GloVe-format word vectors")
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--batch-size", type=int, default=16)
+    s.add_argument("--learning-rate", type=float, default=1e-3)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_frameid_train)

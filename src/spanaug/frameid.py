@@ -353,13 +353,15 @@ class FrameIdentifier:
         gold = torch.tensor([self._frame_index.get(sent.triggers.get(sp, NULL), 0)
                              for sent, ss in zip(sentences, spans) for sp in ss], device=self.device)
         negative = gold == 0
+        # Trigger spans are a few percent of the candidates: averaging the two classes separately
+        # keeps their gradient from being drowned by the NULL spans.
         loss = logits.new_zeros(())
         if negative.any():
-            loss = loss + nn.functional.cross_entropy(logits[negative], gold[negative], reduction="sum",
+            loss = loss + nn.functional.cross_entropy(logits[negative], gold[negative],
                                                       label_smoothing=self.cfg.label_smoothing)
         if (~negative).any():
-            loss = loss + nn.functional.cross_entropy(logits[~negative], gold[~negative], reduction="sum")
-        return loss / max(len(gold), 1)
+            loss = loss + nn.functional.cross_entropy(logits[~negative], gold[~negative])
+        return loss
 
     @torch.no_grad()
     def predict(self, sentences: Sequence[Sentence], batch_size: int = 32) -> list[dict[Span, str]]:
