@@ -294,7 +294,6 @@ class PairEncoder:
         return vecs[:n_src], vecs[n_src:]
 
 
-
 class SpanAligner:
     """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
 
@@ -388,8 +387,8 @@ class SpanAligner:
         return cands, self.features(src_vecs, tgt_vecs, span, cands)
 
     # -- prediction
-    def _weight_blocks(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """The hidden layer's weight columns per feature block, as (start, width) slices."""
+    def _weight_blocks(self) -> dict[str, torch.Tensor]:
+        """The hidden layer's weight columns of each enabled feature block (df, mx, cue)."""
         hidden = self.encoder.config.hidden_size
         widths = {"df": hidden, "mx": hidden, "cue": 4}
         blocks, col = {}, 0
@@ -440,12 +439,13 @@ class SpanAligner:
         lo, hi = base + cands[:, 0], base + cands[:, 1] + 1
         prefix = torch.cat(prefix_parts)
         lengths = (cands[:, 1] - cands[:, 0] + 1).float().unsqueeze(-1)
-        cand = (prefix[hi] - prefix[lo]) / lengths
+        sums = prefix[hi] - prefix[lo]
+        cand = sums / lengths
         src = torch.stack(src_means)
         if cfg.normalize_spans:
             src = nn.functional.normalize(src, dim=-1)
             # W (c / |c|) = W (prefix difference) / |prefix difference|: the length cancels out.
-            scale = 1.0 / (prefix[hi] - prefix[lo]).norm(dim=-1, keepdim=True).clamp(min=1e-12)
+            scale = 1.0 / sums.norm(dim=-1, keepdim=True).clamp(min=1e-12)
             cand = nn.functional.normalize(cand, dim=-1)
         else:
             scale = 1.0 / lengths
