@@ -45,13 +45,14 @@ def grow_diag_final_and(forward: set[Link], backward: set[Link], n_src: int, n_t
     """Koehn et al.'s grow-diag-final-and of two directional alignments (both as (source, target))."""
     union = forward | backward
     alignment = forward & backward
+    src_done = {i for i, _ in alignment}
+    tgt_done = {j for _, j in alignment}
     neighbours = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
 
-    def src_aligned(i: int) -> bool:
-        return any(a == i for a, _ in alignment)
-
-    def tgt_aligned(j: int) -> bool:
-        return any(b == j for _, b in alignment)
+    def add(i: int, j: int) -> None:
+        alignment.add((i, j))
+        src_done.add(i)
+        tgt_done.add(j)
 
     grew = True
     while grew:
@@ -62,33 +63,31 @@ def grow_diag_final_and(forward: set[Link], backward: set[Link], n_src: int, n_t
                     continue
                 for di, dj in neighbours:
                     cand = (i + di, j + dj)
-                    if cand in union and cand not in alignment and (not src_aligned(cand[0]) or not tgt_aligned(cand[1])):
-                        alignment.add(cand)
+                    if cand in union and cand not in alignment and (cand[0] not in src_done or cand[1] not in tgt_done):
+                        add(*cand)
                         grew = True
     for directional in (forward, backward):  # final-and: both ends still unaligned
         for i in range(n_src):
             for j in range(n_tgt):
-                if (i, j) in directional and not src_aligned(i) and not tgt_aligned(j):
-                    alignment.add((i, j))
+                if (i, j) in directional and i not in src_done and j not in tgt_done:
+                    add(i, j)
     return alignment
 
 
-def parse_pharaoh(line: str, reverse: bool = False) -> set[Link]:
-    """``"0-1 2-3"`` (Pharaoh format, as fast_align writes) -> links; ``reverse`` swaps the sides."""
-    out = set()
-    for item in line.split():
-        i, j = (int(x) for x in item.split("-"))
-        out.add((j, i) if reverse else (i, j))
-    return out
+def parse_pharaoh(line: str) -> set[Link]:
+    """``"0-1 2-3"`` (Pharaoh format, as fast_align and atools write) -> links."""
+    return {(int(i), int(j)) for i, j in (item.split("-") for item in line.split())}
+
+
+def project_instances(instances: Sequence[Instance], links: dict[Pair, set[Link]]) -> list[tuple[int, int] | None]:
+    """Each instance's source span projected through its sentence pair's links."""
+    return [project_span(links[pair_key(inst)], inst.source_span) for inst in instances]
 
 
 def span_predictions(instances: Sequence[Instance], links: dict[Pair, set[Link]]) -> list[dict[str, Any]]:
     """Prediction records (the span aligner's format) from word links per sentence pair."""
-    out = []
-    for inst in instances:
-        span = project_span(links[pair_key(inst)], inst.source_span)
-        out.append({"id": inst.id, "target_span": list(span) if span else None, "score": 1.0 if span else 0.0})
-    return out
+    return [{"id": inst.id, "target_span": list(span) if span else None, "score": 1.0 if span else 0.0}
+            for inst, span in zip(instances, project_instances(instances, links))]
 
 
 # ---------------------------------------------------------------- FastAlign
@@ -264,7 +263,7 @@ class DiscAligner:
         """BCE on every word pair of every sentence pair; returns the loss per epoch."""
         torch.manual_seed(seed)
         rng = random.Random(seed)
-        keys = [(tuple(p.source), tuple(p.target)) for p in pairs]
+        keys = [p.key for p in pairs]
         vecs = dict(zip(keys, self.words.encode_pairs(keys, progress=progress)))
         examples = [(vecs[k], *self._targets(p)) for k, p in zip(keys, pairs)]
         opt = torch.optim.Adam(self.scorer.parameters(), lr=learning_rate)
@@ -292,27 +291,22 @@ class DiscAligner:
     def link_probabilities(self, pairs: Sequence[Pair]) -> list[torch.Tensor]:
         return [torch.sigmoid(self.scorer(s, t)).cpu() for s, t in self.words.encode_pairs(list(pairs))]
 
-    def align(self, pairs: Sequence[Pair], threshold: float | None = None) -> dict[Pair, set[Link]]:
+    def align(self, pairs: Sequence[Pair]) -> dict[Pair, set[Link]]:
         """Links whose probability reaches the threshold, per sentence pair."""
-        threshold = self.config.threshold if threshold is None else threshold
         unique = list(dict.fromkeys(pairs))
-        out = {}
-        for pair, probs in zip(unique, self.link_probabilities(unique)):
-            out[pair] = {(int(i), int(j)) for i, j in (probs >= threshold).nonzero().tolist()}
-        return out
+        return {pair: links_above(probs, self.config.threshold)
+                for pair, probs in zip(unique, self.link_probabilities(unique))}
 
     def tune_threshold(self, dev: Sequence[AlignedPair]) -> float:
         """Set the link threshold that maximises word-alignment F1 on ``dev`` (links are rare, so
         the best cut is usually well below 0.5)."""
         from spanaug.wordalign import alignment_scores
 
-        keys = [(tuple(p.source), tuple(p.target)) for p in dev]
-        probs = self.link_probabilities(list(dict.fromkeys(keys)))
-        by_key = dict(zip(dict.fromkeys(keys), probs))
+        unique = list(dict.fromkeys(p.key for p in dev))
+        by_key = dict(zip(unique, self.link_probabilities(unique)))
         best = (-1.0, self.config.threshold)
         for t in [x / 20 for x in range(1, 20)]:
-            links = [{(int(i), int(j)) for i, j in (by_key[k] >= t).nonzero().tolist()} for k in keys]
-            f1 = alignment_scores(dev, links)["f1"]
+            f1 = alignment_scores(dev, [links_above(by_key[p.key], t) for p in dev])["f1"]
             if f1 > best[0]:
                 best = (f1, t)
         self.config.threshold = best[1]
@@ -320,13 +314,17 @@ class DiscAligner:
         return best[1]
 
 
+def links_above(probs: torch.Tensor, threshold: float) -> set[Link]:
+    """The (source, target) cells of a link-probability matrix at or above ``threshold``."""
+    return {(int(i), int(j)) for i, j in (probs >= threshold).nonzero().tolist()}
+
+
 def pairs_of(instances: Sequence[Instance]) -> list[Pair]:
     return list(dict.fromkeys(pair_key(i) for i in instances))
 
 
 def gold_links(gold: Sequence[AlignedPair]) -> dict[Pair, AlignedPair]:
-    return {(tuple(p.source), tuple(p.target)): p for p in gold}
-
+    return {p.key: p for p in gold}
 
 
 # ---------------------------------------------------------------- Tables 1 and 2
@@ -357,7 +355,7 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
     def record(system: str, preds: Sequence[tuple[int, int] | None], links: dict[Pair, set[Link]] | None) -> None:
         row: dict[str, Any] = {"system": system, **span_metrics(gold, preds)}
         if links is not None and gold_test:
-            words = alignment_scores(gold_test, [links[(tuple(p.source), tuple(p.target))] for p in gold_test])
+            words = alignment_scores(gold_test, [links[p.key] for p in gold_test])
             row.update({"aer": words["aer"], "word_f1": words["f1"]})
         else:
             row.update({"aer": None, "word_f1": None})
@@ -366,15 +364,15 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
 
     all_pairs = list(dict.fromkeys(pairs_of(instances) + list(by_pair)))
     fa_links = fast_align(all_pairs, extra_text, fa_cfg)
-    record("FastAlign", [project_span(fa_links[pair_key(i)], i.source_span) for i in test], fa_links)
+    record("FastAlign", project_instances(test, fa_links), fa_links)
 
     disc = DiscAligner(DiscAlignConfig(encoder=encoder), device=device)
     disc.train([p for key, p in by_pair.items() if key not in held_out], epochs=epochs, seed=seed, progress=False)
     dev_gold = [by_pair[p] for p in pairs_of(dev) if p in by_pair]
     if dev_gold:
         disc.tune_threshold(dev_gold)
-    disc_links = disc.align(list(dict.fromkeys(test_pairs + [(tuple(p.source), tuple(p.target)) for p in gold_test])))
-    record("DiscAlign", [project_span(disc_links[pair_key(i)], i.source_span) for i in test], disc_links)
+    disc_links = disc.align(test_pairs)  # gold_test's pairs are among them
+    record("DiscAlign", project_instances(test, disc_links), disc_links)
 
     aligner, _ = train_aligner(train, AlignerConfig(encoder=encoder, k=k), TrainConfig(epochs=epochs, seed=seed),
                                dev=dev, device=device, progress=False)
@@ -386,7 +384,6 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
         tmp.write_text(json.dumps({"train": len(train), "dev": len(dev), "test": len(test),
                                    "gold_test_pairs": len(gold_test), "encoder": encoder, "table": rows}, indent=2))
     return rows
-
 
 
 def write_links(links: dict[Pair, set[Link]], path: Path | str) -> None:

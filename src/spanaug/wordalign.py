@@ -46,6 +46,11 @@ class AlignedPair:
     sure: set[Link]
     possible: set[Link]
 
+    @property
+    def key(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The (source, target) token tuples, as ``align.pair_key`` keys an instance's pair."""
+        return tuple(self.source), tuple(self.target)
+
 
 def parse_links(text: str | None, n_src: int, n_tgt: int, path: Path | str, where: str) -> set[Link]:
     """``"0-1 2-3"`` -> {(0, 1), (2, 3)}; errors name the file and the pair."""
@@ -102,13 +107,19 @@ def is_content(token: str) -> bool:
     return any(c.isalnum() for c in token) and token.lower() not in FUNCTION_WORDS
 
 
-def _phrase_target(links: set[Link], start: int, end: int) -> tuple[int, int] | None:
-    """The target block [a, b] that source phrase [start, end] aligns to as a unit, if any."""
+def _link_index(links: set[Link]) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """Targets of each source token and sources of each target token."""
     by_src: dict[int, set[int]] = {}
     by_tgt: dict[int, set[int]] = {}
     for i, j in links:
         by_src.setdefault(i, set()).add(j)
         by_tgt.setdefault(j, set()).add(i)
+    return by_src, by_tgt
+
+
+def _phrase_target(by_src: dict[int, set[int]], by_tgt: dict[int, set[int]], start: int, end: int,
+                   ) -> tuple[int, int] | None:
+    """The target block [a, b] that source phrase [start, end] aligns to as a unit, if any."""
     if any(i not in by_src for i in range(start, end + 1)):
         return None
     targets = set().union(*(by_src[i] for i in range(start, end + 1)))
@@ -130,7 +141,7 @@ def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4,
     aligned, nulls = [], []
     for pair in pairs:
         src, tgt = pair.source, pair.target
-        linked = {i for i, _ in pair.sure}
+        by_src, by_tgt = _link_index(pair.sure)
         found: list[tuple[int, int]] = []
         for length in range(1, max_phrase + 1):
             for start in range(0, len(src) - length + 1):
@@ -139,7 +150,7 @@ def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4,
                     continue
                 if any(start <= s and e <= end for s, e in found):
                     continue
-                block = _phrase_target(pair.sure, start, end)
+                block = _phrase_target(by_src, by_tgt, start, end)
                 if block is None or block[1] - block[0] >= max_target_width:
                     continue
                 if [t.lower() for t in src[start : end + 1]] == [t.lower() for t in tgt[block[0] : block[1] + 1]]:
@@ -147,7 +158,7 @@ def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4,
                 found.append((start, end))
                 aligned.append(Instance(f"{prefix}:{pair.id}:{start}-{end}", src, tgt, (start, end), block))
         nulls.extend(Instance(f"{prefix}:{pair.id}:{i}-{i}", src, tgt, (i, i), None)
-                     for i, tok in enumerate(src) if is_content(tok) and i not in linked)
+                     for i, tok in enumerate(src) if is_content(tok) and i not in by_src)
     # null / (aligned + null) = share  =>  null = share / (1 - share) * aligned
     keep = min(len(nulls), round(null_share / (1 - null_share) * len(aligned))) if null_share < 1 else len(nulls)
     kept_nulls = set(map(id, random.Random(seed).sample(nulls, keep)))
