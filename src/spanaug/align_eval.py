@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from spanaug import artifacts
+from spanaug import artifacts, plotting
 from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, reverse_instances,
                            span_means, span_metrics, train_aligner, tune_threshold)
 
@@ -165,21 +165,8 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
     return summary
 
 
-def _savefig(fig, path: Path) -> None:  # noqa: ANN001
-    import matplotlib.pyplot as plt
-
-    with artifacts.atomic_path(path, ".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-
-
 def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span aligner ablations (held-out test)") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plotting.subplots(figsize=(8, 3.8))
     x = range(len(rows))
     ax.bar([i - 0.2 for i in x], [r["soft_f1"] for r in rows], width=0.4, label="soft F1")
     ax.bar([i + 0.2 for i in x], [r["exact_f1"] for r in rows], width=0.4, label="exact F1")
@@ -187,17 +174,11 @@ def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span ali
     ax.set_ylim(0, 1)
     ax.legend()
     ax.set_title(title)
-    fig.tight_layout()
-    _savefig(fig, path)
+    plotting.save(fig, path)
 
 
 def plot_breakdowns(by_len: list[dict[str, Any]], by_pos: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = plotting.subplots(1, 2, figsize=(9, 3.5))
     for ax, rows, title in ((axes[0], by_len, "F1 by source span length"), (axes[1], by_pos, "F1 by position difference")):
         labels = [str(r["bucket"]) for r in rows]
         ax.plot(labels, [r["soft_f1"] for r in rows], marker="o", label="soft F1")
@@ -205,5 +186,4 @@ def plot_breakdowns(by_len: list[dict[str, Any]], by_pos: list[dict[str, Any]], 
         ax.set_ylim(0, 1)
         ax.set_title(title)
     axes[0].legend()
-    fig.tight_layout()
-    _savefig(fig, path)
+    plotting.save(fig, path)

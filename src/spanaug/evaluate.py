@@ -17,13 +17,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug import artifacts
+from spanaug import artifacts, plotting
 from spanaug.errors import ArtifactError, ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
-_STAT_COLUMNS = ["seed_id", "frame", "iteration", "aligned_start", "aligned_text", "aligned_lemma",
-                 "paraphrase_score", "aligner_score", "paraphrase_text"]
+#: The columns the statistics read (the constraint lists, the widest column, are left on disk).
+_STAT_COLUMNS = ["seed_id", "frame", "lexical_unit", "iteration", "paraphrase_tokens", "paraphrase_text",
+                 "aligned_start", "aligned_end", "aligned_text", "aligned_lemma", "paraphrase_score", "aligner_score"]
+POS_METRICS = ["not_ext", "jaccard_distance", "weighted_jaccard_distance"]
 
 
 def _unique_pairs(table: pa.Table, col: str) -> int:
@@ -97,7 +99,7 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
     """The report's dataset statistics, its per-iteration table and the span distributions."""
     cfg = cfg or StatsConfig()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
-    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED), seed_table)
+    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
     seed_pairs = pa.table({
         "frame": seed_table.column("frame"),
         "trigger": pa.array([" ".join(t[s : e + 1]) for t, s, e in zip(
@@ -124,8 +126,7 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
     tagger, why_not = load_tagger(cfg.pos_tagger)
     if tagger is None:
         log.warning("POS diversity skipped: %s", why_not)
-        stats["pos_diversity"] = {"skipped": ["not_ext", "jaccard_distance", "weighted_jaccard_distance"],
-                                  "reason": why_not}
+        stats["pos_diversity"] = {"skipped": POS_METRICS, "reason": why_not}
     else:
         stats["pos_diversity"] = pos_diversity(table, tagger, cfg.pos_sample)
     return stats, per_iteration(table), span_distributions(table)
@@ -135,17 +136,12 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
                 out_plot: Path | str | None = None, cfg: StatsConfig | None = None,
                 out_dist_plot: Path | str | None = None) -> dict[str, Any]:
     """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
-    import csv
-
     stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
     stats["span_distributions"] = dists
     with artifacts.atomic_path(out_json) as tmp:
         tmp.write_text(json.dumps(stats, indent=2))
-    with artifacts.atomic_path(out_csv) as tmp, open(tmp, "w", newline="") as handle:
-        fields = ["iteration", "outputs", "aligned", "failed_to_align_share", "mean_paraphrase_score", "mean_aligner_score"]
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    artifacts.write_csv(rows, out_csv, fields=["iteration", "outputs", "aligned", "failed_to_align_share",
+                                               "mean_paraphrase_score", "mean_aligner_score"])
     if out_plot:
         plot_per_iteration(rows, out_plot)
     if out_dist_plot:
@@ -154,12 +150,7 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
 
 
 def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = plotting.subplots(figsize=(6, 3.5))
     its = [r["iteration"] for r in rows]
     ax.bar(its, [r["outputs"] for r in rows], color="#c6dbef", label="outputs")
     ax.bar(its, [r["aligned"] for r in rows], color="#3182bd", label="aligned")
@@ -168,8 +159,7 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     ax.set_xticks(its)
     ax.legend()
     ax.set_title("Augmented outputs per iteration")
-    fig.tight_layout()
-    _savefig(fig, out)
+    plotting.save(fig, out)
 
 
 # ---------------------------------------------------------------- outputs beside their sources
@@ -225,28 +215,14 @@ def span_distributions(table: pa.Table) -> dict[str, dict[int, int]]:
 
 
 def plot_distributions(dists: dict[str, dict[int, int]], out: Path | str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, axes = plotting.subplots(1, 2, figsize=(9, 3.4))
     for ax, (name, title) in zip(axes, [("span_length", "aligned span length (tokens)"),
                                          ("position_difference", "|aligned start - source start|")]):
         hist = dists[name]
         ax.bar(list(hist), list(hist.values()), color="#3182bd")
         ax.set_xlabel(title)
         ax.set_ylabel("outputs")
-    fig.tight_layout()
-    _savefig(fig, out)
-
-
-def _savefig(fig, out: Path | str) -> None:  # noqa: ANN001
-    import matplotlib.pyplot as plt
-
-    with artifacts.atomic_path(out, Path(out).suffix) as tmp:
-        fig.savefig(tmp, format=Path(out).suffix.lstrip(".") or "png", dpi=120)
-    plt.close(fig)
+    plotting.save(fig, out)
 
 
 # ---------------------------------------------------------------- from-scratch lexicon recovery (§6.1)
@@ -408,6 +384,5 @@ def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 
         a, b = Counter(src), Counter(tgt)
         jaccard.append(1 - len(set(a) & set(b)) / len(set(a) | set(b)))
         weighted.append(1 - sum((a & b).values()) / sum((a | b).values()))
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
-    return {"pos_tagger": tagger.name, "pos_pairs": len(rows), "not_ext": mean(differ),
-            "jaccard_distance": mean(jaccard), "weighted_jaccard_distance": mean(weighted)}
+    return {"pos_tagger": tagger.name, "pos_pairs": len(rows),
+            **dict(zip(POS_METRICS, (_mean(differ), _mean(jaccard), _mean(weighted))))}

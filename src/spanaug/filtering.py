@@ -188,7 +188,7 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
         mask_list = mask.to_pylist()
         record(name, mask_list, [mask_list[i] for i in judged], gold)
 
-    p_scores = r_scores = None
+    classifier_scores: dict[str, list[float]] = {}
     summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()}}
     if len(set(gold)) == 2:
         x, y = features(table), torch.tensor([float(g) for g in gold])
@@ -202,18 +202,16 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
             with torch.no_grad():
                 scores = torch.sigmoid(model(x))
             passed = (scores >= 0.5).tolist()
-            row_gold = [gold[i] for i in test]
-            record(f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], row_gold)
-            torch.save(model.state_dict(), out_dir / f"{name}.pt")
-            if name == "p_classifier":
-                p_scores = scores.tolist()
-            else:
-                r_scores = scores.tolist()
+            record(f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], [gold[i] for i in test])
+            with artifacts.atomic_path(out_dir / f"{name}.pt") as tmp:
+                torch.save(model.state_dict(), tmp)
+            classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
     elif labels:
         log.warning("judgments hold a single class: the neural filter is not trained")
-    scored = table.append_column("p_classifier", pa.array(p_scores or [None] * table.num_rows, pa.float32()))
-    scored = scored.append_column("r_classifier", pa.array(r_scores or [None] * table.num_rows, pa.float32()))
+    scored = table
+    for name in ("p_classifier", "r_classifier"):
+        scored = scored.append_column(name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32()))
     artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
     artifacts.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows

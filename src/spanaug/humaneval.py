@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug import artifacts
+from spanaug import artifacts, plotting
 from spanaug.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -168,21 +168,13 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
 
 
 def plot_scores(hist: dict[str, list[float]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = plotting.subplots(figsize=(6, 3.4))
     ax.hist([hist[k] for k in KINDS], bins=10, range=(0, 100), label=list(KINDS))
     ax.set_xlabel("score (0-100)")
     ax.set_ylabel("judgments")
     ax.legend()
     ax.set_title("Human judgments by candidate kind")
-    fig.tight_layout()
-    with artifacts.atomic_path(out, ".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    plotting.save(fig, out)
 
 
 def _read_csv(path: Path | str) -> list[dict[str, str]]:

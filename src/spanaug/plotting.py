@@ -1,0 +1,29 @@
+"""Report figures: matplotlib on the Agg backend (no display on cluster nodes), saved atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from spanaug import artifacts
+
+
+def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``plt.subplots`` with the non-interactive backend selected first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
+def save(fig: Any, path: Path | str) -> None:
+    """Lay out, write atomically in the format the suffix names (PNG by default), close."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    suffix = Path(path).suffix or ".png"
+    with artifacts.atomic_path(path, suffix) as tmp:
+        fig.savefig(tmp, format=suffix.lstrip("."), dpi=120)
+    plt.close(fig)
