@@ -99,14 +99,16 @@ def cmd_stats(a: argparse.Namespace) -> None:
 def cmd_filter(a: argparse.Namespace) -> None:
     from spanaug.filtering import ClassifierConfig, filter_stage
 
+    from spanaug.errors import ConfigError
+
     filters = None
     if a.filters:
-        text = a.filters if a.filters.lstrip().startswith("{") else Path(a.filters).read_text()
+        inline = a.filters.lstrip().startswith("{")
+        if not inline and not Path(a.filters).is_file():
+            raise ConfigError(f"--filters: {a.filters!r} is neither JSON nor a file")
         try:
-            filters = json.loads(text)
+            filters = json.loads(a.filters if inline else Path(a.filters).read_text())
         except json.JSONDecodeError as exc:
-            from spanaug.errors import ConfigError
-
             raise ConfigError(f"--filters: malformed JSON ({exc.msg})") from None
     rows = filter_stage(a.augmented, a.seeds, a.out_dir, filters, a.judgments,
                         ClassifierConfig(downweight=a.downweight, seed=a.seed))
@@ -266,7 +268,7 @@ def cmd_align_import(a: argparse.Namespace) -> None:
     from spanaug.align import write_jsonl
     from spanaug.wordalign import import_instances
 
-    insts = import_instances(a.input, a.format, **({"null_share": a.null_share, "seed": a.seed} if a.format != "tsv" else {}))
+    insts = import_instances(a.input, a.format, null_share=a.null_share, seed=a.seed)
     n = write_jsonl((i.as_json() for i in insts), a.out)
     log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts), a.input)
 
@@ -281,13 +283,18 @@ def _fastalign_config(a: argparse.Namespace):  # noqa: ANN202
                            atools_bin=a.atools_bin)
 
 
+def _extra_text(a: argparse.Namespace) -> list:
+    from spanaug.baselines import read_text_pairs
+
+    return [pair for path in a.extra_text for pair in read_text_pairs(path)]
+
+
 def cmd_baseline_fastalign(a: argparse.Namespace) -> None:
     from spanaug.align import read_instances, write_jsonl
-    from spanaug.baselines import fast_align, pairs_of, read_text_pairs, span_predictions, write_links
+    from spanaug.baselines import fast_align, pairs_of, span_predictions, write_links
 
     insts = read_instances(a.instances)
-    extra = [pair for path in a.extra_text for pair in read_text_pairs(path)]
-    links = fast_align(pairs_of(insts), extra, _fastalign_config(a))
+    links = fast_align(pairs_of(insts), _extra_text(a), _fastalign_config(a))
     write_jsonl(span_predictions(insts, links), a.out)
     if a.links_out:
         write_links(links, a.links_out)
@@ -324,12 +331,11 @@ def cmd_discalign_predict(a: argparse.Namespace) -> None:
 
 def cmd_baseline_compare(a: argparse.Namespace) -> None:
     from spanaug.align import read_instances
-    from spanaug.baselines import read_text_pairs, run_comparison
+    from spanaug.baselines import run_comparison
     from spanaug.wordalign import read_aligned_json
 
-    extra = [pair for path in a.extra_text for pair in read_text_pairs(path)]
     rows = run_comparison(read_instances(a.instances), read_aligned_json(a.gold_pairs), a.encoder, a.out_dir,
-                          extra_text=extra, fa_cfg=_fastalign_config(a), epochs=a.epochs, seed=a.seed, k=a.k,
+                          extra_text=_extra_text(a), fa_cfg=_fastalign_config(a), epochs=a.epochs, seed=a.seed, k=a.k,
                           device=a.device)
     for row in rows:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f  AER %s", row["system"], row["soft_f1"], row["exact_f1"], row["aer"])
