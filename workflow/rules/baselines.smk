@@ -4,11 +4,6 @@ B = config.get("baselines") or {}
 FA = B.get("fastalign") or {}
 
 
-def baseline_made_inputs(wildcards):
-    """The made instances/pairs when the config names no external data."""
-    return [] if B.get("instances") and B.get("gold_pairs") else rules.make_alignment_instances.output
-
-
 rule compare_aligners:
     input:
         made=baseline_made_inputs,

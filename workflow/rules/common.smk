@@ -78,6 +78,28 @@ def aligner_input(wildcards):
     return [] if config["aligner"]["model"] else [f"{RES}/models/aligner"]
 
 
+# -- evaluation inputs: external data named in the config, or what this run derives
+
+
+def baseline_made_inputs(wildcards):
+    """The instances/pairs made from the aligner's bitext, when baselines names no external data."""
+    b = config.get("baselines") or {}
+    return [] if b.get("instances") and b.get("gold_pairs") else rules.make_alignment_instances.output
+
+
+def human_results():
+    """The crowd results file: the user's, the simulated one (demo), or None."""
+    h = config.get("human_eval") or {}
+    if h.get("results"):
+        return h["results"]
+    return f"{RES}/human_eval/results.simulated.csv" if h.get("simulate") else None
+
+
+def judgments_input(wildcards):
+    """The imported judgments that train the neural filter, when there are any."""
+    return [f"{RES}/human_eval/judgments.csv"] if config.get("human_eval") and human_results() else []
+
+
 def opt(flag, value):
     """A CLI option, or nothing when the value is unset."""
     return "" if value is None else f"{flag} {shlex.quote(str(value))}"

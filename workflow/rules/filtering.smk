@@ -5,17 +5,6 @@ F = config.get("filtering") or {}
 H = config.get("human_eval") or {}
 
 
-def human_results():
-    """The crowd results file: the user's, the simulated one, or None."""
-    if H.get("results"):
-        return H["results"]
-    return f"{RES}/human_eval/results.simulated.csv" if H.get("simulate") else None
-
-
-def judgments_input(wildcards):
-    return [f"{RES}/human_eval/judgments.csv"] if config.get("human_eval") and human_results() else []
-
-
 rule human_export:
     input:
         augmented=rules.assemble.output,
