@@ -7,8 +7,8 @@ import pytest
 
 from conftest import shared_file
 from spanaug.cli import main
-from spanaug.frameid import (FrameIdTrainConfig, LexiconBaseline, Sentence, read_training_file, split_conll,
-                             train_frameid, triple_scores)
+from spanaug.frameid import (FrameIdentifier, FrameIdTrainConfig, FrameLexicon, LexiconBaseline, Sentence, lu_lemmas,
+                             read_training_file, span_keys, split_conll, train_frameid, triple_scores)
 
 TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
             "stopped": "Activity_stop"}
@@ -66,6 +66,33 @@ def test_model_learns_toy_triggers(tiny_encoder):
     assert summary["history"][-1]["loss"] < summary["history"][0]["loss"]
     scores = triple_scores(test, model.predict(test))
     assert scores["f1"] > 0.8, scores
+
+
+def test_lexicon_candidates_match_lemmas_and_training_strings():
+    assert lu_lemmas("launch (into).v") == {"launch", "launch into"}
+    assert lu_lemmas("aid [act].n") == {"aid"}
+    assert "give up" in span_keys("they gave up".split(), (1, 2))
+    lexicon = FrameLexicon.build([Sentence("he handed it".split(), {(1, 1): "Giving"})],
+                                 {"Commerce_buy": {"purchase.v"}, "Quitting": {"give up.v"}})
+    assert lexicon.candidates("we purchased it".split(), (1, 1)) == {"Commerce_buy"}
+    assert lexicon.candidates("we gave up".split(), (1, 2)) == {"Quitting"}
+    assert lexicon.candidates("she handed".split(), (1, 1)) == {"Giving"}
+    assert lexicon.candidates("she handed".split(), (0, 0)) == set()
+
+
+def test_lexicon_labels_triggers_unseen_in_training(tiny_encoder, tmp_path):
+    """'purchased' never occurs in training: only the lexicon's purchase.v makes it a candidate."""
+    train = [s for s in toy(150, 6) if "purchased" not in s.tokens]
+    test = [s for s in toy(80, 7) if "purchased" in s.tokens]
+    lexicon = {"Commerce_buy": {"purchase.v", "buy.v"}, "People": {"man.n", "woman.n"}}  # people: never triggers
+    model, _ = train_frameid(train, tiny_encoder, FrameIdTrainConfig(epochs=15, batch_size=12, learning_rate=5e-3),
+                             device="cpu", progress=False, lexicon=lexicon)
+    model.save_pretrained(tmp_path / "m")
+    predictions = FrameIdentifier.from_pretrained(tmp_path / "m", device="cpu").predict(test)
+    found = [p.get((s.tokens.index("purchased"),) * 2) for s, p in zip(test, predictions)]
+    assert found.count("Commerce_buy") >= 0.8 * len(test), found
+    assert not any("People" in p.values() for p in predictions)
+    assert triple_scores(test, predictions)["f1"] > 0.8
 
 
 def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):

@@ -17,8 +17,20 @@ from typing import Any
 import torch
 
 from spanaug import artifacts, plotting
-from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, reverse_instances,
-                           span_means, span_metrics, train_aligner, tune_threshold)
+from spanaug.align import (
+    AlignerConfig,
+    Instance,
+    SpanAligner,
+    TrainConfig,
+    candidate_spans,
+    pair_key,
+    reverse_instances,
+    span_means,
+    span_metrics,
+    train_aligner,
+    tune_threshold,
+)
+from spanaug.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +110,17 @@ def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> l
 
 def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | str, epochs: int = 10, seed: int = 0,
                  k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None,
-                 finetune_layers: int = 0, extra_reversed: bool = False) -> dict[str, Any]:
+                 finetune_layers: int = 0, extra_reversed: bool = False,
+                 extra_instances: Sequence[Instance] = ()) -> dict[str, Any]:
     """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``.
 
-    Beyond the paper, ``finetune_layers`` and ``extra_reversed`` each add a row: the full model
-    with the encoder's top layers tuned, and with reversed training instances added.
+    Beyond the paper, ``finetune_layers``, ``extra_reversed`` and ``extra_instances`` each add a
+    row: the full model with the encoder's top layers tuned, with reversed training instances
+    added, and with extra instances added (a self-training round on paraphrase-chain alignments).
     """
+    unknown = set(systems or ()) - set(ABLATIONS)
+    if unknown:
+        raise ConfigError(f"unknown ablation system(s) {sorted(unknown)}: expected some of {list(ABLATIONS)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train, dev, test = split_by_pair(instances, seed=seed)
@@ -137,6 +154,9 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
     extensions = []
     if extra_reversed:
         extensions.append(("+SBCE +reversed instances", AlignerConfig(encoder=encoder, k=k), reverse_instances(train)))
+    if extra_instances:
+        extensions.append((f"+SBCE +{len(extra_instances)} extra instances", AlignerConfig(encoder=encoder, k=k),
+                           list(extra_instances)))
     if finetune_layers:
         extensions.append((f"+SBCE +tuned top {finetune_layers} layers",
                            AlignerConfig(encoder=encoder, k=k, finetune_layers=finetune_layers), []))

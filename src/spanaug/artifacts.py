@@ -119,6 +119,24 @@ ALIGNED = pa.schema(
     ]
 )
 
+#: Training examples made by an augmenter (paraphrastic, lexsub, geca) for the Frame ID
+#: comparison: one labelled trigger per row. ``seed_key`` names the training sentence the
+#: example derives from (``sentence_key``), so an experiment keeps only a sample's examples.
+EXAMPLES = pa.schema(
+    [
+        _f("example_id", _STR),
+        _f("augmenter", _STR),
+        _f("seed_key", _STR),
+        _f("tokens", _TOKENS),
+        _f("text", _STR),
+        _f("span_start", _I32),  # inclusive token index
+        _f("span_end", _I32),  # inclusive token index
+        _f("trigger", _STR),
+        _f("frame", _STR),
+        _f("source_trigger", _STR),  # the trigger it replaces (paraphrastic: the seed's)
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "sentences": SENTENCES,
     "chain": CHAIN,
@@ -127,6 +145,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "requests": REQUESTS,
     "paraphrases": PARAPHRASES,
     "aligned": ALIGNED,
+    "examples": EXAMPLES,
 }
 
 

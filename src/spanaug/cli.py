@@ -96,20 +96,39 @@ def cmd_stats(a: argparse.Namespace) -> None:
     write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, cfg, a.out_dist_plot)
 
 
+def _read_filters(text: str | None) -> dict | None:
+    """``--filters``: inline JSON or a JSON file (None: the paper's Table 4)."""
+    from spanaug.errors import ConfigError
+
+    if not text:
+        return None
+    inline = text.lstrip().startswith("{")
+    if not inline and not Path(text).is_file():
+        raise ConfigError(f"--filters: {text!r} is neither JSON nor a file")
+    try:
+        return json.loads(text if inline else Path(text).read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--filters: malformed JSON ({exc.msg})") from None
+
+
+def _filter_bounds(a: argparse.Namespace) -> dict | None:
+    """The bounds of the filter ``--filter`` names (None: every aligned output)."""
+    from spanaug.errors import ConfigError
+    from spanaug.filtering import DEFAULT_FILTERS, check_filters
+
+    if not a.filter or a.filter == "none":
+        return None
+    filters = _read_filters(a.filters) or DEFAULT_FILTERS
+    check_filters(filters)
+    if a.filter not in filters:
+        raise ConfigError(f"--filter {a.filter!r} is not a defined filter: {sorted(filters)}")
+    return filters[a.filter]
+
+
 def cmd_filter(a: argparse.Namespace) -> None:
     from spanaug.filtering import ClassifierConfig, filter_stage
 
-    from spanaug.errors import ConfigError
-
-    filters = None
-    if a.filters:
-        inline = a.filters.lstrip().startswith("{")
-        if not inline and not Path(a.filters).is_file():
-            raise ConfigError(f"--filters: {a.filters!r} is neither JSON nor a file")
-        try:
-            filters = json.loads(a.filters if inline else Path(a.filters).read_text())
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--filters: malformed JSON ({exc.msg})") from None
+    filters = _read_filters(a.filters)
     rows = filter_stage(a.augmented, a.seeds, a.out_dir, filters, a.judgments,
                         ClassifierConfig(downweight=a.downweight, seed=a.seed))
     for row in rows:
@@ -151,10 +170,15 @@ def cmd_frameid_train(a: argparse.Namespace) -> None:
     from spanaug.frameid import FrameIdTrainConfig, train_frameid
 
     dev = _frameid_sentences([a.dev]) if a.dev else None
+    lexicon = None
+    if a.lexicon:
+        from spanaug.evaluate import read_lexicon
+
+        lexicon = read_lexicon(a.lexicon)
     model, summary = train_frameid(_frameid_sentences(a.train), a.encoder,
                                    FrameIdTrainConfig(epochs=a.epochs, seed=a.seed, batch_size=a.batch_size,
                                                       learning_rate=a.learning_rate),
-                                   dev=dev, glove=a.glove, device=a.device)
+                                   dev=dev, glove=a.glove, device=a.device, lexicon=lexicon)
     model.save_pretrained(a.out)
     _write_json(summary, str(Path(a.out) / "training_summary.json"))
 
@@ -171,13 +195,105 @@ def cmd_frameid_baseline(a: argparse.Namespace) -> None:
     from spanaug.frameid import LexiconBaseline, triple_scores
 
     test = _frameid_sentences([a.test])
-    print(json.dumps(triple_scores(test, LexiconBaseline().fit(_frameid_sentences(a.train)).predict(test))))
+    scores = triple_scores(test, LexiconBaseline().fit(_frameid_sentences(a.train)).predict(test))
+    if a.out:
+        _write_json(scores, a.out)
+    print(json.dumps(scores))
 
 
 def cmd_frameid_split(a: argparse.Namespace) -> None:
-    from spanaug.frameid import split_conll
+    from spanaug.frameid import split_conll, split_sentences
 
-    _write_json(split_conll(a.conll, a.out_dir, a.dev_share, a.test_share), None)
+    if a.conll:
+        _write_json(split_conll(a.conll, a.out_dir, a.dev_share, a.test_share), None)
+    else:
+        _write_json(split_sentences(a.sentences, a.out_dir, a.dev_share, a.test_share, a.parts), None)
+
+
+def _frameid_point_lexicon(path: str | None) -> dict | None:
+    if not path:
+        return None
+    from spanaug.evaluate import read_lexicon
+
+    return read_lexicon(path)
+
+
+def cmd_frameid_point(a: argparse.Namespace) -> None:
+    from spanaug import artifacts
+    from spanaug.augmenters import GecaConfig
+    from spanaug.experiment import run_point
+    from spanaug.frameid import FrameIdTrainConfig
+
+    examples = artifacts.read_table(a.examples, artifacts.EXAMPLES).to_pylist() if a.examples else None
+    point = run_point(_frameid_sentences(a.train), _frameid_sentences([a.test]), a.fraction, a.seed, a.augmenter,
+                      a.encoder, FrameIdTrainConfig(epochs=a.epochs, batch_size=a.batch_size,
+                                                    learning_rate=a.learning_rate),
+                      examples=examples, dev=_frameid_sentences([a.dev]) if a.dev else None,
+                      lexicon=_frameid_point_lexicon(a.lexicon), geca=GecaConfig(window=a.geca_window),
+                      device=a.device)
+    _write_json(point, a.out)
+
+
+def cmd_frameid_curves(a: argparse.Namespace) -> None:
+    from spanaug.experiment import curves_stage
+
+    for row in curves_stage(a.points, a.out_table, a.out_plot):
+        log.info("%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)", row["augmenter"], 100 * row["fraction"], row["f1_mean"],
+                 row["f1_std"], row["seeds"])
+
+
+# ---------------------------------------------------------------- augmenters
+
+
+def _augmented_and_seeds(a: argparse.Namespace) -> tuple:
+    from spanaug import artifacts
+
+    return (artifacts.read_table(a.augmented, artifacts.AUGMENTED),
+            artifacts.read_table(a.seeds, artifacts.SENTENCES))
+
+
+def _write_examples(rows: list, counts: dict, a: argparse.Namespace) -> None:
+    from spanaug import artifacts
+
+    artifacts.write_table(rows, a.out, artifacts.EXAMPLES)
+    _write_json({"examples": len(rows), **counts}, a.counts)
+
+
+def cmd_augment_paraphrastic(a: argparse.Namespace) -> None:
+    from spanaug.augmenters import paraphrastic_examples
+
+    rows = paraphrastic_examples(*_augmented_and_seeds(a), _filter_bounds(a))
+    _write_examples(rows, {"filter": a.filter or "none"}, a)
+
+
+def cmd_augment_lexsub(a: argparse.Namespace) -> None:
+    from spanaug.augmenters import lexsub_examples
+    from spanaug.errors import ConfigError
+    from spanaug.evaluate import load_tagger
+
+    tagger, why = load_tagger(a.pos_tagger)
+    if tagger is None:
+        raise ConfigError(f"lexsub needs a POS tagger: {why}")
+    rows, counts = lexsub_examples(*_augmented_and_seeds(a), tagger, _filter_bounds(a))
+    _write_examples(rows, {"filter": a.filter or "none", "pos_tagger": a.pos_tagger, **counts}, a)
+
+
+def cmd_augment_geca(a: argparse.Namespace) -> None:
+    from spanaug.augmenters import GecaConfig, geca_examples
+
+    rows, counts = geca_examples(_frameid_sentences(a.train), GecaConfig(
+        window=a.window, max_fragments_per_environment=a.max_fragments_per_environment,
+        max_templates_per_pair=a.max_templates_per_pair, max_outputs=a.max_outputs, seed=a.seed))
+    _write_examples(rows, counts, a)
+
+
+def cmd_augment_graph(a: argparse.Namespace) -> None:
+    from spanaug.align import write_jsonl
+    from spanaug.augmenters import chain_members, graph_instances
+
+    instances, counts = graph_instances(chain_members(*_augmented_and_seeds(a), _filter_bounds(a)))
+    write_jsonl((i.as_json() for i in instances), a.out)
+    _write_json({"filter": a.filter or "none", **counts}, a.counts)
 
 
 def cmd_demo_corpus(a: argparse.Namespace) -> None:
@@ -247,7 +363,9 @@ def cmd_align_ablate(a: argparse.Namespace) -> None:
     from spanaug.align_eval import run_ablation
 
     summary = run_ablation(read_instances(a.data), a.encoder, a.out_dir, epochs=a.epochs, seed=a.seed, k=a.k,
-                           device=a.device, finetune_layers=a.finetune_layers, extra_reversed=a.extra_reversed)
+                           device=a.device, finetune_layers=a.finetune_layers, extra_reversed=a.extra_reversed,
+                           systems=a.systems.split(",") if a.systems else None,
+                           extra_instances=read_instances(a.extra_instances) if a.extra_instances else ())
     for row in summary["table"]:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
 
@@ -478,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.add_argument("--dev")
     s.add_argument("--glove", help="GloVe-format word vectors")
+    s.add_argument("--lexicon", help="lexicon JSON or FrameNet release: each span chooses among its lemma's frames")
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--learning-rate", type=float, default=1e-3)
@@ -492,13 +611,67 @@ def build_parser() -> argparse.ArgumentParser:
     s = fid.add_parser("baseline", help="most frequent frame per trigger string")
     s.add_argument("--train", nargs="+", required=True)
     s.add_argument("--test", required=True)
+    s.add_argument("--out", help="also write the scores to this JSON file")
     s.set_defaults(func=cmd_frameid_baseline)
-    s = fid.add_parser("split", help="train/dev/test CoNLL by contiguous sentence ranges")
-    s.add_argument("--conll", required=True)
+    s = fid.add_parser("split", help="train/dev/test CoNLL (contiguous sentence ranges) or Parquet (documents)")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--conll", help="open-SESAME CoNLL: writes train/dev/test.conll")
+    source.add_argument("--sentences", help="imported sentences Parquet: writes train/dev/test.parquet")
+    s.add_argument("--parts", nargs="+", choices=("exemplar", "fulltext"), default=["exemplar", "fulltext"],
+                   help="with --sentences: the corpus parts to keep")
     s.add_argument("--out-dir", required=True)
     s.add_argument("--dev-share", type=float, default=0.1)
     s.add_argument("--test-share", type=float, default=0.2)
     s.set_defaults(func=cmd_frameid_split)
+
+    s = fid.add_parser("point", help="one point of the augmenter comparison (Figure 8)")
+    s.add_argument("--train", nargs="+", required=True, help="the pool of training sentences to sample from")
+    s.add_argument("--test", required=True)
+    s.add_argument("--dev")
+    s.add_argument("--fraction", type=float, required=True, help="share of the training sentences, in (0, 1]")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--augmenter", default="none", choices=("none", "paraphrastic", "lexsub", "geca"))
+    s.add_argument("--examples", help="the augmenter's EXAMPLES Parquet (paraphrastic, lexsub)")
+    s.add_argument("--geca-window", type=int, default=1)
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--lexicon")
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--batch-size", type=int, default=16)
+    s.add_argument("--learning-rate", type=float, default=1e-3)
+    s.add_argument("--device", default="auto")
+    s.add_argument("--out", required=True, help="the point's JSON result")
+    s.set_defaults(func=cmd_frameid_point)
+    s = fid.add_parser("curves", help="average point results over seeds: table and figure")
+    s.add_argument("--points", nargs="+", required=True)
+    s.add_argument("--out-table", required=True)
+    s.add_argument("--out-plot", required=True)
+    s.set_defaults(func=cmd_frameid_curves)
+
+    aug = sub.add_parser("augment", help="augmenters compared downstream").add_subparsers(dest="sub", required=True)
+    for name, help_text in (("paraphrastic", "the pipeline's outputs under a named filter"),
+                            ("lexsub", "aligned triggers put back into their seed sentences (POS must match)"),
+                            ("graph", "span-alignment instances between all members of each paraphrase chain")):
+        s = aug.add_parser(name, help=help_text)
+        s.add_argument("--augmented", required=True)
+        s.add_argument("--seeds", required=True)
+        s.add_argument("--filter", help="a filter's name (default: every aligned output)")
+        s.add_argument("--filters", help="JSON text or file defining the filters (default: the paper's Table 4)")
+        s.add_argument("--out", required=True, help="EXAMPLES Parquet (graph: span instances JSONL)")
+        s.add_argument("--counts", help="JSON summary (default: standard output)")
+        if name == "lexsub":
+            s.add_argument("--pos-tagger", default="lexicon", help="'lexicon' or 'spacy:<model>'")
+        s.set_defaults(func={"paraphrastic": cmd_augment_paraphrastic, "lexsub": cmd_augment_lexsub,
+                             "graph": cmd_augment_graph}[name])
+    s = aug.add_parser("geca", help="Good-Enough Compositional Augmentation over trigger spans")
+    s.add_argument("--train", nargs="+", required=True, help="CoNLL or Parquet sentences")
+    s.add_argument("--out", required=True)
+    s.add_argument("--counts")
+    s.add_argument("--window", type=int, default=1, help="k: tokens each side that form an environment")
+    s.add_argument("--max-fragments-per-environment", type=int, default=50)
+    s.add_argument("--max-templates-per-pair", type=int, default=20)
+    s.add_argument("--max-outputs", type=int, default=100_000)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_augment_geca)
 
     s = sub.add_parser("demo-corpus", help="write a FrameNet release directory from a YAML spec")
     s.add_argument("--spec", required=True)
@@ -571,6 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--k", type=int, default=5)
     s.add_argument("--finetune-layers", type=int, default=0, help="also test tuning the encoder's top N layers")
     s.add_argument("--extra-reversed", action="store_true", help="also test adding reversed training instances")
+    s.add_argument("--extra-instances", help="also test adding these span instances (e.g. `augment graph` output)")
+    s.add_argument("--systems", help="comma-separated ablation rows to train (default: all of Table 2)")
     s.add_argument("--device", default="auto")
     s.set_defaults(func=cmd_align_ablate)
     s = al.add_parser("make-instances", help="span instances from a paraphrase bitext's token differences")

@@ -10,13 +10,16 @@ sentences supply negatives; exemplar and augmented sentences contribute only the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import torch
 from torch import nn
 from tqdm import tqdm
@@ -58,7 +61,8 @@ def sentences_from_rows(rows: Iterable[dict[str, Any]], full: bool | None = None
 
 
 def read_training_file(path: Path | str) -> list[Sentence]:
-    """Open-SESAME CoNLL, or Parquet: imported sentences (SENTENCES) or augmented outputs."""
+    """Open-SESAME CoNLL, or Parquet: imported sentences (SENTENCES), augmented outputs or an
+    augmenter's examples (EXAMPLES)."""
     from spanaug.data import read_conll
 
     path = Path(path)
@@ -71,9 +75,14 @@ def read_training_file(path: Path | str) -> list[Sentence]:
         table = artifacts.read_table(path, artifacts.AUGMENTED)
         return [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
                 for r in table.to_pylist() if r["aligned_start"] is not None]
+    if "augmenter" in names:  # an augmenter's examples: only their triggers
+        from spanaug.augmenters import examples_to_sentences
+
+        return examples_to_sentences(artifacts.read_table(path, artifacts.EXAMPLES).to_pylist())
     if "sentence_id" in names:
         return sentences_from_rows(artifacts.read_table(path, artifacts.SENTENCES).to_pylist())
-    raise InputError(path, None, "neither imported sentences nor augmented outputs (no sentence_id/output_id column)")
+    raise InputError(path, None, "not imported sentences, augmented outputs or examples "
+                                 "(no sentence_id/output_id/augmenter column)")
 
 
 def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
@@ -112,6 +121,32 @@ def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, t
                     out.writelines(lines)
                     out.write("\n")
         counts[name] = sum(1 for s in sent_ids if part[s] == name)
+    return counts
+
+
+def split_sentences(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2,
+                    parts: Sequence[str] = ("exemplar", "fulltext")) -> dict[str, int]:
+    """Train/dev/test Parquet from the imported sentences of ``parts``, whole documents (full text)
+    or sentences (exemplars) at a time, ordered by a stable hash so that no frame's exemplars
+    cluster in one split."""
+    import hashlib
+
+    import pyarrow.compute as pc
+
+    table = artifacts.read_table(path, artifacts.SENTENCES)
+    table = table.filter(pc.is_in(table.column("corpus_part"), value_set=pa.array(list(parts))))
+    if not table.num_rows:
+        raise InputError(path, None, f"no sentences of the parts {list(parts)} to split")
+    rows = table.select(["tokens", "corpus_part", "document"]).to_pylist()
+    groups = [r["document"] if r["corpus_part"] == "fulltext" and r["document"] else " ".join(r["tokens"])
+              for r in rows]
+    order = sorted(dict.fromkeys(groups), key=lambda g: hashlib.md5(g.encode()).hexdigest())
+    n_test, n_dev = round(len(order) * test_share), round(len(order) * dev_share)
+    part = {g: ("test" if i < n_test else "dev" if i < n_test + n_dev else "train") for i, g in enumerate(order)}
+    counts = {}
+    for name in ("train", "dev", "test"):
+        keep = [part[g] == name for g in groups]
+        counts[name] = artifacts.write_table(table.filter(keep), Path(out_dir) / f"{name}.parquet", artifacts.SENTENCES)
     return counts
 
 
@@ -178,6 +213,59 @@ def _key(tokens: Sequence[str], span: Span) -> str:
     return " ".join(tokens[span[0] : span[1] + 1]).lower()
 
 
+@functools.lru_cache(maxsize=65536)
+def _lemmas(word: str) -> tuple[str, ...]:
+    from lemminflect import getAllLemmas
+
+    return tuple(dict.fromkeys(lemma.lower() for forms in getAllLemmas(word).values() for lemma in forms))
+
+
+def span_keys(tokens: Sequence[str], span: Span) -> set[str]:
+    """The span's lowercased text and its variants with one word lemmatised (``gave up`` -> ``give up``)."""
+    words = [t.lower() for t in tokens[span[0] : span[1] + 1]]
+    keys = {" ".join(words)}
+    for i, word in enumerate(words):
+        keys.update(" ".join(words[:i] + [lemma] + words[i + 1 :]) for lemma in _lemmas(word))
+    return keys
+
+
+def lu_lemmas(lexical_unit: str) -> set[str]:
+    """Lemma strings of a FrameNet LU: ``launch (into).v`` -> {launch, launch into}; ``aid [act].n`` -> {aid}."""
+    lemma = re.sub(r"\[[^\]]*\]", "", lexical_unit.rsplit(".", 1)[0]).lower()
+    variants = {re.sub(r"\([^)]*\)", "", lemma), lemma.replace("(", "").replace(")", "")}
+    return {" ".join(v.replace("_", " ").split()) for v in variants} - {""}
+
+
+class FrameLexicon:
+    """Which frames a span may evoke: lexicon LUs matched by lemma, plus the training triggers.
+
+    Restricting each span's softmax to its candidate frames is what lets a model trained on a few
+    hundred sentences label triggers it never saw, and spans with no candidate are never scored.
+    """
+
+    def __init__(self, entries: dict[str, Sequence[str]]):
+        self.entries = {k: sorted(v) for k, v in entries.items()}
+
+    @classmethod
+    def build(cls, sentences: Sequence[Sentence], lexicon: dict[str, set[str]]) -> "FrameLexicon":
+        entries: dict[str, set[str]] = defaultdict(set)
+        for frame, lus in lexicon.items():
+            for lu in lus:
+                for lemma in lu_lemmas(lu):
+                    entries[lemma].add(frame)
+        for sent in sentences:
+            for span, frame in sent.triggers.items():
+                for key in span_keys(sent.tokens, span):
+                    entries[key].add(frame)
+        return cls(entries)
+
+    def frames(self) -> set[str]:
+        return {f for frames in self.entries.values() for f in frames}
+
+    def candidates(self, tokens: Sequence[str], span: Span) -> set[str]:
+        return {f for key in span_keys(tokens, span) for f in self.entries.get(key, ())}
+
+
 # ---------------------------------------------------------------- the model
 
 
@@ -197,6 +285,8 @@ class FrameIdConfig:
     span_hidden: int = 128
     label_smoothing: float = 0.2
     max_length: int = 512
+    # Lemma -> frames, when a lexicon restricts each span to its candidate frames (FrameLexicon).
+    frame_lexicon: dict[str, list[str]] | None = None
 
 
 def read_glove(path: Path | str, vocab: set[str] | None = None) -> dict[str, torch.Tensor]:
@@ -218,6 +308,16 @@ def read_glove(path: Path | str, vocab: set[str] | None = None) -> dict[str, tor
     return vectors
 
 
+def glove_dimension(path: Path | str) -> int:
+    """The vector size of a GloVe-format file, from its first vector line."""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.rstrip().split(" ")
+            if len(parts) >= 2:
+                return len(parts) - 1
+    raise InputError(path, None, "no vectors in the file")
+
+
 class FrameIdNet(nn.Module):
     def __init__(self, cfg: FrameIdConfig, encoder_dim: int):
         super().__init__()
@@ -229,6 +329,9 @@ class FrameIdNet(nn.Module):
                               batch_first=True, dropout=0.1 if cfg.lstm_layers > 1 else 0.0)
         self.span_lstm = nn.LSTM(2 * cfg.lstm_hidden, cfg.span_hidden, batch_first=True)
         self.out = nn.Linear(cfg.span_hidden, len(cfg.frames))
+        # A score shared by every frame logit (still one linear layer to frames + NULL): it carries
+        # "this span is a trigger" to frames the training data never showed as positives.
+        self.trigger = nn.Linear(cfg.span_hidden, 1)
 
     def forward(self, words: torch.Tensor, chars: torch.Tensor, pos: torch.Tensor, spans: list[list[Span]],
                 lengths: list[int]) -> torch.Tensor:
@@ -251,7 +354,8 @@ class FrameIdNet(nn.Module):
         span_len = (index[:, 2] - index[:, 1] + 1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(gathered, span_len, batch_first=True, enforce_sorted=False)
         _, (h, _) = self.span_lstm(packed)
-        return self.out(h[-1])
+        logits = self.out(h[-1])
+        return torch.cat([logits[:, :1], logits[:, 1:] + self.trigger(h[-1])], dim=-1)
 
 
 class FrameIdentifier:
@@ -269,7 +373,10 @@ class FrameIdentifier:
         self.encoder = AutoModel.from_pretrained(resolve(cfg.encoder)).to(self.device).eval()
         for p in self.encoder.parameters():
             p.requires_grad_(False)
-        self.glove = read_glove(cfg.glove) if cfg.glove else {}
+        # Only the vectors of words actually seen are read from the GloVe file (see _load_glove).
+        self.glove: dict[str, torch.Tensor] = {}
+        self._glove_checked: set[str] = set()
+        self.lexicon = FrameLexicon(cfg.frame_lexicon) if cfg.frame_lexicon is not None else None
         self.net = FrameIdNet(cfg, self.encoder.config.hidden_size).to(self.device)
         self._frame_index = {f: i for i, f in enumerate(cfg.frames)}
         self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
@@ -309,6 +416,15 @@ class FrameIdentifier:
                         vecs[word] = hidden[row, piece]
                 self._cache[toks] = vecs.float()
 
+    def _load_glove(self, sentences: Sequence[Sentence]) -> None:
+        """Read the GloVe vectors of words not looked up yet, in one pass over the file."""
+        if not self.cfg.glove:
+            return
+        new = {w for s in sentences for t in s.tokens for w in (t, t.lower())} - self._glove_checked
+        if new:
+            self.glove.update(read_glove(self.cfg.glove, new))
+            self._glove_checked |= new
+
     def _pos(self, sent: Sentence) -> list[str]:
         """The input's POS column, else the offline lexicon tagger's tags (memoised)."""
         if sent.pos:
@@ -322,6 +438,7 @@ class FrameIdentifier:
 
     def _batch(self, sentences: Sequence[Sentence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
         self._encode(sentences)
+        self._load_glove(sentences)
         lengths = [len(s.tokens) for s in sentences]
         t = max(lengths)
         longest = max(len(w) for s in sentences for w in s.tokens)
@@ -341,38 +458,66 @@ class FrameIdentifier:
                     chars[i, j, k] = self._char_index.get(ch, 1)
         return words, chars, pos, lengths
 
-    def _spans(self, sent: Sentence, training: bool) -> list[Span]:
-        if training and not sent.full:
-            return [s for s in sent.triggers if s[1] - s[0] < MAX_SPAN]
-        return candidate_spans(len(sent.tokens))
+    def _spans(self, sent: Sentence, training: bool) -> tuple[list[Span], list[set[int]] | None]:
+        """The spans to score and, with a lexicon, each span's candidate frame indices."""
+        spans = ([s for s in sent.triggers if s[1] - s[0] < MAX_SPAN] if training and not sent.full
+                 else candidate_spans(len(sent.tokens)))
+        if self.lexicon is None:
+            return spans, None
+        kept, allowed = [], []
+        for span in spans:
+            frames = {self._frame_index[f] for f in self.lexicon.candidates(sent.tokens, span) if f in self._frame_index}
+            if frames:
+                kept.append(span)
+                allowed.append(frames)
+        return kept, allowed
+
+    def _logits(self, sentences: Sequence[Sentence], training: bool) -> tuple[torch.Tensor, list[list[Span]]]:
+        """Scores of each sentence's spans, frames outside a span's candidates masked out."""
+        both = [self._spans(s, training) for s in sentences]
+        spans = [ss for ss, _ in both]
+        logits = self.net(*self._batch(sentences)[:3], spans, [len(s.tokens) for s in sentences])
+        if self.lexicon is not None and logits.shape[0]:
+            mask = torch.zeros_like(logits, dtype=torch.bool)
+            rows = [(r, f) for r, frames in enumerate(a for _, allowed in both for a in allowed) for f in frames]
+            if rows:
+                index = torch.tensor(rows, device=logits.device)
+                mask[index[:, 0], index[:, 1]] = True
+            mask[:, 0] = True
+            logits = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+        return logits, spans
 
     # -- training and prediction
     def loss(self, sentences: Sequence[Sentence]) -> torch.Tensor:
-        spans = [self._spans(s, training=True) for s in sentences]
-        logits = self.net(*self._batch(sentences)[:3], spans, [len(s.tokens) for s in sentences])
+        logits, spans = self._logits(sentences, training=True)
         gold = torch.tensor([self._frame_index.get(sent.triggers.get(sp, NULL), 0)
-                             for sent, ss in zip(sentences, spans) for sp in ss], device=self.device)
+                             for sent, ss in zip(sentences, spans) for sp in ss], device=self.device, dtype=torch.long)
+        logp = torch.log_softmax(logits, -1)
+        gold_logp = logp.gather(1, gold[:, None])[:, 0]
         negative = gold == 0
         # Trigger spans are a few percent of the candidates: averaging the two classes separately
         # keeps their gradient from being drowned by the NULL spans.
         loss = logits.new_zeros(())
         if negative.any():
-            loss = loss + nn.functional.cross_entropy(logits[negative], gold[negative],
-                                                      label_smoothing=self.cfg.label_smoothing)
+            # Label smoothing on negatives, spread over the span's allowed labels only.
+            allowed = logits[negative] > torch.finfo(logits.dtype).min
+            uniform = (logp[negative] * allowed).sum(-1) / allowed.sum(-1)
+            eps = self.cfg.label_smoothing
+            loss = loss - ((1 - eps) * gold_logp[negative] + eps * uniform).mean()
         if (~negative).any():
-            loss = loss + nn.functional.cross_entropy(logits[~negative], gold[~negative])
+            loss = loss - gold_logp[~negative].mean()
         return loss
 
     @torch.no_grad()
     def predict(self, sentences: Sequence[Sentence], batch_size: int = 32) -> list[dict[Span, str]]:
         self.net.eval()
+        self._load_glove(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].tokens))
         results: dict[int, dict[Span, str]] = {}
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            batch = [sentences[i] for i in idx]
-            spans = [self._spans(s, training=False) for s in batch]
-            probs = torch.softmax(self.net(*self._batch(batch)[:3], spans, [len(s.tokens) for s in batch]), -1).cpu()
+            logits, spans = self._logits([sentences[i] for i in idx], training=False)
+            probs = torch.softmax(logits, -1).cpu()
             offset = 0
             for i, ss in zip(idx, spans):
                 scored = []
@@ -393,17 +538,16 @@ class FrameIdTrainConfig:
     seed: int = 0
 
 
-def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None) -> FrameIdConfig:
-    """Label, POS and character inventories of the training data."""
-    frames = sorted({f for s in sentences for f in s.triggers.values()})
+def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None,
+                 lexicon: dict[str, set[str]] | None = None) -> FrameIdConfig:
+    """Label, POS and character inventories of the training data (and the lexicon's frames)."""
+    frame_lexicon = FrameLexicon.build(sentences, lexicon) if lexicon is not None else None
+    frames = {f for s in sentences for f in s.triggers.values()} | (frame_lexicon.frames() if frame_lexicon else set())
     tags = sorted({t for s in sentences for t in (s.pos or [])} | set(_universal_tags()))
     chars = sorted({ch for s in sentences for w in s.tokens for ch in w})
-    glove_dim = 0
-    if glove:
-        sample = read_glove(glove, {w for s in sentences for w in s.tokens})
-        glove_dim = next(iter(sample.values())).shape[0] if sample else 0
-    return FrameIdConfig(encoder=encoder, frames=[NULL, *frames], pos_tags=["<unk>", *tags],
-                         chars=["<pad>", "<unk>", *chars], glove=glove, glove_dim=glove_dim)
+    return FrameIdConfig(encoder=encoder, frames=[NULL, *sorted(frames)], pos_tags=["<unk>", *tags],
+                         chars=["<pad>", "<unk>", *chars], glove=glove, glove_dim=glove_dimension(glove) if glove else 0,
+                         frame_lexicon=frame_lexicon.entries if frame_lexicon else None)
 
 
 def _universal_tags() -> list[str]:
@@ -412,13 +556,15 @@ def _universal_tags() -> list[str]:
 
 def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainConfig, dev: Sequence[Sentence] | None = None,
                   glove: str | None = None, device: str | None = "auto", progress: bool = True,
-                  ) -> tuple[FrameIdentifier, dict[str, Any]]:
-    """Train with Adam; with ``dev``, keep the epoch with the best dev F1."""
+                  lexicon: dict[str, set[str]] | None = None) -> tuple[FrameIdentifier, dict[str, Any]]:
+    """Train with Adam; with ``dev``, keep the epoch with the best dev F1; with ``lexicon`` (frame
+    -> LUs), each span chooses among the frames its lemma can evoke."""
     if not train:
         raise ConfigError("no training sentences")
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
-    model = FrameIdentifier(build_config(train, encoder, glove), device=device)
+    model = FrameIdentifier(build_config(train, encoder, glove, lexicon), device=device)
+    model._load_glove(train)
     opt = torch.optim.Adam(model.net.parameters(), lr=tcfg.learning_rate)
     order = list(train)
     history, best = [], (-1.0, None)

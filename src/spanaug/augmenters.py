@@ -1,0 +1,229 @@
+"""Augmenters compared downstream (§6.3): paraphrastic outputs, lexical substitution and GECA,
+plus the chain-graph augmenter that turns paraphrase chains into aligner training data.
+
+Each Frame ID augmenter writes EXAMPLES rows: one new sentence with one labelled trigger, and
+the key of the training sentence it derives from, so the Figure 8 experiment can keep only the
+examples of the sentences it sampled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from spanaug.align import Instance
+from spanaug.constraints import head_positions, lu_upos
+from spanaug.data import detokenize
+from spanaug.frameid import Sentence
+from spanaug.filtering import heuristic_mask
+
+log = logging.getLogger(__name__)
+
+AUGMENTERS = ("paraphrastic", "lexsub", "geca")
+
+
+def sentence_key(tokens: Sequence[str]) -> str:
+    """A sentence's identity across tokenisations: its lowercased characters without spaces."""
+    return "".join(t.lower() for t in tokens)
+
+
+def example(augmenter: str, example_id: str, seed_tokens: Sequence[str], tokens: list[str], span: tuple[int, int],
+            frame: str, source_trigger: str) -> dict[str, Any]:
+    """An EXAMPLES row."""
+    return {"example_id": f"{augmenter}:{example_id}", "augmenter": augmenter, "seed_key": sentence_key(seed_tokens),
+            "tokens": tokens, "text": detokenize(tokens), "span_start": span[0], "span_end": span[1],
+            "trigger": " ".join(tokens[span[0] : span[1] + 1]), "frame": frame, "source_trigger": source_trigger}
+
+
+def _selected(augmented: pa.Table, bounds: Mapping[str, float] | None) -> list[dict[str, Any]]:
+    """Aligned outputs passing a filter's bounds (all aligned outputs without bounds)."""
+    return augmented.filter(heuristic_mask(augmented, bounds or {})).to_pylist()
+
+
+def _seeds_by_id(seeds: pa.Table) -> dict[str, dict[str, Any]]:
+    return {r["sentence_id"]: r for r in seeds.to_pylist()}
+
+
+# ---------------------------------------------------------------- paraphrastic and lexical substitution
+
+
+def paraphrastic_examples(augmented: pa.Table, seeds: pa.Table,
+                          bounds: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+    """The pipeline's aligned outputs (passing ``bounds``) as examples of their seed sentences."""
+    by_id = _seeds_by_id(seeds)
+    return [example("paraphrastic", r["output_id"], by_id[r["seed_id"]]["tokens"], r["paraphrase_tokens"],
+                    (r["aligned_start"], r["aligned_end"]), r["frame"], r["seed_trigger"])
+            for r in _selected(augmented, bounds)]
+
+
+def _trigger_tag(tags: Sequence[str], tokens: Sequence[str], span: tuple[int, int], upos: str | None) -> str:
+    """The POS of a trigger: its head word's tag (the last word's when the head is unclear)."""
+    heads = head_positions(list(tokens[span[0] : span[1] + 1]), upos)
+    return tags[span[0] + (heads[0] if len(heads) == 1 else span[1] - span[0])]
+
+
+def lexsub_examples(augmented: pa.Table, seeds: pa.Table, tagger: Any,
+                    bounds: Mapping[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Lexical substitution: each aligned trigger put back into its seed sentence, kept only when
+    the tagger gives the new trigger the POS of the original. Returns the examples and counts."""
+    by_id = _seeds_by_id(seeds)
+    seed_tags: dict[str, list[str]] = {}
+    out, seen = [], set()
+    counts = {"candidates": 0, "same_as_seed": 0, "pos_mismatch": 0, "duplicates": 0}
+    for r in _selected(augmented, bounds):
+        counts["candidates"] += 1
+        seed = by_id[r["seed_id"]]
+        s, e = seed["span_start"], seed["span_end"]
+        new = r["paraphrase_tokens"][r["aligned_start"] : r["aligned_end"] + 1]
+        if [t.lower() for t in new] == [t.lower() for t in seed["tokens"][s : e + 1]]:
+            counts["same_as_seed"] += 1
+            continue
+        tokens = seed["tokens"][:s] + new + seed["tokens"][e + 1 :]
+        span = (s, s + len(new) - 1)
+        upos = lu_upos(seed["lexical_unit"])
+        if r["seed_id"] not in seed_tags:
+            seed_tags[r["seed_id"]] = tagger.tag(seed["tokens"])
+        if (_trigger_tag(tagger.tag(tokens), tokens, span, upos)
+                != _trigger_tag(seed_tags[r["seed_id"]], seed["tokens"], (s, e), upos)):
+            counts["pos_mismatch"] += 1
+            continue
+        if (tuple(tokens), span) in seen:
+            counts["duplicates"] += 1
+            continue
+        seen.add((tuple(tokens), span))
+        out.append(example("lexsub", r["output_id"], seed["tokens"], tokens, span, r["frame"], r["seed_trigger"]))
+    counts["examples"] = len(out)
+    return out, counts
+
+
+# ---------------------------------------------------------------- GECA
+
+
+@dataclasses.dataclass
+class GecaConfig:
+    """GECA's window and the caps that bound its output on a corpus the size of FrameNet."""
+
+    window: int = 1  # k: tokens on each side of a trigger that form its environment
+    max_fragments_per_environment: int = 50
+    max_templates_per_pair: int = 20
+    max_outputs: int = 100_000
+    seed: int = 0
+
+
+Fragment = tuple[tuple[str, ...], str]  # trigger tokens, frame
+
+
+def _environment(tokens: Sequence[str], span: tuple[int, int], k: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    padded = ["<s>"] * k + [t.lower() for t in tokens] + ["</s>"] * k
+    s, e = span[0] + k, span[1] + k
+    return tuple(padded[s - k : s]), tuple(padded[e + 1 : e + 1 + k])
+
+
+def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
+                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Good-Enough Compositional Augmentation (Andreas 2020, Algorithm 1) for trigger spans.
+
+    Fragments are (trigger, frame) pairs, templates the sentences with the trigger cut out, and
+    environments the k-token windows around it. Two fragments sharing an environment are taken
+    to be interchangeable: every template of the first is filled with the second, labelled with
+    the second's frame. New sentences already in the data, or made twice, are dropped.
+    """
+    cfg = cfg or GecaConfig()
+    rng = random.Random(cfg.seed)
+    templates: dict[Fragment, list[tuple[int, tuple[int, int]]]] = defaultdict(list)
+    environments: dict[tuple, set[Fragment]] = defaultdict(set)
+    for n, sent in enumerate(sentences):
+        for span, frame in sent.triggers.items():
+            fragment = (tuple(sent.tokens[span[0] : span[1] + 1]), frame)
+            templates[fragment].append((n, span))
+            environments[_environment(sent.tokens, span, cfg.window)].add(fragment)
+    pairs: set[tuple[Fragment, Fragment]] = set()
+    for fragments in environments.values():
+        if len(fragments) < 2:
+            continue
+        shared = sorted(fragments)
+        if len(shared) > cfg.max_fragments_per_environment:
+            shared = rng.sample(shared, cfg.max_fragments_per_environment)
+        pairs.update((a, b) for a in shared for b in shared
+                     if a != b and [t.lower() for t in a[0]] != [t.lower() for t in b[0]])
+    existing = {(sentence_key(s.tokens), span) for s in sentences for span in s.triggers}
+    ordered = sorted(pairs)
+    rng.shuffle(ordered)  # the output cap then samples pairs instead of favouring the alphabet
+    out: list[dict[str, Any]] = []
+    seen = set(existing)
+    for first, second in ordered:
+        for n, (s, e) in templates[first][: cfg.max_templates_per_pair]:
+            if len(out) >= cfg.max_outputs:
+                break
+            base = sentences[n].tokens
+            tokens = base[:s] + list(second[0]) + base[e + 1 :]
+            span = (s, s + len(second[0]) - 1)
+            if (sentence_key(tokens), span) in seen:
+                continue
+            seen.add((sentence_key(tokens), span))
+            out.append(example("geca", f"{len(out)}", base, tokens, span, second[1], " ".join(first[0])))
+    counts = {"fragments": len(templates), "environments": len(environments), "fragment_pairs": len(pairs),
+              "examples": len(out)}
+    if len(out) >= cfg.max_outputs:
+        log.warning("GECA stopped at max_outputs=%d", cfg.max_outputs)
+    return out, counts
+
+
+def examples_to_sentences(rows: Iterable[Mapping[str, Any]]) -> list[Sentence]:
+    """EXAMPLES rows as Frame ID training sentences: only their trigger is known (no negatives)."""
+    return [Sentence(list(r["tokens"]), {(r["span_start"], r["span_end"]): r["frame"]}, None, False) for r in rows]
+
+
+# ---------------------------------------------------------------- chain graphs
+
+
+def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, float] | None = None,
+                  ) -> dict[str, list[tuple[list[str], tuple[int, int]]]]:
+    """Per seed: the seed and its outputs in iteration order, as (tokens, span), up to the first
+    output that has no aligned span or fails ``bounds`` (the chain is cut there)."""
+    passing = {r["output_id"] for r in _selected(augmented, bounds)}
+    outputs: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in augmented.select(["output_id", "seed_id", "iteration", "paraphrase_tokens", "aligned_start",
+                               "aligned_end"]).to_pylist():
+        outputs[r["seed_id"]][r["iteration"]] = r
+    chains = {}
+    for seed in seeds.to_pylist():
+        members = [(list(seed["tokens"]), (seed["span_start"], seed["span_end"]))]
+        by_iteration = outputs.get(seed["sentence_id"], {})
+        i = 1
+        while i in by_iteration and by_iteration[i]["output_id"] in passing:
+            r = by_iteration[i]
+            members.append((list(r["paraphrase_tokens"]), (r["aligned_start"], r["aligned_end"])))
+            i += 1
+        chains[seed["sentence_id"]] = members
+    return chains
+
+
+def graph_instances(chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]],
+                    ) -> tuple[list[Instance], dict[str, int]]:
+    """Span-alignment instances between every two members of each chain (Chen et al.'s graph view).
+
+    Adjacent members were aligned by the aligner itself ('direct', and their 'reversed' pairs);
+    members two or more steps apart are aligned by composing those alignments ('composed').
+    """
+    out: list[Instance] = []
+    counts = {"chains": 0, "direct": 0, "reversed": 0, "composed": 0}
+    for seed_id, members in chains.items():
+        if len(members) < 2:
+            continue
+        counts["chains"] += 1
+        for i, (src, src_span) in enumerate(members):
+            for j, (tgt, tgt_span) in enumerate(members):
+                if i == j or src == tgt:
+                    continue
+                kind = "direct" if j == i + 1 else "reversed" if j == i - 1 else "composed"
+                counts[kind] += 1
+                out.append(Instance(f"graph:{seed_id}:{i}>{j}", src, tgt, src_span, tgt_span))
+    counts["instances"] = len(out)
+    return out, counts

@@ -1,0 +1,127 @@
+"""The augmenter comparison of Figure 8: Frame ID F1 against the share of training sentences.
+
+One point trains Frame ID on a sample of the training sentences (a fraction, a seed), with or
+without one augmenter's examples for the sampled sentences, and scores it on the fixed test
+split. Points are independent jobs; ``curves`` averages them over seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import random
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spanaug import artifacts, plotting
+from spanaug.augmenters import AUGMENTERS, GecaConfig, examples_to_sentences, geca_examples, sentence_key
+from spanaug.errors import ConfigError, InputError
+from spanaug.frameid import FrameIdTrainConfig, Sentence, train_frameid, triple_scores
+
+log = logging.getLogger(__name__)
+
+BASELINE = "none"
+
+
+def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> list[Sentence]:
+    """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"fraction must be in (0, 1], got {fraction}")
+    k = max(1, round(fraction * len(pool)))
+    order = sorted(range(len(pool)), key=lambda i: sentence_key(pool[i].tokens))  # independent of input order
+    return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]
+
+
+def examples_for(sample: Sequence[Sentence], augmenter: str, examples: Sequence[Mapping[str, Any]] | None,
+                 geca: GecaConfig | None = None) -> list[Sentence]:
+    """The augmenter's training sentences for this sample.
+
+    Precomputed examples (paraphrastic, lexsub) are kept when they derive from a sampled
+    sentence; GECA builds its indexes from the sample itself, as it would with that little data.
+    """
+    if augmenter == BASELINE:
+        return []
+    if augmenter == "geca":
+        return examples_to_sentences(geca_examples(sample, geca)[0])
+    if augmenter not in AUGMENTERS:
+        raise ConfigError(f"unknown augmenter {augmenter!r}: expected one of {(BASELINE, *AUGMENTERS)}")
+    if examples is None:
+        raise ConfigError(f"augmenter {augmenter!r} needs its examples file")
+    keys = {sentence_key(s.tokens) for s in sample}
+    return examples_to_sentences(r for r in examples if r["seed_key"] in keys)
+
+
+def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: float, seed: int, augmenter: str,
+              encoder: str, tcfg: FrameIdTrainConfig, examples: Sequence[Mapping[str, Any]] | None = None,
+              dev: Sequence[Sentence] | None = None, lexicon: dict[str, set[str]] | None = None,
+              geca: GecaConfig | None = None, device: str | None = "auto") -> dict[str, Any]:
+    """Train on a sample (plus the augmenter's examples of it) and score on ``test``."""
+    sample = sample_sentences(pool, fraction, seed)
+    extra = examples_for(sample, augmenter, examples, geca)
+    model, summary = train_frameid(sample + extra, encoder, dataclasses.replace(tcfg, seed=seed), dev=dev,
+                                   device=device, progress=False, lexicon=lexicon)
+    scores = triple_scores(test, model.predict(test))
+    log.info("point %s %.0f%% seed %d: %d sentences + %d examples: F1 %.3f", augmenter, 100 * fraction, seed,
+             len(sample), len(extra), scores["f1"])
+    return {"augmenter": augmenter, "fraction": fraction, "seed": seed, "train_sentences": len(sample),
+            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"]}
+
+
+def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
+    points = []
+    for path in paths:
+        try:
+            point = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(path, None, f"not a point result: {exc}") from None
+        missing = {"augmenter", "fraction", "seed", "f1"} - set(point)
+        if missing:
+            raise InputError(path, None, f"point result lacks {sorted(missing)}")
+        points.append(point)
+    return points
+
+
+def curves(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and standard deviation of F1 per (augmenter, fraction), over seeds."""
+    groups: dict[tuple[str, float], list[Mapping[str, Any]]] = defaultdict(list)
+    for p in points:
+        groups[(p["augmenter"], float(p["fraction"]))].append(p)
+    rows = []
+    for (augmenter, fraction), group in sorted(groups.items(), key=lambda kv: (kv[0][0] != BASELINE, kv[0])):
+        f1 = [g["f1"] for g in group]
+        mean = sum(f1) / len(f1)
+        std = math.sqrt(sum((x - mean) ** 2 for x in f1) / (len(f1) - 1)) if len(f1) > 1 else 0.0
+        rows.append({"augmenter": augmenter, "fraction": fraction, "seeds": len(group), "f1_mean": round(mean, 4),
+                     "f1_std": round(std, 4),
+                     "train_sentences": round(sum(g.get("train_sentences", 0) for g in group) / len(group), 1),
+                     "augmented_examples": round(sum(g.get("augmented_examples", 0) for g in group) / len(group), 1)})
+    return rows
+
+
+def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
+    """F1 against the share of training sentences, one line per augmenter, error bars = 1 s.d."""
+    fig, ax = plotting.subplots(figsize=(6, 4))
+    by_augmenter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_augmenter[row["augmenter"]].append(row)
+    for augmenter, group in by_augmenter.items():
+        group = sorted(group, key=lambda r: r["fraction"])
+        ax.errorbar([100 * r["fraction"] for r in group], [r["f1_mean"] for r in group],
+                    yerr=[r["f1_std"] for r in group], marker="o", capsize=3,
+                    label="no augmentation" if augmenter == BASELINE else augmenter)
+    ax.set_xlabel("training sentences sampled (%)")
+    ax.set_ylabel("Frame ID F1 (test)")
+    ax.legend()
+    plotting.save(fig, path)
+
+
+def curves_stage(point_paths: Sequence[Path | str], table: Path | str, plot: Path | str) -> list[dict[str, Any]]:
+    """CLI stage: point results -> the curve table (CSV) and figure."""
+    rows = curves(read_points(point_paths))
+    artifacts.write_csv(rows, table)
+    plot_curves(rows, plot)
+    return rows
