@@ -24,6 +24,8 @@ include: "workflow/rules/baselines.smk"
 include: "workflow/rules/augment.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/filtering.smk"
+include: "workflow/rules/augmenters.smk"
+include: "workflow/rules/frameid.smk"
 
 
 rule all:

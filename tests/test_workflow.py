@@ -1,6 +1,7 @@
 """The Snakemake DAG end to end on the demo corpus with tiny models: outputs, resume, shard rebuild."""
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -46,6 +47,8 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     config["paraphraser"].update(model=tiny_paraphraser, train=None, beam_size=3, return_top=2, max_new_tokens=12)
     config["aligner"]["encoder"] = tiny_encoder
     config["aligner"]["train"].update(bitext=str(REPO / "resources/demo/bitext.tsv"), epochs=2)
+    config["frameid"].update(encoder=tiny_encoder, lexicon=str(REPO / "resources/demo/fndata-demo"), seeds=[0],
+                             epochs=2)
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     _run(work, path)
@@ -66,6 +69,20 @@ def test_outputs_and_schema(run):
     assert (res / "filtering/filters.csv").is_file() and (res / "human_eval/human_eval.json").is_file()
     systems = [line.split(",")[0] for line in (res / "aligner_eval/comparison.csv").read_text().splitlines()[1:]]
     assert systems == ["FastAlign", "DiscAlign", "span aligner (ours)"]
+
+
+def test_augmenter_comparison(run):
+    _, _, res = run
+    curve = [line.split(",") for line in (res / "frameid/curves.csv").read_text().splitlines()[1:]]
+    assert {(row[0], row[1]) for row in curve} == {(a, f) for a in ("none", "paraphrastic", "lexsub", "geca")
+                                                   for f in ("0.5", "1.0")}
+    examples = dict(((row[0], row[1]), float(row[6])) for row in curve)
+    assert examples[("none", "1.0")] == 0 and examples[("paraphrastic", "1.0")] > 0
+    assert (res / "frameid/curves.png").is_file() and (res / "frameid/lexicon_baseline.json").is_file()
+    graph = json.loads((res / "augmenters/graph.json").read_text())
+    assert graph["instances"] == graph["direct"] + graph["reversed"] + graph["composed"] > 0
+    selftrain = (res / "aligner_eval/selftrain/ablation.csv").read_text()
+    assert f"+SBCE +{graph['instances']} extra instances" in selftrain
 
 
 def test_rerun_is_a_no_op(run):
@@ -112,5 +129,6 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = _job_counts(proc.stdout)
     assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
+    assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
     block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
     assert "gres=gpu:1" in block and "mem_mb=32000" in block

@@ -1,4 +1,5 @@
 # Shared helpers: config validation, paths, model inputs and resources. Input functions live here.
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -21,6 +22,9 @@ SHARDS = [f"{j:03d}" for j in range(N_SHARDS)]
 wildcard_constraints:
     i=r"\d+",
     j=r"\d{3}",
+    augmenter=r"none|paraphrastic|lexsub|geca",
+    fraction=r"[0-9]*\.?[0-9]+",
+    seed=r"\d+",
 
 
 def chain_shard(i, j):
@@ -44,6 +48,12 @@ def final_outputs():
     if config.get("baselines"):
         out.append(f"{RES}/aligner_eval/comparison.csv")
     out.append(f"{RES}/filtering/filters.csv")
+    if config.get("augmenters"):
+        out += [f"{RES}/augmenters/{name}.json" for name in ("paraphrastic", "lexsub", "geca", "graph")]
+        if config["augmenters"].get("graph", {}).get("selftrain") and config["aligner"].get("evaluation"):
+            out.append(f"{RES}/aligner_eval/selftrain/ablation.csv")
+    if config.get("frameid"):
+        out += [f"{RES}/frameid/curves.csv", f"{RES}/frameid/lexicon_baseline.json"]
     if config.get("human_eval"):
         out.append(f"{RES}/human_eval/task.csv")
         if config["human_eval"].get("results") or config["human_eval"].get("simulate"):
@@ -98,6 +108,57 @@ def human_results():
 def judgments_input(wildcards):
     """The imported judgments that train the neural filter, when there are any."""
     return [f"{RES}/human_eval/judgments.csv"] if config.get("human_eval") and human_results() else []
+
+
+def augmenter_filter_opts(name):
+    """``--filter NAME`` for an augmenter, with the run's filter definitions when it has its own."""
+    filters = (config.get("filtering") or {}).get("filters")
+    return " ".join([opt("--filter", ((config.get("augmenters") or {}).get(name) or {}).get("filter")),
+                     opt("--filters", json.dumps(filters) if filters else None)])
+
+
+def geca_opts():
+    g = (config.get("augmenters") or {}).get("geca") or {}
+    return " ".join(f"--{key.replace('_', '-')} {g[key]}" for key in
+                    ("window", "max_fragments_per_environment", "max_templates_per_pair", "max_outputs", "seed")
+                    if key in g)
+
+
+# -- the Frame ID experiment: the user's splits, or the imported corpus split by document
+
+
+def _frameid_file(part):
+    f = config.get("frameid") or {}
+    if f.get("train"):
+        return f.get(part) or []
+    return f"{RES}/frameid/split/{part}.parquet"
+
+
+def frameid_pool(wildcards=None):
+    return _frameid_file("train")
+
+
+def frameid_test(wildcards=None):
+    f = config.get("frameid") or {}
+    if f.get("train") and not f.get("test"):
+        raise ValueError("config: frameid.train is set, so frameid.test must be too")
+    return _frameid_file("test")
+
+
+def frameid_point_inputs(wildcards):
+    inputs = {"train": frameid_pool(), "test": frameid_test()}
+    dev = _frameid_file("dev")
+    if dev:
+        inputs["dev"] = dev
+    if wildcards.augmenter in ("paraphrastic", "lexsub"):
+        inputs["examples"] = f"{RES}/augmenters/{wildcards.augmenter}.parquet"
+    return inputs
+
+
+def frameid_points():
+    f = config["frameid"]
+    return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
+            for augmenter in ["none", *f.get("augmenters", [])] for fraction in f["fractions"] for seed in f["seeds"]]
 
 
 def opt(flag, value):
