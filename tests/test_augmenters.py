@@ -5,14 +5,13 @@ import json
 import pytest
 
 from spanaug import artifacts
-from spanaug.augment import assemble
 from spanaug.augmenters import (GecaConfig, chain_members, geca_examples, graph_instances, lexsub_examples,
                                 paraphrastic_examples, sentence_key)
 from spanaug.cli import main
 from spanaug.errors import ConfigError
 from spanaug.experiment import curves, curves_stage, examples_for, sample_sentences
 from spanaug.frameid import Sentence, read_training_file, split_sentences
-from test_evaluate import output, seed
+from test_evaluate import output, seed, write_augmented
 
 
 class TableTagger:
@@ -35,9 +34,7 @@ def dataset(tmp_path):
              output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
              output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
     chain[2]["aligner_score"] = 0.5
-    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
-    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
-    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
+    write_augmented(tmp_path, seeds, chain)
     return (artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED),
             artifacts.read_table(tmp_path / "seeds.parquet", artifacts.SENTENCES), tmp_path)
 

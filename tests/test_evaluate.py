@@ -24,6 +24,13 @@ def output(sid, iteration, tokens, start, end, frame, lu, lemma):
             "aligned_lemma": lemma, "paraphrase_score": 0.5, "aligner_score": 0.9, "beam_rank": 0, "constraints": ["x"]}
 
 
+def write_augmented(tmp_path, seeds, chain):
+    """Seeds and one CHAIN table on disk, assembled into augmented.parquet."""
+    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
+    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
+    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
+
+
 @pytest.fixture
 def run(tmp_path):
     seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
@@ -32,9 +39,7 @@ def run(tmp_path):
              output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
              output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
              output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
-    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
-    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
-    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
+    write_augmented(tmp_path, seeds, chain)
     lexicon = {"Commerce_buy": ["buy.v", "purchase.v", "purchase.n"], "Activity_stop": ["quit.v", "stop.v", "give up.v"]}
     (tmp_path / "lexicon.json").write_text(json.dumps(lexicon))
     return tmp_path

@@ -129,3 +129,29 @@ def test_real_split_beats_nothing():
     conll = shared_file("fn1.7.dev.syntaxnet.conll")
     sents = read_training_file(conll)
     assert len(sents) > 300 and sum(len(s.triggers) for s in sents) > 2000
+
+
+def test_glove_vectors_are_read_only_for_words_met(tiny_encoder, tmp_path):
+    glove = tmp_path / "vectors.txt"
+    lines = [f"{w} " + " ".join(f"{(i + j) % 7 / 7:.3f}" for j in range(5)) for i, w in enumerate(sorted(TRIGGERS))]
+    lines += [f"unrelated{i} " + " ".join(["0.1"] * 5) for i in range(500)]
+    glove.write_text("\n".join(lines) + "\n")
+    train = toy(30, 8)
+    model, _ = train_frameid(train, tiny_encoder, FrameIdTrainConfig(epochs=1), device="cpu", progress=False,
+                             glove=str(glove))
+    assert model.cfg.glove_dim == 5
+    assert set(model.glove) == {w for s in train for w in s.tokens} & set(TRIGGERS)
+    model.save_pretrained(tmp_path / "m")
+    loaded = FrameIdentifier.from_pretrained(tmp_path / "m", device="cpu")
+    assert loaded.glove == {} and len(loaded.predict(toy(3, 9))) == 3
+    assert set(loaded.glove) <= set(TRIGGERS)
+
+
+def test_malformed_glove_line_names_the_line(tmp_path):
+    from spanaug.errors import InputError
+    from spanaug.frameid import read_glove
+
+    glove = tmp_path / "vectors.txt"
+    glove.write_text("good 0.1 0.2\nbad 0.1 x\n")
+    with pytest.raises(InputError, match="line 2|:2"):
+        read_glove(glove)

@@ -501,7 +501,7 @@ class FrameIdentifier:
         if negative.any():
             # Label smoothing on negatives, spread over the span's allowed labels only.
             allowed = logits[negative] > torch.finfo(logits.dtype).min
-            uniform = (logp[negative] * allowed).sum(-1) / allowed.sum(-1)
+            uniform = torch.where(allowed, logp[negative], 0.0).sum(-1) / allowed.sum(-1)
             eps = self.cfg.label_smoothing
             loss = loss - ((1 - eps) * gold_logp[negative] + eps * uniform).mean()
         if (~negative).any():
