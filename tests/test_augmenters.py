@@ -173,3 +173,11 @@ def test_cli_point_trains_with_an_augmenters_examples(tiny_encoder, tmp_path):
     point = json.loads((tmp_path / "p.json").read_text())
     assert (point["augmenter"], point["fraction"], point["seed"], point["train_sentences"]) == ("geca", 0.5, 2, 15)
     assert point["augmented_examples"] > 0 and 0 <= point["f1"] <= 1
+
+
+def test_outputs_of_unknown_seeds_are_a_clear_error(dataset):
+    from spanaug.errors import ArtifactError
+
+    augmented, seeds, _ = dataset
+    with pytest.raises(ArtifactError, match="'s2'"):
+        paraphrastic_examples(augmented, seeds.slice(0, 1))

@@ -20,6 +20,7 @@ import pyarrow as pa
 from spanaug.align import Instance
 from spanaug.constraints import head_positions, lu_upos
 from spanaug.data import detokenize
+from spanaug.errors import ArtifactError
 from spanaug.frameid import Sentence
 from spanaug.filtering import heuristic_mask
 
@@ -46,8 +47,15 @@ def _selected(augmented: pa.Table, bounds: Mapping[str, float] | None) -> list[d
     return augmented.filter(heuristic_mask(augmented, bounds or {})).to_pylist()
 
 
+class _Seeds(dict):
+    """Seed rows by id; a missing id is an error that names the output."""
+
+    def __missing__(self, seed_id: str) -> dict[str, Any]:
+        raise ArtifactError(f"an output's seed_id {seed_id!r} is not in the seeds table: pass the run's seeds.parquet")
+
+
 def _seeds_by_id(seeds: pa.Table) -> dict[str, dict[str, Any]]:
-    return {r["sentence_id"]: r for r in seeds.to_pylist()}
+    return _Seeds((r["sentence_id"], r) for r in seeds.to_pylist())
 
 
 # ---------------------------------------------------------------- paraphrastic and lexical substitution
