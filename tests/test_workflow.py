@@ -121,6 +121,17 @@ def test_unknown_config_key_is_rejected(run, tmp_path):
     assert proc.returncode != 0 and "beam_szie" in proc.stdout + proc.stderr
 
 
+def test_optional_sections_can_be_switched_off(run, tmp_path):
+    work, config, _ = run
+    off = yaml.safe_load(Path(config).read_text())
+    off["augmenters"] = off["frameid"] = off["baselines"] = off["human_eval"] = None
+    path = tmp_path / "off.yaml"
+    path.write_text(yaml.safe_dump(off))
+    out = _run(work, path, "-n").stdout
+    # Only the filter reruns: without human evaluation it loses its judgments input.
+    assert "Nothing to be done" in out or set(_job_counts(out)) <= {"filter_outputs", "all"}
+
+
 def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")

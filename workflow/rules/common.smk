@@ -4,9 +4,29 @@ import shlex
 import sys
 from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
-validate(config, schema="../schemas/config.schema.yaml")
+SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+
+
+def validate_config(config):
+    """Validate against the schema, filling its defaults.
+
+    validate() fills defaults into nested objects and fails on a section set to null ("off"),
+    so the sections the schema lets be null are validated as absent and then put back as null.
+    """
+    properties = yaml.safe_load(SCHEMA.read_text())["properties"]
+    off = [key for key, value in config.items()
+           if value is None and "null" in (properties.get(key) or {}).get("type", [])]
+    for key in off:
+        del config[key]
+    validate(config, schema=str(SCHEMA))
+    for key in off:
+        config[key] = None
+
+
+validate_config(config)
 
 SRC = str(Path(workflow.basedir) / "src")
 # The CLI of the package in this checkout, whether it is installed (.venv) or not (conda envs).
@@ -156,9 +176,10 @@ def frameid_point_inputs(wildcards):
 
 
 def frameid_points():
-    f = config["frameid"]
+    f = config.get("frameid") or {}
     return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *f.get("augmenters", [])] for fraction in f["fractions"] for seed in f["seeds"]]
+            for augmenter in ["none", *f.get("augmenters", [])] for fraction in f.get("fractions", [])
+            for seed in f.get("seeds", [])]
 
 
 def opt(flag, value):
