@@ -26,7 +26,7 @@ from tqdm import tqdm
 from spanaug import artifacts
 from spanaug.data import iter_jsonl
 from spanaug.errors import ConfigError, InputError
-from spanaug.hub import resolve
+from spanaug.hub import frozen_encoder
 from spanaug.paraphrase import choose_device
 
 log = logging.getLogger(__name__)
@@ -237,14 +237,9 @@ class PairEncoder:
 
     def __init__(self, name_or_path: str, encoder=None, tokenizer=None, device: torch.device | None = None,  # noqa: ANN001
                  max_length: int = 512, cache: dict | None = None):
-        from transformers import AutoModel, AutoTokenizer
-
         self.device = device or torch.device("cpu")
         self.max_length = max_length
-        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(name_or_path))
-        self.encoder = (encoder or AutoModel.from_pretrained(resolve(name_or_path))).to(self.device).eval()
-        for p in self.encoder.parameters():
-            p.requires_grad_(False)
+        self.tokenizer, self.encoder = frozen_encoder(name_or_path, self.device, encoder, tokenizer)
         self.cache = cache
 
     @torch.no_grad()

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from spanaug import artifacts
 from spanaug.errors import ConfigError, InputError
-from spanaug.hub import resolve
+from spanaug.hub import frozen_encoder
 from spanaug.paraphrase import choose_device
 
 log = logging.getLogger(__name__)
@@ -365,14 +365,9 @@ class FrameIdentifier:
     WEIGHTS = "frameid.pt"
 
     def __init__(self, cfg: FrameIdConfig, device: str | None = "auto"):
-        from transformers import AutoModel, AutoTokenizer
-
         self.cfg = cfg
         self.device = choose_device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(resolve(cfg.encoder))
-        self.encoder = AutoModel.from_pretrained(resolve(cfg.encoder)).to(self.device).eval()
-        for p in self.encoder.parameters():
-            p.requires_grad_(False)
+        self.tokenizer, self.encoder = frozen_encoder(cfg.encoder, self.device)
         # Only the vectors of words actually seen are read from the GloVe file (see _load_glove).
         self.glove: dict[str, torch.Tensor] = {}
         self._glove_checked: set[str] = set()
