@@ -9,10 +9,11 @@ examples of the sentences it sampled.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -160,26 +161,28 @@ def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
             shared = rng.sample(shared, cfg.max_fragments_per_environment)
         pairs.update((a, b) for a in shared for b in shared
                      if a != b and [t.lower() for t in a[0]] != [t.lower() for t in b[0]])
-    existing = {(sentence_key(s.tokens), span) for s in sentences for span in s.triggers}
     ordered = sorted(pairs)
     rng.shuffle(ordered)  # the output cap then samples pairs instead of favouring the alphabet
-    out: list[dict[str, Any]] = []
-    seen = set(existing)
-    for first, second in ordered:
-        for n, (s, e) in templates[first][: cfg.max_templates_per_pair]:
-            if len(out) >= cfg.max_outputs:
-                break
-            base = sentences[n].tokens
-            tokens = base[:s] + list(second[0]) + base[e + 1 :]
-            span = (s, s + len(second[0]) - 1)
-            if (sentence_key(tokens), span) in seen:
-                continue
-            seen.add((sentence_key(tokens), span))
-            out.append(example("geca", f"{len(out)}", base, tokens, span, second[1], " ".join(first[0])))
+
+    def filled() -> Iterator[tuple[list[str], list[str], tuple[int, int], str, str]]:
+        """New (template sentence, tokens, span, frame, replaced trigger), each once and none already in the data."""
+        seen = {(sentence_key(s.tokens), span) for s in sentences for span in s.triggers}
+        for first, second in ordered:
+            for n, (s, e) in templates[first][: cfg.max_templates_per_pair]:
+                base = sentences[n].tokens
+                tokens = base[:s] + list(second[0]) + base[e + 1 :]
+                span = (s, s + len(second[0]) - 1)
+                if (sentence_key(tokens), span) not in seen:
+                    seen.add((sentence_key(tokens), span))
+                    yield base, tokens, span, second[1], " ".join(first[0])
+
+    candidates = filled()
+    out = [example("geca", str(n), base, tokens, span, frame, replaced)
+           for n, (base, tokens, span, frame, replaced) in enumerate(itertools.islice(candidates, cfg.max_outputs))]
+    if next(candidates, None) is not None:
+        log.warning("GECA stopped at max_outputs=%d", cfg.max_outputs)
     counts = {"fragments": len(templates), "environments": len(environments), "fragment_pairs": len(pairs),
               "examples": len(out)}
-    if len(out) >= cfg.max_outputs:
-        log.warning("GECA stopped at max_outputs=%d", cfg.max_outputs)
     return out, counts
 
 
@@ -195,20 +198,16 @@ def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, flo
                   ) -> dict[str, list[tuple[list[str], tuple[int, int]]]]:
     """Per seed: the seed and its outputs in iteration order, as (tokens, span), up to the first
     output that has no aligned span or fails ``bounds`` (the chain is cut there)."""
-    passing = {r["output_id"] for r in _selected(augmented, bounds)}
     outputs: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for r in augmented.select(["output_id", "seed_id", "iteration", "paraphrase_tokens", "aligned_start",
-                               "aligned_end"]).to_pylist():
+    for r in _selected(augmented, bounds):
         outputs[r["seed_id"]][r["iteration"]] = r
     chains = {}
     for seed in seeds.to_pylist():
         members = [(list(seed["tokens"]), (seed["span_start"], seed["span_end"]))]
-        by_iteration = outputs.get(seed["sentence_id"], {})
-        i = 1
-        while i in by_iteration and by_iteration[i]["output_id"] in passing:
-            r = by_iteration[i]
+        passing = outputs.get(seed["sentence_id"], {})
+        while len(members) in passing:  # member i is iteration i's output
+            r = passing[len(members)]
             members.append((list(r["paraphrase_tokens"]), (r["aligned_start"], r["aligned_end"])))
-            i += 1
         chains[seed["sentence_id"]] = members
     return chains
 

@@ -166,19 +166,23 @@ def _frameid_sentences(paths: list[str]) -> list:
     return [sent for path in paths for sent in read_training_file(path)]
 
 
+def _frameid_lexicon(path: str | None) -> dict | None:
+    """``--lexicon``: frame -> LUs from a lexicon JSON or a FrameNet release (None when unset)."""
+    if not path:
+        return None
+    from spanaug.evaluate import read_lexicon
+
+    return read_lexicon(path)
+
+
 def cmd_frameid_train(a: argparse.Namespace) -> None:
     from spanaug.frameid import FrameIdTrainConfig, train_frameid
 
     dev = _frameid_sentences([a.dev]) if a.dev else None
-    lexicon = None
-    if a.lexicon:
-        from spanaug.evaluate import read_lexicon
-
-        lexicon = read_lexicon(a.lexicon)
     model, summary = train_frameid(_frameid_sentences(a.train), a.encoder,
                                    FrameIdTrainConfig(epochs=a.epochs, seed=a.seed, batch_size=a.batch_size,
                                                       learning_rate=a.learning_rate),
-                                   dev=dev, glove=a.glove, device=a.device, lexicon=lexicon)
+                                   dev=dev, glove=a.glove, device=a.device, lexicon=_frameid_lexicon(a.lexicon))
     model.save_pretrained(a.out)
     _write_json(summary, str(Path(a.out) / "training_summary.json"))
 
@@ -210,14 +214,6 @@ def cmd_frameid_split(a: argparse.Namespace) -> None:
         _write_json(split_sentences(a.sentences, a.out_dir, a.dev_share, a.test_share, a.parts), None)
 
 
-def _frameid_point_lexicon(path: str | None) -> dict | None:
-    if not path:
-        return None
-    from spanaug.evaluate import read_lexicon
-
-    return read_lexicon(path)
-
-
 def cmd_frameid_point(a: argparse.Namespace) -> None:
     from spanaug import artifacts
     from spanaug.augmenters import GecaConfig
@@ -229,7 +225,7 @@ def cmd_frameid_point(a: argparse.Namespace) -> None:
                       a.encoder, FrameIdTrainConfig(epochs=a.epochs, batch_size=a.batch_size,
                                                     learning_rate=a.learning_rate),
                       examples=examples, dev=_frameid_sentences([a.dev]) if a.dev else None,
-                      lexicon=_frameid_point_lexicon(a.lexicon), geca=GecaConfig(window=a.geca_window),
+                      lexicon=_frameid_lexicon(a.lexicon), geca=GecaConfig(window=a.geca_window),
                       device=a.device)
     _write_json(point, a.out)
 

@@ -378,6 +378,7 @@ class FrameIdentifier:
         self._char_index = {ch: i for i, ch in enumerate(cfg.chars)}
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
         self._tags: dict[tuple[str, ...], list[str]] = {}
+        self._allowed: dict[tuple[str, ...], dict[Span, set[int]]] = {}
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -459,13 +460,19 @@ class FrameIdentifier:
                  else candidate_spans(len(sent.tokens)))
         if self.lexicon is None:
             return spans, None
-        kept, allowed = [], []
-        for span in spans:
-            frames = {self._frame_index[f] for f in self.lexicon.candidates(sent.tokens, span) if f in self._frame_index}
-            if frames:
-                kept.append(span)
-                allowed.append(frames)
-        return kept, allowed
+        candidates = self._candidates(sent.tokens)
+        kept = [span for span in spans if span in candidates]
+        return kept, [candidates[span] for span in kept]
+
+    def _candidates(self, tokens: Sequence[str]) -> dict[Span, set[int]]:
+        """Each span's candidate frame indices (spans with none left out), memoised: training asks
+        for the same sentences every epoch."""
+        key = tuple(tokens)
+        if key not in self._allowed:
+            found = {span: {self._frame_index[f] for f in self.lexicon.candidates(tokens, span) if f in self._frame_index}
+                     for span in candidate_spans(len(tokens))}
+            self._allowed[key] = {span: frames for span, frames in found.items() if frames}
+        return self._allowed[key]
 
     def _logits(self, sentences: Sequence[Sentence], training: bool) -> tuple[torch.Tensor, list[list[Span]]]:
         """Scores of each sentence's spans, frames outside a span's candidates masked out."""
