@@ -17,19 +17,8 @@ from typing import Any
 import torch
 
 from spanaug import artifacts, plotting
-from spanaug.align import (
-    AlignerConfig,
-    Instance,
-    SpanAligner,
-    TrainConfig,
-    candidate_spans,
-    pair_key,
-    reverse_instances,
-    span_means,
-    span_metrics,
-    train_aligner,
-    tune_threshold,
-)
+from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, reverse_instances,
+                           span_means, span_metrics, train_aligner, tune_threshold)
 from spanaug.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -130,11 +130,15 @@ def judgments_input(wildcards):
     return [f"{RES}/human_eval/judgments.csv"] if config.get("human_eval") and human_results() else []
 
 
-def augmenter_filter_opts(name):
-    """``--filter NAME`` for an augmenter, with the run's filter definitions when it has its own."""
+def filters_opt():
+    """``--filters JSON`` when the run defines its own filters (the paper's Table 4 otherwise)."""
     filters = (config.get("filtering") or {}).get("filters")
-    return " ".join([opt("--filter", ((config.get("augmenters") or {}).get(name) or {}).get("filter")),
-                     opt("--filters", json.dumps(filters) if filters else None)])
+    return opt("--filters", json.dumps(filters) if filters else None)
+
+
+def augmenter_filter_opts(name):
+    """``--filter NAME`` for an augmenter, with the run's filter definitions."""
+    return " ".join([opt("--filter", ((config.get("augmenters") or {}).get(name) or {}).get("filter")), filters_opt()])
 
 
 def geca_opts():

@@ -78,7 +78,7 @@ rule filter_outputs:
         summary=f"{RES}/filtering/filters.json",
     params:
         out_dir=f"{RES}/filtering",
-        filters=opt("--filters", json.dumps(F["filters"]) if F.get("filters") else None),
+        filters=filters_opt(),
         judgments=lambda wildcards, input: opt("--judgments", input.judgments[0] if input.judgments else None),
         downweight=F.get("downweight", 0.5),
         seed=F.get("seed", 0),
