@@ -23,8 +23,14 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from spanaug.align import (AlignerConfig, TrainConfig, instances_from_bitext, iter_pairs_from_bitext, pair_key,  # noqa: E402
-                           read_instances, train_aligner)
+from spanaug.pipeline.aligner.instances import (
+    instances_from_bitext,
+    iter_pairs_from_bitext,
+    pair_key,
+    read_instances,
+)
+from spanaug.pipeline.aligner.model import AlignerConfig
+from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
 
 
 def main() -> None:

@@ -24,9 +24,10 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from spanaug.evaluate import read_lexicon  # noqa: E402
-from spanaug.frameid import (FrameIdTrainConfig, LexiconBaseline, read_training_file, split_conll,  # noqa: E402
-                             train_frameid, triple_scores)
+from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
+from spanaug.downstream.frameid.data import read_training_file, split_conll
+from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
+from spanaug.pipeline.framenet import read_lexicon
 
 SHARED = REPO.parent / "shared/data"
 

@@ -18,9 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from spanaug.constraints import expand, lu_upos  # noqa: E402
-from spanaug.data import read_framenet  # noqa: E402
-from spanaug.paraphrase import BACKENDS, DecodeConfig, DecodeStats  # noqa: E402
+from spanaug.pipeline.constraints import expand, lu_upos
+from spanaug.pipeline.importers import read_framenet
+from spanaug.pipeline.paraphraser.hf_backend import DecodeConfig, DecodeStats
+from spanaug.pipeline.paraphraser.stage import BACKENDS
 
 
 def requests(repeat: int) -> list[dict]:

@@ -21,11 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from spanaug import artifacts  # noqa: E402
-from spanaug.augment import assemble, init_shards, select_stage  # noqa: E402
-from spanaug.constraints import expand_stage  # noqa: E402
-from spanaug.data import import_corpus, select_seeds  # noqa: E402
-from spanaug.evaluate import write_stats  # noqa: E402
+from spanaug.core import artifacts
+from spanaug.evaluation.statistics import write_stats
+from spanaug.pipeline.constraints import expand_stage
+from spanaug.pipeline.importers import import_corpus
+from spanaug.pipeline.iterations import assemble, init_shards, select_stage
+from spanaug.pipeline.seeds import select_seeds
 
 VERBS = ["bought", "purchased", "walked", "ran", "said", "announced", "gave", "donated", "noticed", "found",
          "stopped", "quit", "acquired", "strolled", "declared", "handed", "discovered", "ceased"]

@@ -37,7 +37,14 @@ def shared_file(name: str) -> Path:
 def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2-layer BERT with a WordPiece vocabulary trained on a few sentences, saved to disk."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     out = tmp_path_factory.mktemp("tiny_encoder")
@@ -63,7 +70,11 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random 1+1-layer BART with a SentencePiece-unigram vocabulary trained on the fly."""
     import torch
 
-    from spanaug.paraphraser_training import ParaphraserConfig, build_model, train_tokenizer
+    from spanaug.pipeline.paraphraser.training import (
+        ParaphraserConfig,
+        build_model,
+        train_tokenizer,
+    )
 
     out = tmp_path_factory.mktemp("tiny_paraphraser")
     tokenizer = train_tokenizer(CORPUS * 3, vocab_size=120)

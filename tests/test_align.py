@@ -3,12 +3,23 @@ import random
 
 import pytest
 import torch
-
 from conftest import shared_file
-from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, instances_from_bitext,
-                           read_instances, soft_labels, span_metrics, train_aligner)
+
 from spanaug.cli import main
-from spanaug.errors import ConfigError, InputError
+from spanaug.core.errors import ConfigError, InputError
+from spanaug.core.metrics import span_metrics
+from spanaug.pipeline.aligner.instances import (
+    Instance,
+    instances_from_bitext,
+    read_instances,
+)
+from spanaug.pipeline.aligner.model import (
+    AlignerConfig,
+    SpanAligner,
+    candidate_spans,
+    soft_labels,
+)
+from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
 
 WORDS = "Abby bought a car from Robin last week The company purchased steel three suppliers children walked".split()
 
@@ -138,7 +149,7 @@ def test_real_edinburgh_instances_load():
 
 
 def test_finetuning_top_layer_moves_only_that_layer_and_round_trips(tiny_encoder, tmp_path):
-    from spanaug.align import encoder_layers
+    from spanaug.pipeline.aligner.model import encoder_layers
 
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32, finetune_layers=1)
     aligner = SpanAligner(cfg, device="cpu")
@@ -156,7 +167,7 @@ def test_finetuning_top_layer_moves_only_that_layer_and_round_trips(tiny_encoder
 
 
 def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
-    from spanaug.align import reverse_instances
+    from spanaug.pipeline.aligner.instances import reverse_instances
 
     train = copy_task(30, 9)
     gappy = Instance("g", ["a", "b", "c"], ["x", "y"], (0, 1), None)

@@ -1,9 +1,15 @@
 import csv
 import json
 
-from spanaug.align import Instance, pair_key
-from spanaug.align_eval import position_difference, run_ablation, split_by_pair, unseen_in_training
 from test_align import copy_task
+
+from spanaug.evaluation.aligner_ablation import (
+    position_difference,
+    run_ablation,
+    split_by_pair,
+    unseen_in_training,
+)
+from spanaug.pipeline.aligner.instances import Instance, pair_key
 
 
 def test_split_keeps_pairs_together():

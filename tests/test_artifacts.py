@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from spanaug import artifacts
-from spanaug.errors import ArtifactError
+from spanaug.core import artifacts
+from spanaug.core.errors import ArtifactError
 
 
 def _row(**kw):

@@ -3,15 +3,31 @@
 import json
 
 import pytest
-
-from spanaug import artifacts
-from spanaug.augmenters import (GecaConfig, chain_members, geca_examples, graph_instances, lexsub_examples,
-                                paraphrastic_examples, sentence_key)
-from spanaug.cli import main
-from spanaug.errors import ConfigError
-from spanaug.experiment import curves, curves_stage, examples_for, sample_sentences
-from spanaug.frameid import Sentence, read_training_file, split_sentences
 from test_evaluate import output, seed, write_augmented
+
+from spanaug.cli import main
+from spanaug.core import artifacts
+from spanaug.core.errors import ConfigError
+from spanaug.downstream.augmenter_comparison import (
+    curves,
+    curves_stage,
+    examples_for,
+    sample_sentences,
+)
+from spanaug.downstream.augmenters import (
+    GecaConfig,
+    chain_members,
+    geca_examples,
+    graph_instances,
+    lexsub_examples,
+    paraphrastic_examples,
+)
+from spanaug.downstream.frameid.data import (
+    Sentence,
+    read_training_file,
+    sentence_key,
+    split_sentences,
+)
 
 
 class TableTagger:
@@ -176,7 +192,7 @@ def test_cli_point_trains_with_an_augmenters_examples(tiny_encoder, tmp_path):
 
 
 def test_outputs_of_unknown_seeds_are_a_clear_error(dataset):
-    from spanaug.errors import ArtifactError
+    from spanaug.core.errors import ArtifactError
 
     augmented, seeds, _ = dataset
     with pytest.raises(ArtifactError, match="'s2'"):

@@ -6,12 +6,18 @@ import sys
 
 import pytest
 
-from spanaug.align import Instance, read_predictions, span_metrics
-from spanaug.baselines import (DiscAlignConfig, DiscAligner, FastAlignConfig, fast_align, grow_diag_final_and,
-                               project_span)
 from spanaug.cli import main
-from spanaug.errors import ConfigError
-from spanaug.wordalign import AlignedPair, alignment_scores
+from spanaug.core.errors import ConfigError
+from spanaug.core.metrics import span_metrics
+from spanaug.evaluation.discalign import DiscAlignConfig, DiscAligner
+from spanaug.evaluation.fastalign import FastAlignConfig, fast_align
+from spanaug.evaluation.word_alignment import (
+    alignment_scores,
+    grow_diag_final_and,
+    project_span,
+)
+from spanaug.pipeline.aligner.instances import Instance, read_predictions
+from spanaug.pipeline.aligner.word_aligned import AlignedPair
 
 WORDS = "Abby bought a car from Robin last week the company purchased steel three suppliers children walked".split()
 

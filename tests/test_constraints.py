@@ -1,4 +1,9 @@
-from spanaug.constraints import expand, lemma_of, requests_from_chain, violations
+from spanaug.pipeline.constraints import (
+    expand,
+    lemma_of,
+    requests_from_chain,
+    violations,
+)
 
 
 def test_corroborate_inflections_and_case():

@@ -4,11 +4,18 @@ import json
 
 import pytest
 
-from spanaug import artifacts
-from spanaug.augment import assemble
-from spanaug.errors import InputError
-from spanaug.evaluate import (LexiconTagger, StatsConfig, intrinsic_stats, lexicon_recovery, load_tagger,
-                              pos_diversity, read_lexicon, with_sources)
+from spanaug.core import artifacts
+from spanaug.core.errors import InputError
+from spanaug.core.tagging import LexiconTagger, load_tagger
+from spanaug.evaluation.statistics import (
+    StatsConfig,
+    intrinsic_stats,
+    lexicon_recovery,
+    pos_diversity,
+    with_sources,
+)
+from spanaug.pipeline.framenet import read_lexicon
+from spanaug.pipeline.iterations import assemble
 
 
 def seed(sid, tokens, start, end, frame, lu):

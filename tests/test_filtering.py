@@ -4,14 +4,19 @@ import csv
 import random
 
 import pytest
-
-from spanaug import artifacts
-from spanaug.augment import assemble
-from spanaug.cli import main
-from spanaug.errors import ConfigError, InputError
-from spanaug.filtering import DEFAULT_FILTERS, check_filters, heuristic_mask, read_judgments
-from spanaug.humaneval import export_task, fleiss_kappa, import_judgments
 from test_evaluate import output, seed
+
+from spanaug.cli import main
+from spanaug.core import artifacts
+from spanaug.core.errors import ConfigError, InputError
+from spanaug.evaluation.filtering import (
+    DEFAULT_FILTERS,
+    check_filters,
+    heuristic_mask,
+    read_judgments,
+)
+from spanaug.evaluation.human_eval import export_task, fleiss_kappa, import_judgments
+from spanaug.pipeline.iterations import assemble
 
 FRAMES = [("Commerce_buy", ["buy.v", "purchase.v"]), ("Giving", ["give.v", "hand.v"]), ("Activity_stop", ["quit.v", "stop.v"])]
 

@@ -4,11 +4,14 @@ import json
 import random
 
 import pytest
-
 from conftest import shared_file
+
 from spanaug.cli import main
-from spanaug.frameid import (FrameIdentifier, FrameIdTrainConfig, FrameLexicon, LexiconBaseline, Sentence, lu_lemmas,
-                             read_training_file, span_keys, split_conll, train_frameid, triple_scores)
+from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
+from spanaug.downstream.frameid.data import Sentence, read_training_file, split_conll
+from spanaug.downstream.frameid.lexicon import FrameLexicon, lu_lemmas, span_keys
+from spanaug.downstream.frameid.model import FrameIdentifier
+from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
 TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
             "stopped": "Activity_stop"}
@@ -96,9 +99,10 @@ def test_lexicon_labels_triggers_unseen_in_training(tiny_encoder, tmp_path):
 
 
 def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):
-    from spanaug import artifacts
-    from spanaug.augment import assemble
     from test_evaluate import output
+
+    from spanaug.core import artifacts
+    from spanaug.pipeline.iterations import assemble
 
     write_conll(toy(60, 3), tmp_path / "train.conll")
     write_conll(toy(20, 4), tmp_path / "test.conll", start=100)
@@ -148,8 +152,8 @@ def test_glove_vectors_are_read_only_for_words_met(tiny_encoder, tmp_path):
 
 
 def test_malformed_glove_line_names_the_line(tmp_path):
-    from spanaug.errors import InputError
-    from spanaug.frameid import read_glove
+    from spanaug.core.errors import InputError
+    from spanaug.downstream.frameid.model import read_glove
 
     glove = tmp_path / "vectors.txt"
     glove.write_text("good 0.1 0.2\nbad 0.1 x\n")

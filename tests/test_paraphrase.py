@@ -1,12 +1,20 @@
 import math
 
 import pytest
+from conftest import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS
-from spanaug.constraints import violations
-from spanaug.paraphrase import DecodeConfig, DecodeStats, Paraphraser, PerSentenceBannedSequences, banned_sequences
+from spanaug.pipeline.constraints import violations
+from spanaug.pipeline.paraphraser.banned import (
+    PerSentenceBannedSequences,
+    banned_sequences,
+)
+from spanaug.pipeline.paraphraser.hf_backend import (
+    DecodeConfig,
+    DecodeStats,
+    Paraphraser,
+)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +94,10 @@ def test_deterministic_with_seed(para, mode):
 def test_trained_paraphraser_round_trip_and_resume(tmp_path):
     import json
 
-    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+    from spanaug.pipeline.paraphraser.training import (
+        ParaphraserConfig,
+        train_paraphraser,
+    )
 
     bitext = tmp_path / "b.tsv"
     bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])))
@@ -105,8 +116,8 @@ def test_trained_paraphraser_round_trip_and_resume(tmp_path):
 
 
 def test_bitext_errors_name_line(tmp_path):
-    from spanaug.errors import InputError
-    from spanaug.paraphraser_training import read_bitext
+    from spanaug.core.errors import InputError
+    from spanaug.pipeline.paraphraser.training import read_bitext
 
     path = tmp_path / "b.tsv"
     path.write_text("a\tb\nno tab here\n")
@@ -116,7 +127,7 @@ def test_bitext_errors_name_line(tmp_path):
 
 def test_ct2_backend_matches_hf(tiny_paraphraser, tmp_path):
     pytest.importorskip("ctranslate2")
-    from spanaug.paraphrase import CT2Paraphraser
+    from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 
     ct2 = CT2Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", ct2_dir=tmp_path / "ct2")
     hf = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
@@ -134,7 +145,10 @@ def test_training_is_deterministic(tmp_path):
     """Same bitext and seed: the same vocabulary and the same weights (so `make demo` repeats itself)."""
     import torch
 
-    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+    from spanaug.pipeline.paraphraser.training import (
+        ParaphraserConfig,
+        train_paraphraser,
+    )
 
     bitext = tmp_path / "b.tsv"
     bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[::-1])))

@@ -1,13 +1,18 @@
 import json
 
 import pytest
-
 from conftest import shared_file
-from spanaug.align import read_instances
+
 from spanaug.cli import main
-from spanaug.errors import InputError
-from spanaug.wordalign import (AlignedPair, alignment_scores, instances_from_alignments, read_aligned_json,
-                               read_span_tsv)
+from spanaug.core.errors import InputError
+from spanaug.evaluation.word_alignment import alignment_scores
+from spanaug.pipeline.aligner.instances import read_instances
+from spanaug.pipeline.aligner.word_aligned import (
+    AlignedPair,
+    instances_from_alignments,
+    read_aligned_json,
+    read_span_tsv,
+)
 
 
 def pair(src, tgt, sure, possible=""):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
-from spanaug import artifacts
+
+from spanaug.core import artifacts
 
 pytestmark = pytest.mark.workflow
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")

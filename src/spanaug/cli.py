@@ -8,14 +8,14 @@ import logging
 import sys
 from pathlib import Path
 
-from spanaug.artifacts import SCHEMAS
-from spanaug.errors import SpanaugError
+from spanaug.core.artifacts import SCHEMAS
+from spanaug.core.errors import SpanaugError
 
 log = logging.getLogger("spanaug")
 
 
 def _write_json(obj: object, path: str | None) -> None:
-    from spanaug.artifacts import atomic_path
+    from spanaug.core.files import atomic_path
 
     text = json.dumps(obj, indent=2)
     if path:
@@ -29,15 +29,15 @@ def _write_json(obj: object, path: str | None) -> None:
 
 
 def cmd_import(a: argparse.Namespace) -> None:
-    from spanaug.data import import_corpus
+    from spanaug.pipeline.importers import import_corpus
 
     stats = import_corpus(a.format, a.input, a.out, max_tokens=a.max_tokens, parts=a.parts)
     _write_json(stats.as_dict(), a.stats)
 
 
 def cmd_seeds(a: argparse.Namespace) -> None:
-    from spanaug import artifacts
-    from spanaug.data import select_seeds
+    from spanaug.core import artifacts
+    from spanaug.pipeline.seeds import select_seeds
 
     table = artifacts.read_table(a.sentences, artifacts.SENTENCES)
     seeds, report = select_seeds(table, a.mode, a.n_frames, a.lus_per_frame, a.per_lu)
@@ -46,21 +46,22 @@ def cmd_seeds(a: argparse.Namespace) -> None:
 
 
 def cmd_shard(a: argparse.Namespace) -> None:
-    from spanaug.augment import init_shards
+    from spanaug.pipeline.iterations import init_shards
 
     counts = init_shards(a.seeds, a.out)
     log.info("iteration 0: %d seeds in %d shards %s", sum(counts), len(counts), counts)
 
 
 def cmd_constraints(a: argparse.Namespace) -> None:
-    from spanaug.constraints import expand_stage
+    from spanaug.pipeline.constraints import expand_stage
 
     n = expand_stage(a.chain, a.out, a.iteration, not a.no_case, not a.no_inflections)
     log.info("iteration %d: %d requests", a.iteration, n)
 
 
 def cmd_paraphrase(a: argparse.Namespace) -> None:
-    from spanaug.paraphrase import DecodeConfig, paraphrase_stage
+    from spanaug.pipeline.paraphraser.hf_backend import DecodeConfig
+    from spanaug.pipeline.paraphraser.stage import paraphrase_stage
 
     cfg = DecodeConfig(mode=a.mode, beam_size=a.beam_size, return_top=a.return_top, top_k=a.top_k,
                        num_samples=a.num_samples, seed=a.seed, batch_size=a.batch_size,
@@ -70,27 +71,27 @@ def cmd_paraphrase(a: argparse.Namespace) -> None:
 
 
 def cmd_select(a: argparse.Namespace) -> None:
-    from spanaug.augment import select_stage
+    from spanaug.pipeline.iterations import select_stage
 
     select_stage(a.aligned, a.out)
 
 
 def cmd_gather(a: argparse.Namespace) -> None:
-    from spanaug import artifacts
+    from spanaug.core import artifacts
 
     n = artifacts.concat_artifacts(a.inputs, a.out, artifacts.SCHEMAS[a.schema])
     log.info("gathered %d rows into %s", n, a.out)
 
 
 def cmd_assemble(a: argparse.Namespace) -> None:
-    from spanaug.augment import assemble
+    from spanaug.pipeline.iterations import assemble
 
     n = assemble(a.inputs, a.out)
     log.info("augmented dataset: %d rows in %s", n, a.out)
 
 
 def cmd_stats(a: argparse.Namespace) -> None:
-    from spanaug.evaluate import StatsConfig, write_stats
+    from spanaug.evaluation.statistics import StatsConfig, write_stats
 
     cfg = StatsConfig(bleu_sample=a.bleu_sample, lexicon=a.lexicon, pos_tagger=a.pos_tagger, pos_sample=a.pos_sample)
     write_stats(a.augmented, a.seeds, a.out_json, a.out_csv, a.out_plot, cfg, a.out_dist_plot)
@@ -98,7 +99,7 @@ def cmd_stats(a: argparse.Namespace) -> None:
 
 def _read_filters(text: str | None) -> dict | None:
     """``--filters``: inline JSON or a JSON file (None: the paper's Table 4)."""
-    from spanaug.errors import ConfigError
+    from spanaug.core.errors import ConfigError
 
     if not text:
         return None
@@ -113,8 +114,8 @@ def _read_filters(text: str | None) -> dict | None:
 
 def _filter_bounds(a: argparse.Namespace) -> dict | None:
     """The bounds of the filter ``--filter`` names (None: every aligned output)."""
-    from spanaug.errors import ConfigError
-    from spanaug.filtering import DEFAULT_FILTERS, check_filters
+    from spanaug.core.errors import ConfigError
+    from spanaug.evaluation.filtering import DEFAULT_FILTERS, check_filters
 
     if not a.filter or a.filter == "none":
         return None
@@ -126,7 +127,7 @@ def _filter_bounds(a: argparse.Namespace) -> dict | None:
 
 
 def cmd_filter(a: argparse.Namespace) -> None:
-    from spanaug.filtering import ClassifierConfig, filter_stage
+    from spanaug.evaluation.filtering import ClassifierConfig, filter_stage
 
     filters = _read_filters(a.filters)
     rows = filter_stage(a.augmented, a.seeds, a.out_dir, filters, a.judgments,
@@ -136,11 +137,11 @@ def cmd_filter(a: argparse.Namespace) -> None:
 
 
 def cmd_human_export(a: argparse.Namespace) -> None:
-    from spanaug.humaneval import export_task
+    from spanaug.evaluation.human_eval import export_task
 
     definitions = None
     if a.framenet:
-        from spanaug.data import framenet_definitions
+        from spanaug.pipeline.framenet import framenet_definitions
 
         definitions = framenet_definitions(a.framenet)
     counts = export_task(a.augmented, a.sentences, a.out_task, a.out_key, a.n_items, a.seed, definitions)
@@ -148,20 +149,20 @@ def cmd_human_export(a: argparse.Namespace) -> None:
 
 
 def cmd_human_simulate(a: argparse.Namespace) -> None:
-    from spanaug.humaneval import simulate_judgments
+    from spanaug.evaluation.human_eval import simulate_judgments
 
     n = simulate_judgments(a.key, a.out, a.raters, a.seed)
     log.warning("wrote %d SIMULATED judgment rows to %s (no person judged these)", n, a.out)
 
 
 def cmd_human_import(a: argparse.Namespace) -> None:
-    from spanaug.humaneval import import_judgments
+    from spanaug.evaluation.human_eval import import_judgments
 
     _write_json(import_judgments(a.results, a.key, a.out_dir), None)
 
 
 def _frameid_sentences(paths: list[str]) -> list:
-    from spanaug.frameid import read_training_file
+    from spanaug.downstream.frameid.data import read_training_file
 
     return [sent for path in paths for sent in read_training_file(path)]
 
@@ -170,13 +171,13 @@ def _frameid_lexicon(path: str | None) -> dict | None:
     """``--lexicon``: frame -> LUs from a lexicon JSON or a FrameNet release (None when unset)."""
     if not path:
         return None
-    from spanaug.evaluate import read_lexicon
+    from spanaug.pipeline.framenet import read_lexicon
 
     return read_lexicon(path)
 
 
 def cmd_frameid_train(a: argparse.Namespace) -> None:
-    from spanaug.frameid import FrameIdTrainConfig, train_frameid
+    from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
     dev = _frameid_sentences([a.dev]) if a.dev else None
     model, summary = train_frameid(_frameid_sentences(a.train), a.encoder,
@@ -188,7 +189,8 @@ def cmd_frameid_train(a: argparse.Namespace) -> None:
 
 
 def cmd_frameid_eval(a: argparse.Namespace) -> None:
-    from spanaug.frameid import FrameIdentifier, triple_scores
+    from spanaug.downstream.frameid.baseline import triple_scores
+    from spanaug.downstream.frameid.model import FrameIdentifier
 
     test = _frameid_sentences([a.test])
     model = FrameIdentifier.from_pretrained(a.model, device=a.device)
@@ -196,7 +198,7 @@ def cmd_frameid_eval(a: argparse.Namespace) -> None:
 
 
 def cmd_frameid_baseline(a: argparse.Namespace) -> None:
-    from spanaug.frameid import LexiconBaseline, triple_scores
+    from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 
     test = _frameid_sentences([a.test])
     scores = triple_scores(test, LexiconBaseline().fit(_frameid_sentences(a.train)).predict(test))
@@ -206,7 +208,7 @@ def cmd_frameid_baseline(a: argparse.Namespace) -> None:
 
 
 def cmd_frameid_split(a: argparse.Namespace) -> None:
-    from spanaug.frameid import split_conll, split_sentences
+    from spanaug.downstream.frameid.data import split_conll, split_sentences
 
     if a.conll:
         _write_json(split_conll(a.conll, a.out_dir, a.dev_share, a.test_share), None)
@@ -215,10 +217,10 @@ def cmd_frameid_split(a: argparse.Namespace) -> None:
 
 
 def cmd_frameid_point(a: argparse.Namespace) -> None:
-    from spanaug import artifacts
-    from spanaug.augmenters import GecaConfig
-    from spanaug.experiment import run_point
-    from spanaug.frameid import FrameIdTrainConfig
+    from spanaug.core import artifacts
+    from spanaug.downstream.augmenter_comparison import run_point
+    from spanaug.downstream.augmenters import GecaConfig
+    from spanaug.downstream.frameid.training import FrameIdTrainConfig
 
     examples = artifacts.read_table(a.examples, artifacts.EXAMPLES).to_pylist() if a.examples else None
     point = run_point(_frameid_sentences(a.train), _frameid_sentences([a.test]), a.fraction, a.seed, a.augmenter,
@@ -231,7 +233,7 @@ def cmd_frameid_point(a: argparse.Namespace) -> None:
 
 
 def cmd_frameid_curves(a: argparse.Namespace) -> None:
-    from spanaug.experiment import curves_stage
+    from spanaug.downstream.augmenter_comparison import curves_stage
 
     for row in curves_stage(a.points, a.out_table, a.out_plot):
         log.info("%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)", row["augmenter"], 100 * row["fraction"], row["f1_mean"],
@@ -242,30 +244,30 @@ def cmd_frameid_curves(a: argparse.Namespace) -> None:
 
 
 def _augmented_and_seeds(a: argparse.Namespace) -> tuple:
-    from spanaug import artifacts
+    from spanaug.core import artifacts
 
     return (artifacts.read_table(a.augmented, artifacts.AUGMENTED),
             artifacts.read_table(a.seeds, artifacts.SENTENCES))
 
 
 def _write_examples(rows: list, counts: dict, a: argparse.Namespace) -> None:
-    from spanaug import artifacts
+    from spanaug.core import artifacts
 
     artifacts.write_table(rows, a.out, artifacts.EXAMPLES)
     _write_json({"examples": len(rows), **counts}, a.counts)
 
 
 def cmd_augment_paraphrastic(a: argparse.Namespace) -> None:
-    from spanaug.augmenters import paraphrastic_examples
+    from spanaug.downstream.augmenters import paraphrastic_examples
 
     rows = paraphrastic_examples(*_augmented_and_seeds(a), _filter_bounds(a))
     _write_examples(rows, {"filter": a.filter or "none"}, a)
 
 
 def cmd_augment_lexsub(a: argparse.Namespace) -> None:
-    from spanaug.augmenters import lexsub_examples
-    from spanaug.errors import ConfigError
-    from spanaug.evaluate import load_tagger
+    from spanaug.core.errors import ConfigError
+    from spanaug.core.tagging import load_tagger
+    from spanaug.downstream.augmenters import lexsub_examples
 
     tagger, why = load_tagger(a.pos_tagger)
     if tagger is None:
@@ -275,7 +277,7 @@ def cmd_augment_lexsub(a: argparse.Namespace) -> None:
 
 
 def cmd_augment_geca(a: argparse.Namespace) -> None:
-    from spanaug.augmenters import GecaConfig, geca_examples
+    from spanaug.downstream.augmenters import GecaConfig, geca_examples
 
     rows, counts = geca_examples(_frameid_sentences(a.train), GecaConfig(
         window=a.window, max_fragments_per_environment=a.max_fragments_per_environment,
@@ -284,8 +286,8 @@ def cmd_augment_geca(a: argparse.Namespace) -> None:
 
 
 def cmd_augment_graph(a: argparse.Namespace) -> None:
-    from spanaug.align import write_jsonl
-    from spanaug.augmenters import chain_members, graph_instances
+    from spanaug.core.files import write_jsonl
+    from spanaug.downstream.augmenters import chain_members, graph_instances
 
     instances, counts = graph_instances(chain_members(*_augmented_and_seeds(a), _filter_bounds(a)))
     write_jsonl((i.as_json() for i in instances), a.out)
@@ -293,7 +295,7 @@ def cmd_augment_graph(a: argparse.Namespace) -> None:
 
 
 def cmd_demo_corpus(a: argparse.Namespace) -> None:
-    from spanaug.fnrelease import write_release_from_yaml
+    from spanaug.pipeline.framenet_writer import write_release_from_yaml
 
     write_release_from_yaml(a.spec, a.out)
 
@@ -302,7 +304,10 @@ def cmd_demo_corpus(a: argparse.Namespace) -> None:
 
 
 def cmd_paraphraser_train(a: argparse.Namespace) -> None:
-    from spanaug.paraphraser_training import ParaphraserConfig, train_paraphraser
+    from spanaug.pipeline.paraphraser.training import (
+        ParaphraserConfig,
+        train_paraphraser,
+    )
 
     cfg = ParaphraserConfig(
         vocab_size=a.vocab_size, d_model=a.d_model, encoder_layers=a.encoder_layers, decoder_layers=a.decoder_layers,
@@ -313,7 +318,9 @@ def cmd_paraphraser_train(a: argparse.Namespace) -> None:
 
 
 def cmd_align_train(a: argparse.Namespace) -> None:
-    from spanaug.align import AlignerConfig, TrainConfig, read_instances, train_aligner
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.model import AlignerConfig
+    from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
 
     cfg = AlignerConfig(encoder=a.encoder, features=tuple(a.features.split(",")), loss=a.loss, k=a.k,
                         normalize_spans=not a.no_normalize, finetune_layers=a.finetune_layers)
@@ -328,7 +335,9 @@ def cmd_align_train(a: argparse.Namespace) -> None:
 
 
 def cmd_align_predict(a: argparse.Namespace) -> None:
-    from spanaug.align import SpanAligner, read_instances, write_jsonl
+    from spanaug.core.files import write_jsonl
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.model import SpanAligner
 
     aligner = SpanAligner.from_pretrained(a.model, device=a.device)
     insts = read_instances(a.instances)
@@ -337,8 +346,9 @@ def cmd_align_predict(a: argparse.Namespace) -> None:
 
 
 def cmd_align_eval(a: argparse.Namespace) -> None:
-    from spanaug.align import read_instances, read_predictions, span_metrics
-    from spanaug.errors import InputError
+    from spanaug.core.errors import InputError
+    from spanaug.core.metrics import span_metrics
+    from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
     gold = read_instances(a.gold)
     preds = read_predictions(a.pred)
@@ -349,14 +359,14 @@ def cmd_align_eval(a: argparse.Namespace) -> None:
 
 
 def cmd_align_paraphrases(a: argparse.Namespace) -> None:
-    from spanaug.align import align_stage
+    from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(a.model, a.paraphrases, a.out, encoder=a.encoder, device=a.device, batch_size=a.batch_size)
 
 
 def cmd_align_ablate(a: argparse.Namespace) -> None:
-    from spanaug.align import read_instances
-    from spanaug.align_eval import run_ablation
+    from spanaug.evaluation.aligner_ablation import run_ablation
+    from spanaug.pipeline.aligner.instances import read_instances
 
     summary = run_ablation(read_instances(a.data), a.encoder, a.out_dir, epochs=a.epochs, seed=a.seed, k=a.k,
                            device=a.device, finetune_layers=a.finetune_layers, extra_reversed=a.extra_reversed,
@@ -367,20 +377,27 @@ def cmd_align_ablate(a: argparse.Namespace) -> None:
 
 
 def cmd_align_make_instances(a: argparse.Namespace) -> None:
-    from spanaug.align import instances_from_bitext, iter_pairs_from_bitext, write_jsonl
+    from spanaug.core.files import write_jsonl
+    from spanaug.pipeline.aligner.instances import (
+        instances_from_bitext,
+        iter_pairs_from_bitext,
+    )
 
     insts = instances_from_bitext(iter_pairs_from_bitext(a.bitext), prefix=Path(a.bitext).stem)
     n = write_jsonl((i.as_json() for i in insts), a.out)
     log.info("%d span instances from %s", n, a.bitext)
     if a.pairs_out:
-        from spanaug.wordalign import pairs_from_bitext, write_aligned_json
+        from spanaug.pipeline.aligner.word_aligned import (
+            pairs_from_bitext,
+            write_aligned_json,
+        )
 
         write_aligned_json(pairs_from_bitext(iter_pairs_from_bitext(a.bitext), prefix=Path(a.bitext).stem), a.pairs_out)
 
 
 def cmd_align_import(a: argparse.Namespace) -> None:
-    from spanaug.align import write_jsonl
-    from spanaug.wordalign import import_instances
+    from spanaug.core.files import write_jsonl
+    from spanaug.pipeline.aligner.word_aligned import import_instances
 
     insts = import_instances(a.input, a.format, null_share=a.null_share, seed=a.seed)
     n = write_jsonl((i.as_json() for i in insts), a.out)
@@ -391,21 +408,27 @@ def cmd_align_import(a: argparse.Namespace) -> None:
 
 
 def _fastalign_config(a: argparse.Namespace):  # noqa: ANN202
-    from spanaug.baselines import FastAlignConfig
+    from spanaug.evaluation.fastalign import FastAlignConfig
 
     return FastAlignConfig(lowercase=not a.no_lowercase, iterations=a.iterations, fast_align_bin=a.fast_align_bin,
                            atools_bin=a.atools_bin)
 
 
 def _extra_text(a: argparse.Namespace) -> list:
-    from spanaug.baselines import read_text_pairs
+    from spanaug.evaluation.fastalign import read_text_pairs
 
     return [pair for path in a.extra_text for pair in read_text_pairs(path)]
 
 
 def cmd_baseline_fastalign(a: argparse.Namespace) -> None:
-    from spanaug.align import read_instances, write_jsonl
-    from spanaug.baselines import fast_align, pairs_of, span_predictions, write_links
+    from spanaug.core.files import write_jsonl
+    from spanaug.evaluation.fastalign import fast_align
+    from spanaug.evaluation.word_alignment import (
+        pairs_of,
+        span_predictions,
+        write_links,
+    )
+    from spanaug.pipeline.aligner.instances import read_instances
 
     insts = read_instances(a.instances)
     links = fast_align(pairs_of(insts), _extra_text(a), _fastalign_config(a))
@@ -415,8 +438,8 @@ def cmd_baseline_fastalign(a: argparse.Namespace) -> None:
 
 
 def cmd_discalign_train(a: argparse.Namespace) -> None:
-    from spanaug.baselines import DiscAlignConfig, DiscAligner
-    from spanaug.wordalign import read_aligned_json
+    from spanaug.evaluation.discalign import DiscAlignConfig, DiscAligner
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     model = DiscAligner(DiscAlignConfig(encoder=a.encoder, possible_as_positive=a.possible_as_positive,
                                         threshold=0.5 if a.threshold is None else a.threshold), device=a.device)
@@ -433,8 +456,14 @@ def cmd_discalign_train(a: argparse.Namespace) -> None:
 
 
 def cmd_discalign_predict(a: argparse.Namespace) -> None:
-    from spanaug.align import read_instances, write_jsonl
-    from spanaug.baselines import DiscAligner, pairs_of, span_predictions, write_links
+    from spanaug.core.files import write_jsonl
+    from spanaug.evaluation.discalign import DiscAligner
+    from spanaug.evaluation.word_alignment import (
+        pairs_of,
+        span_predictions,
+        write_links,
+    )
+    from spanaug.pipeline.aligner.instances import read_instances
 
     insts = read_instances(a.instances)
     links = DiscAligner.from_pretrained(a.model, device=a.device).align(pairs_of(insts))
@@ -444,9 +473,9 @@ def cmd_discalign_predict(a: argparse.Namespace) -> None:
 
 
 def cmd_baseline_compare(a: argparse.Namespace) -> None:
-    from spanaug.align import read_instances
-    from spanaug.baselines import run_comparison
-    from spanaug.wordalign import read_aligned_json
+    from spanaug.evaluation.aligner_comparison import run_comparison
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     rows = run_comparison(read_instances(a.instances), read_aligned_json(a.gold_pairs), a.encoder, a.out_dir,
                           extra_text=_extra_text(a), fa_cfg=_fastalign_config(a), epochs=a.epochs, seed=a.seed, k=a.k,

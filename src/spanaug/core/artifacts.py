@@ -1,4 +1,4 @@
-"""Parquet artifacts: one pyarrow schema per artifact, checked on write and read; atomic writes.
+"""Parquet artifacts: one pyarrow schema per artifact, checked on write and read.
 
 Every stage of the pipeline exchanges data through these tables. A writer never leaves a
 half-written file behind: it writes to a temporary file beside the target and renames it.
@@ -7,8 +7,6 @@ half-written file behind: it writes to a temporary file beside the target and re
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spanaug.errors import ArtifactError
+from spanaug.core.errors import ArtifactError
+from spanaug.core.files import atomic_path
 
 _STR = pa.string()
 _I32 = pa.int32()
@@ -47,6 +46,7 @@ SENTENCES = pa.schema(
     ]
 )
 
+
 #: One output of the iterative process (iteration 0 holds the seeds themselves). This is
 #: both the state carried from one iteration to the next and the released dataset's row.
 CHAIN = pa.schema(
@@ -69,9 +69,11 @@ CHAIN = pa.schema(
     ]
 )
 
+
 #: The released dataset: every output of iterations >= 1, each with a stable id
 #: (``seed_id#iteration``) that human judgments and filters refer to.
 AUGMENTED = pa.schema([_f("output_id", _STR)] + list(CHAIN))
+
 
 #: The released dataset with the neural filter's scores (null when no judgments trained it).
 SCORED = pa.schema(
@@ -81,6 +83,7 @@ SCORED = pa.schema(
         _f("r_classifier", _F32, nullable=True),  # recall-oriented: negatives down-weighted
     ]
 )
+
 
 #: A sentence to paraphrase in one iteration, with the negative constraints it must obey.
 REQUESTS = pa.schema(
@@ -98,6 +101,7 @@ REQUESTS = pa.schema(
     ]
 )
 
+
 #: Decoded paraphrases: each request's top beams (or samples).
 PARAPHRASES = pa.schema(
     list(REQUESTS)
@@ -109,6 +113,7 @@ PARAPHRASES = pa.schema(
     ]
 )
 
+
 #: Paraphrases with the aligner's span prediction in each.
 ALIGNED = pa.schema(
     list(PARAPHRASES)
@@ -118,6 +123,7 @@ ALIGNED = pa.schema(
         _f("aligner_score", _F32),
     ]
 )
+
 
 #: Training examples made by an augmenter (paraphrastic, lexsub, geca) for the Frame ID
 #: comparison: one labelled trigger per row. ``seed_key`` names the training sentence the
@@ -136,6 +142,7 @@ EXAMPLES = pa.schema(
         _f("source_trigger", _STR),  # the trigger it replaces (paraphrastic: the seed's)
     ]
 )
+
 
 SCHEMAS: dict[str, pa.Schema] = {
     "sentences": SENTENCES,
@@ -177,22 +184,6 @@ def records_to_table(records: Sequence[Mapping[str, Any]], schema: pa.Schema) ->
     """Build a table of ``schema`` from dict rows (missing nullable keys become null)."""
     columns = {f.name: [r.get(f.name) for r in records] for f in schema}
     return pa.Table.from_pydict(columns, schema=schema)
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path | str, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
 
 
 class ArtifactWriter:
@@ -278,51 +269,3 @@ def concat_artifacts(
             for table in iter_batches(path, schema, batch_size):
                 writer.write(table)
     return writer.rows
-
-
-def write_csv(rows: Sequence[Mapping[str, Any]], path: Path | str, fields: Sequence[str] | None = None) -> None:
-    """A report table as CSV, atomically; columns are the union of the rows' keys unless given."""
-    import csv
-
-    fields = list(fields) if fields is not None else list(dict.fromkeys(k for r in rows for k in r))
-    with atomic_path(path, ".csv") as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-# ---------------------------------------------------------------- trained model directories
-
-
-def save_model_dir(out: Path | str, weights_name: str, state_dict: Mapping[str, Any], config_name: str,
-                   config: Mapping[str, Any]) -> Path:
-    """A trained model's weights and its JSON config, each written atomically into ``out``."""
-    import json
-
-    import torch
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / weights_name) as tmp:
-        torch.save(dict(state_dict), tmp)
-    with atomic_path(out / config_name) as tmp:
-        tmp.write_text(json.dumps(dict(config), indent=2))
-    return out
-
-
-def read_model_config(path: Path | str, config_name: str, what: str) -> dict[str, Any]:
-    """The JSON config of a model directory; a clear error when ``path`` is not one."""
-    import json
-
-    from spanaug.errors import ConfigError
-
-    config = Path(path) / config_name
-    if not config.is_file():
-        raise ConfigError(f"{path}: not a trained {what} (no {config_name})")
-    return json.loads(config.read_text())
-
-
-def load_weights(path: Path | str, device: Any) -> dict[str, Any]:
-    import torch
-
-    return torch.load(path, map_location=device, weights_only=True)

@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 import torch
 from torch import nn
 
-from spanaug import artifacts
-from spanaug.errors import ConfigError, InputError
+from spanaug.core import artifacts, files
+from spanaug.core.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
                 scores = torch.sigmoid(model(x))
             passed = (scores >= 0.5).tolist()
             record(f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], [gold[i] for i in test])
-            with artifacts.atomic_path(out_dir / f"{name}.pt") as tmp:
+            with files.atomic_path(out_dir / f"{name}.pt") as tmp:
                 torch.save(model.state_dict(), tmp)
             classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
@@ -213,9 +213,9 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
     for name in ("p_classifier", "r_classifier"):
         scored = scored.append_column(name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32()))
     artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
-    artifacts.write_csv(rows, out_dir / "filters.csv")
+    files.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows
-    with artifacts.atomic_path(out_dir / "filters.json") as tmp:
+    with files.atomic_path(out_dir / "filters.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=2))
     return rows
 

@@ -13,26 +13,22 @@ import itertools
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from spanaug.align import Instance
-from spanaug.constraints import head_positions, lu_upos
-from spanaug.data import detokenize
-from spanaug.errors import ArtifactError
-from spanaug.frameid import Sentence
-from spanaug.filtering import heuristic_mask
+from spanaug.core.errors import ArtifactError
+from spanaug.core.text import detokenize
+from spanaug.downstream.frameid.data import Sentence, sentence_key
+from spanaug.evaluation.filtering import heuristic_mask
+from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.constraints import head_positions, lu_upos
 
 log = logging.getLogger(__name__)
 
+
 AUGMENTERS = ("paraphrastic", "lexsub", "geca")
-
-
-def sentence_key(tokens: Sequence[str]) -> str:
-    """A sentence's identity across tokenisations: its lowercased characters without spaces."""
-    return "".join(t.lower() for t in tokens)
 
 
 def example(augmenter: str, example_id: str, seed_tokens: Sequence[str], tokens: list[str], span: tuple[int, int],
@@ -57,9 +53,6 @@ class _Seeds(dict):
 
 def _seeds_by_id(seeds: pa.Table) -> dict[str, dict[str, Any]]:
     return _Seeds((r["sentence_id"], r) for r in seeds.to_pylist())
-
-
-# ---------------------------------------------------------------- paraphrastic and lexical substitution
 
 
 def paraphrastic_examples(augmented: pa.Table, seeds: pa.Table,
@@ -109,9 +102,6 @@ def lexsub_examples(augmented: pa.Table, seeds: pa.Table, tagger: Any,
         out.append(example("lexsub", r["output_id"], seed["tokens"], tokens, span, r["frame"], r["seed_trigger"]))
     counts["examples"] = len(out)
     return out, counts
-
-
-# ---------------------------------------------------------------- GECA
 
 
 @dataclasses.dataclass
@@ -184,14 +174,6 @@ def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
     counts = {"fragments": len(templates), "environments": len(environments), "fragment_pairs": len(pairs),
               "examples": len(out)}
     return out, counts
-
-
-def examples_to_sentences(rows: Iterable[Mapping[str, Any]]) -> list[Sentence]:
-    """EXAMPLES rows as Frame ID training sentences: only their trigger is known (no negatives)."""
-    return [Sentence(list(r["tokens"]), {(r["span_start"], r["span_end"]): r["frame"]}, None, False) for r in rows]
-
-
-# ---------------------------------------------------------------- chain graphs
 
 
 def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, float] | None = None,

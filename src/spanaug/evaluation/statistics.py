@@ -17,14 +17,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug import artifacts, plotting
-from spanaug.errors import ArtifactError, ConfigError, InputError
+from spanaug.core import artifacts, files, plotting
+from spanaug.core.errors import ArtifactError
+from spanaug.core.tagging import load_tagger
+from spanaug.pipeline.framenet import read_lexicon
 
 log = logging.getLogger(__name__)
+
 
 #: The columns the statistics read (the constraint lists, the widest column, are left on disk).
 _STAT_COLUMNS = ["seed_id", "frame", "lexical_unit", "iteration", "paraphrase_tokens", "paraphrase_text",
                  "aligned_start", "aligned_end", "aligned_text", "aligned_lemma", "paraphrase_score", "aligner_score"]
+
+
 POS_METRICS = ["not_ext", "jaccard_distance", "weighted_jaccard_distance"]
 
 
@@ -58,7 +63,7 @@ def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int = 2000, seed: in
     and self-BLEU within chains (each output against the chain's other outputs)."""
     import sacrebleu
 
-    from spanaug.data import detokenize
+    from spanaug.core.text import detokenize
 
     seed_text = dict(zip(seeds.column("sentence_id").to_pylist(), seeds.column("text").to_pylist()))
     chains: dict[str, list[tuple[str, list[str]]]] = {}
@@ -138,9 +143,9 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
     """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
     stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
     stats["span_distributions"] = dists
-    with artifacts.atomic_path(out_json) as tmp:
+    with files.atomic_path(out_json) as tmp:
         tmp.write_text(json.dumps(stats, indent=2))
-    artifacts.write_csv(rows, out_csv, fields=["iteration", "outputs", "aligned", "failed_to_align_share",
+    files.write_csv(rows, out_csv, fields=["iteration", "outputs", "aligned", "failed_to_align_share",
                                                "mean_paraphrase_score", "mean_aligner_score"])
     if out_plot:
         plot_per_iteration(rows, out_plot)
@@ -160,9 +165,6 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     ax.legend()
     ax.set_title("Augmented outputs per iteration")
     plotting.save(fig, out)
-
-
-# ---------------------------------------------------------------- outputs beside their sources
 
 
 def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
@@ -225,27 +227,6 @@ def plot_distributions(dists: dict[str, dict[int, int]], out: Path | str) -> Non
     plotting.save(fig, out)
 
 
-# ---------------------------------------------------------------- from-scratch lexicon recovery (§6.1)
-
-
-def read_lexicon(path: Path | str) -> dict[str, set[str]]:
-    """Frame -> its LUs (``lemma.pos``), from a lexicon JSON or a FrameNet release directory."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, "lexicon not found (a lexicon JSON or a FrameNet release directory)")
-    if path.is_dir():
-        from spanaug.data import framenet_lexicon
-
-        return framenet_lexicon(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"malformed JSON: {exc.msg}") from None
-    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
-        raise InputError(path, None, "expected a JSON object: frame name -> list of 'lemma.pos' LUs")
-    return {frame: {lu.lower() for lu in lus} for frame, lus in raw.items()}
-
-
 def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, set[str]]) -> dict[str, Any]:
     """Precision and recall of generated (frame, LU) pairs against the LUs held out of the seed.
 
@@ -272,96 +253,6 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
     return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall,
             "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
             "seeded_frames": len(seed_lus), "frames_missing_from_lexicon": sorted(set(seed_lus) - set(lexicon))}
-
-
-# ---------------------------------------------------------------- POS diversity (Table 3)
-
-_CLOSED = {
-    **dict.fromkeys("a an the this that these those some any each every no all both either neither".split(), "DET"),
-    **dict.fromkeys("of in on at by for with from into onto about over under up down out off to through after before "
-                    "during against between without within upon".split(), "ADP"),
-    **dict.fromkeys("i me you he him she her it we us they them myself himself herself itself themselves "
-                    "who whom what which".split(), "PRON"),
-    **dict.fromkeys("my your his its our their".split(), "DET"),
-    **dict.fromkeys("and or but nor yet so".split(), "CCONJ"),
-    **dict.fromkeys("if because although though while when whether since unless than as".split(), "SCONJ"),
-    **dict.fromkeys("is am are was were be been being do does did has have had will would shall should can could "
-                    "may might must 's 're 've 'll 'd".split(), "AUX"),
-    **dict.fromkeys("not n't".split(), "PART"),
-    **dict.fromkeys("one two three four five six seven eight nine ten hundred thousand million billion".split(), "NUM"),
-}
-
-
-class LexiconTagger:
-    """A context-light POS tagger for offline runs.
-
-    Closed-class words come from a list, open-class words from lemminflect's lexicon; ambiguity
-    is resolved by the previous word (after ``to``, a pronoun or an auxiliary: VERB; after a
-    determiner, adjective, preposition, number or verb: NOUN). Far cruder than a statistical
-    tagger: production configs name a spaCy model.
-    """
-
-    name = "lexicon"
-    _PRIORITY = ("VERB", "NOUN", "ADJ", "ADV", "PROPN")
-
-    def tag(self, tokens: list[str]) -> list[str]:
-        from lemminflect import getAllLemmas
-
-        tags: list[str] = []
-        for n, token in enumerate(tokens):
-            low = token.lower()
-            if low in _CLOSED:
-                tags.append(_CLOSED[low])
-            elif not any(c.isalnum() for c in token):
-                tags.append("PUNCT")
-            elif token.replace(",", "").replace(".", "").isdigit():
-                tags.append("NUM")
-            else:
-                options = [p for p in self._PRIORITY if p in getAllLemmas(low)]
-                prev = tags[-1] if tags else None
-                if not options:
-                    tags.append("PROPN" if token[:1].isupper() and n > 0 else "NOUN")
-                elif (prev in ("PRON", "AUX") or (n and tokens[n - 1].lower() == "to")) and "VERB" in options:
-                    tags.append("VERB")
-                elif prev in ("DET", "ADJ", "ADP", "NUM", "VERB") and "NOUN" in options:
-                    tags.append("NOUN")
-                else:
-                    tags.append(options[0])
-        return tags
-
-
-class SpacyTagger:
-    """Universal POS tags from a spaCy pipeline, on our tokens (no re-tokenisation)."""
-
-    def __init__(self, model: str):
-        import spacy  # noqa: F401 (raises ImportError when spaCy is missing)
-        from spacy.tokens import Doc
-
-        self.name = f"spacy:{model}"
-        self._nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
-        self._doc = Doc
-
-    def tag(self, tokens: list[str]) -> list[str]:
-        doc = self._doc(self._nlp.vocab, words=tokens)
-        for _, proc in self._nlp.pipeline:
-            doc = proc(doc)
-        return [t.pos_ for t in doc]
-
-
-def load_tagger(spec: str | None) -> tuple[Any | None, str | None]:
-    """(tagger, None), or (None, why not) when ``spec`` is off or its tagger is not installed."""
-    if not spec:
-        return None, "no POS tagger configured (stats.pos_tagger)"
-    if spec == "lexicon":
-        return LexiconTagger(), None
-    if spec.startswith("spacy:"):
-        try:
-            return SpacyTagger(spec.split(":", 1)[1]), None
-        except ImportError:
-            return None, f"POS tagger {spec!r}: spaCy is not installed (pip install spacy)"
-        except OSError as exc:
-            return None, f"POS tagger {spec!r}: the spaCy model is not installed ({exc})"
-    raise ConfigError(f"stats.pos_tagger must be 'lexicon' or 'spacy:<model>', not {spec!r}")
 
 
 def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 0) -> dict[str, Any]:

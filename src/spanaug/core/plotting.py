@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from spanaug import artifacts
+from spanaug.core import files
 
 
 def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -24,6 +24,6 @@ def save(fig: Any, path: Path | str) -> None:
 
     fig.tight_layout()
     suffix = Path(path).suffix or ".png"
-    with artifacts.atomic_path(path, suffix) as tmp:
+    with files.atomic_path(path, suffix) as tmp:
         fig.savefig(tmp, format=suffix.lstrip("."), dpi=120)
     plt.close(fig)

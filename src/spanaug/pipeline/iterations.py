@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug import artifacts
-from spanaug.constraints import lemma_of, lu_upos
-from spanaug.data import shard_table
+from spanaug.core import artifacts
+from spanaug.pipeline.constraints import lemma_of, lu_upos
+from spanaug.pipeline.seeds import shard_table
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, getAllLemmasOOV
+from lemminflect import (
+    getAllInflections,
+    getAllInflectionsOOV,
+    getAllLemmas,
+    getAllLemmasOOV,
+)
 
-from spanaug import artifacts
+from spanaug.core import artifacts
 
 #: FrameNet LU part-of-speech suffixes as universal POS tags that lemminflect knows.
 FN_TO_UPOS = {"v": "VERB", "n": "NOUN", "a": "ADJ", "adv": "ADV"}

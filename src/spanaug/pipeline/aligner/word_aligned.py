@@ -14,14 +14,15 @@ import dataclasses
 import difflib
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from spanaug.align import Instance
-from spanaug.errors import InputError
+from spanaug.core.errors import InputError
+from spanaug.pipeline.aligner.instances import Instance
 
 Link = tuple[int, int]
+
 
 #: Closed-class English words; a span instance's phrase must start and end on another word.
 #: Prepositions that head phrasal verbs and quantities (up, about, under) count as content: with
@@ -86,21 +87,6 @@ def read_aligned_json(path: Path | str) -> list[AlignedPair]:
         possible = parse_links(rec.get("possibleAlign"), len(src), len(tgt), path, where) | sure
         pairs.append(AlignedPair(str(rec.get("id", n)), src, tgt, sure, possible))
     return pairs
-
-
-def alignment_scores(gold: Sequence[AlignedPair], predicted: Sequence[set[Link]]) -> dict[str, float]:
-    """AER (Och and Ney 2003) and precision/recall/F1 against sure links, micro over pairs."""
-    a_and_s = a_and_p = n_a = n_s = 0
-    for pair, links in zip(gold, predicted, strict=True):
-        a_and_s += len(links & pair.sure)
-        a_and_p += len(links & (pair.possible | pair.sure))
-        n_a += len(links)
-        n_s += len(pair.sure)
-    precision = a_and_p / n_a if n_a else 0.0
-    recall = a_and_s / n_s if n_s else 0.0
-    aer = 1.0 - (a_and_s + a_and_p) / (n_a + n_s) if n_a + n_s else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"aer": aer, "precision": precision, "recall": recall, "f1": f1, "n_pairs": len(gold)}
 
 
 def is_content(token: str) -> bool:
@@ -187,7 +173,7 @@ def pairs_from_bitext(pairs: Iterable[tuple[list[str], list[str]]], max_block: i
 
 def write_aligned_json(pairs: Iterable[AlignedPair], path: Path | str) -> None:
     """Pairs in the Edinburgh++ JSON format (atomically)."""
-    from spanaug.artifacts import atomic_path
+    from spanaug.core.files import atomic_path
 
     records = [{"id": p.id, "source": " ".join(p.source), "target": " ".join(p.target),
                 "sureAlign": " ".join(f"{i}-{j}" for i, j in sorted(p.sure)),

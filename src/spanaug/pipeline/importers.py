@@ -1,6 +1,6 @@
-"""Importers of span-labelled corpora (FrameNet release, open-SESAME CoNLL, JSONL) and seed selection.
+"""Importers of span-labelled corpora (FrameNet release, open-SESAME CoNLL, JSONL).
 
-Every importer yields rows of :data:`spanaug.artifacts.SENTENCES`: one row per (sentence,
+Every importer yields rows of :data:`spanaug.core.artifacts.SENTENCES`: one row per (sentence,
 contiguous trigger span). Discontiguous triggers and sentences longer than ``max_tokens`` are
 skipped and counted in :class:`ImportStats`.
 """
@@ -8,63 +8,18 @@ skipped and counted in :class:`ImportStats`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-import re
-import zlib
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from spanaug import artifacts
-from spanaug.errors import ConfigError, InputError
+from spanaug.core import artifacts
+from spanaug.core.errors import ConfigError, InputError
+from spanaug.core.files import iter_jsonl
+from spanaug.core.text import detokenize, tokenize_around_span
+from spanaug.pipeline.framenet import _guarded, framenet_reader, parse_fn_date
 
 log = logging.getLogger(__name__)
-
-_TOKEN_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
-
-
-def tokenize_with_offsets(text: str, start: int = 0) -> list[tuple[str, int, int]]:
-    """Split text into word and punctuation tokens with (start, end) character offsets."""
-    return [(m.group(), m.start() + start, m.end() + start) for m in _TOKEN_RE.finditer(text)]
-
-
-def tokenize(text: str) -> list[str]:
-    """The project's word tokenizer, used for paraphrase outputs and raw-text sentences."""
-    return [tok for tok, _, _ in tokenize_with_offsets(text)]
-
-
-def detokenize(tokens: Iterable[str]) -> str:
-    """Join tokens into plain text: no space before closing punctuation or after opening."""
-    out = ""
-    for tok in tokens:
-        if out and not (
-            re.fullmatch(r"[.,;:!?%)\]}]|'s|n't|'[a-z]{1,2}", tok) or out.endswith(("(", "[", "$"))
-        ):
-            out += " "
-        out += tok
-    return out
-
-
-def tokenize_around_span(text: str, char_start: int, char_end: int) -> tuple[list[str], list[tuple[int, int]], int, int]:
-    """Tokenize ``text`` with token boundaries forced at the span's edges.
-
-    Returns tokens, their offsets and the inclusive token span covering
-    ``text[char_start:char_end]``.
-    """
-    before = tokenize_with_offsets(text[:char_start], 0)
-    inside = tokenize_with_offsets(text[char_start:char_end], char_start)
-    pieces = before + inside + tokenize_with_offsets(text[char_end:], char_end)
-    n_before, n_span = len(before), len(inside)
-    if n_span == 0:
-        raise ValueError("span holds no token")
-    tokens = [p[0] for p in pieces]
-    offsets = [(p[1], p[2]) for p in pieces]
-    return tokens, offsets, n_before, n_before + n_span - 1
 
 
 @dataclasses.dataclass
@@ -100,9 +55,6 @@ def _keep(row: dict[str, Any], stats: ImportStats, max_tokens: int | None) -> bo
         return False
     stats.rows_kept += 1
     return True
-
-
-# ---------------------------------------------------------------- open-SESAME CoNLL
 
 
 CONLL_COLUMNS = 15
@@ -172,24 +124,6 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
     }
 
 
-# ---------------------------------------------------------------- JSONL
-
-
-def iter_jsonl(path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object is an error naming it."""
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"invalid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise InputError(path, lineno, "each line must be a JSON object")
-            yield lineno, rec
-
-
 def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:
     """Rows from JSON lines ``{"tokens", "span": [s, e] (inclusive), "frame"|"label", ...}``."""
     path = Path(path)
@@ -227,54 +161,6 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         "annotation_date": rec.get("annotation_date"),
         "order": lineno,
     }
-
-
-# ---------------------------------------------------------------- FrameNet release
-
-
-def parse_fn_date(value: str | None) -> str | None:
-    """FrameNet's ``cDate`` ("02/08/2001 01:27:50 PST Thu") as ISO 8601, or None."""
-    if not value:
-        return None
-    try:
-        return datetime.strptime(value[:19], "%m/%d/%Y %H:%M:%S").isoformat()
-    except ValueError:
-        return None
-
-
-def framenet_reader(root: Path):  # noqa: ANN201
-    """NLTK's FrameNet reader on a release directory (nothing is downloaded)."""
-    from nltk.corpus.reader.framenet import FramenetCorpusReader
-    import nltk.data
-
-    for index in ("frameIndex.xml", "luIndex.xml", "frRelation.xml"):
-        if not (root / index).is_file():
-            raise InputError(root / index, None, "missing: not a FrameNet release directory")
-    # NLTK's path sandbox reads only under nltk.data.path; the user named this root explicitly.
-    resolved = str(root.resolve())
-    if resolved not in nltk.data.path:
-        nltk.data.path.append(resolved)
-    return FramenetCorpusReader(resolved, [])
-
-
-def framenet_lexicon(root: Path | str) -> dict[str, set[str]]:
-    """Frame name -> its lexical units (``lemma.pos``, lower-cased) from a release's LU index."""
-    root = Path(root)
-    reader = framenet_reader(root)
-    lexicon: dict[str, set[str]] = {}
-    for lu in _guarded(root / "luIndex.xml", lambda: list(reader.lus())):
-        lexicon.setdefault(lu.frame.name, set()).add(lu.name.lower())
-    return lexicon
-
-
-def framenet_definitions(root: Path | str) -> dict[str, str]:
-    """Frame name -> its definition text (markup stripped), for annotation tasks."""
-    root = Path(root)
-    reader = framenet_reader(root)
-    out = {}
-    for frame in _guarded(root / "frameIndex.xml", lambda: list(reader.frames())):
-        out[frame.name] = re.sub(r"<[^>]+>", "", frame.definition or "").strip()
-    return out
 
 
 def read_framenet(
@@ -330,16 +216,6 @@ def read_framenet(
                         yield row
 
 
-def _guarded(path: Path, load):  # noqa: ANN001, ANN202
-    """Run an NLTK load, turning any parse failure into an error naming the file."""
-    try:
-        return load()
-    except InputError:
-        raise
-    except Exception as exc:  # NLTK raises assorted errors on malformed XML
-        raise InputError(path, None, f"malformed FrameNet XML: {type(exc).__name__}: {exc}") from exc
-
-
 def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: str, part: str,
             document: str | None, order: int, stats: ImportStats, path: Path) -> dict[str, Any] | None:  # noqa: ANN001
     spans = sorted(target_spans)
@@ -382,9 +258,6 @@ def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:  # noqa: 
     return [by_span.get(off, "_") for off in offsets]
 
 
-# ---------------------------------------------------------------- import entry point
-
-
 IMPORTERS = {"framenet": read_framenet, "conll": read_conll, "jsonl": read_jsonl_sentences}
 
 
@@ -410,62 +283,3 @@ def import_corpus(fmt: str, inputs: list[Path | str], out: Path | str, max_token
         writer.write(buffer)
     log.info("imported %d rows from %s (%s)", stats.rows_kept, ", ".join(map(str, inputs)), stats.as_dict())
     return stats
-
-
-# ---------------------------------------------------------------- seeds and shards
-
-
-def select_seeds(table: pa.Table, mode: str, n_frames: int = 20, lus_per_frame: int = 3,
-                 per_lu: int = 3) -> tuple[pa.Table, dict[str, Any]]:
-    """Choose the seed rows: ``all``, or ``from_scratch`` as in the paper's §6.1.
-
-    ``from_scratch`` takes the first ``n_frames`` frames (by name) with at least ``lus_per_frame``
-    annotated LUs, the first LUs of each and the first annotations of each LU by creation date;
-    rows without dates fall back on their order in the input.
-    """
-    if mode == "all":
-        return table, {"mode": mode, "seeds": table.num_rows}
-    if mode != "from_scratch":
-        raise ConfigError(f"seeds.mode must be 'all' or 'from_scratch', not {mode!r}")
-    dates = table.column("annotation_date").to_pylist()
-    orders = table.column("order").to_pylist()
-    uses_order = all(d is None for d in dates)
-    key_rows = sorted(range(table.num_rows), key=lambda i: (dates[i] is None, dates[i] or "", orders[i]))
-    rank = {row: r for r, row in enumerate(key_rows)}
-    frames = table.column("frame").to_pylist()
-    lus = table.column("lexical_unit").to_pylist()
-    by_frame: dict[str, dict[str, list[int]]] = {}
-    for i in key_rows:
-        by_frame.setdefault(frames[i], {}).setdefault(lus[i], []).append(i)
-    chosen: list[int] = []
-    chosen_frames: list[str] = []
-    for frame in sorted(by_frame):
-        lu_rows = by_frame[frame]
-        if len(lu_rows) < lus_per_frame:
-            continue
-        # LUs in the order of their first annotation.
-        first_lus = sorted(lu_rows, key=lambda lu: rank[lu_rows[lu][0]])
-        for lu in first_lus[:lus_per_frame]:
-            chosen.extend(lu_rows[lu][:per_lu])
-        chosen_frames.append(frame)
-        if len(chosen_frames) == n_frames:
-            break
-    seeds = table.take(pa.array(sorted(chosen), type=pa.int64()))
-    report = {
-        "mode": mode,
-        "seeds": seeds.num_rows,
-        "frames": chosen_frames,
-        "ordering": "input order stands in for annotation dates" if uses_order else "annotation date",
-    }
-    return seeds, report
-
-
-def shard_of(key: str, n_shards: int) -> int:
-    """A stable shard index for a key (the same on every machine and run)."""
-    return zlib.crc32(key.encode("utf-8")) % n_shards
-
-
-def shard_table(table: pa.Table, key: str, n_shards: int) -> list[pa.Table]:
-    """Split ``table`` into ``n_shards`` parts by a stable hash of column ``key``."""
-    idx = pa.array([shard_of(k, n_shards) for k in table.column(key).to_pylist()], type=pa.int32())
-    return [table.filter(pc.equal(idx, j)) for j in range(n_shards)]

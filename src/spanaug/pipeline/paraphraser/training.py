@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from spanaug.errors import InputError
-from spanaug.paraphrase import choose_device
+from spanaug.core.devices import choose_device
+from spanaug.core.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,14 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
     import io
 
     import sentencepiece as spm
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+    )
     from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 

@@ -1,0 +1,48 @@
+"""The project's word tokenizer and detokenizer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_TOKEN_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
+
+
+def tokenize_with_offsets(text: str, start: int = 0) -> list[tuple[str, int, int]]:
+    """Split text into word and punctuation tokens with (start, end) character offsets."""
+    return [(m.group(), m.start() + start, m.end() + start) for m in _TOKEN_RE.finditer(text)]
+
+
+def tokenize(text: str) -> list[str]:
+    """The project's word tokenizer, used for paraphrase outputs and raw-text sentences."""
+    return [tok for tok, _, _ in tokenize_with_offsets(text)]
+
+
+def detokenize(tokens: Iterable[str]) -> str:
+    """Join tokens into plain text: no space before closing punctuation or after opening."""
+    out = ""
+    for tok in tokens:
+        if out and not (
+            re.fullmatch(r"[.,;:!?%)\]}]|'s|n't|'[a-z]{1,2}", tok) or out.endswith(("(", "[", "$"))
+        ):
+            out += " "
+        out += tok
+    return out
+
+
+def tokenize_around_span(text: str, char_start: int, char_end: int) -> tuple[list[str], list[tuple[int, int]], int, int]:
+    """Tokenize ``text`` with token boundaries forced at the span's edges.
+
+    Returns tokens, their offsets and the inclusive token span covering
+    ``text[char_start:char_end]``.
+    """
+    before = tokenize_with_offsets(text[:char_start], 0)
+    inside = tokenize_with_offsets(text[char_start:char_end], char_start)
+    pieces = before + inside + tokenize_with_offsets(text[char_end:], char_end)
+    n_before, n_span = len(before), len(inside)
+    if n_span == 0:
+        raise ValueError("span holds no token")
+    tokens = [p[0] for p in pieces]
+    offsets = [(p[1], p[2]) for p in pieces]
+    return tokens, offsets, n_before, n_before + n_span - 1

@@ -1,0 +1,139 @@
+"""Frame ID data: sentences with their gold triggers, read from CoNLL or Parquet, and their splits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from spanaug.core import artifacts, files
+from spanaug.core.errors import InputError
+
+NULL = "NULL"
+MAX_SPAN = 3
+Span = tuple[int, int]
+
+
+@dataclasses.dataclass
+class Sentence:
+    """Tokens with gold triggers; ``full`` when every trigger is annotated (negatives are known)."""
+
+    tokens: list[str]
+    triggers: dict[Span, str]
+    pos: list[str] | None = None
+    full: bool = True
+
+
+def sentences_from_rows(rows: Iterable[dict[str, Any]], full: bool | None = None) -> list[Sentence]:
+    """Group one-annotation-per-row SENTENCES rows into sentences (by document and tokens)."""
+    grouped: dict[tuple, Sentence] = {}
+    for row in rows:
+        key = (row.get("document"), tuple(row["tokens"]))
+        is_full = full if full is not None else row.get("corpus_part") in ("fulltext", "conll")
+        sent = grouped.setdefault(key, Sentence(list(row["tokens"]), {}, row.get("pos_tags"), is_full))
+        sent.triggers[(row["span_start"], row["span_end"])] = row["frame"]
+    return list(grouped.values())
+
+
+def read_training_file(path: Path | str) -> list[Sentence]:
+    """Open-SESAME CoNLL, or Parquet: imported sentences (SENTENCES), augmented outputs or an
+    augmenter's examples (EXAMPLES)."""
+    from spanaug.pipeline.importers import read_conll
+
+    path = Path(path)
+    if path.suffix != ".parquet":
+        return sentences_from_rows(read_conll(path))
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    if "output_id" in names:  # augmented outputs: only their aligned triggers
+        table = artifacts.read_table(path, artifacts.AUGMENTED)
+        return [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
+                for r in table.to_pylist() if r["aligned_start"] is not None]
+    if "augmenter" in names:  # an augmenter's examples: only their triggers
+        from spanaug.downstream.frameid.data import examples_to_sentences
+
+        return examples_to_sentences(artifacts.read_table(path, artifacts.EXAMPLES).to_pylist())
+    if "sentence_id" in names:
+        return sentences_from_rows(artifacts.read_table(path, artifacts.SENTENCES).to_pylist())
+    raise InputError(path, None, "not imported sentences, augmented outputs or examples "
+                                 "(no sentence_id/output_id/augmenter column)")
+
+
+def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
+    return [(s, s + k) for s in range(n) for k in range(max_len) if s + k < n]
+
+
+def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2) -> dict[str, int]:
+    """Train/dev/test CoNLL files by contiguous sentence ranges (documents stay mostly whole).
+
+    The open-SESAME files number sentences in document order but do not mark documents, so
+    contiguous ranges stand in for held-out documents: the last ``test_share`` of sentences is
+    the test split, the ``dev_share`` before it the dev split.
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                current.append(line)
+            elif current:
+                blocks.append((current[0].split("\t")[6], current))
+                current = []
+    if current:
+        blocks.append((current[0].split("\t")[6], current))
+    sent_ids = list(dict.fromkeys(s for s, _ in blocks))
+    n_test, n_dev = round(len(sent_ids) * test_share), round(len(sent_ids) * dev_share)
+    part = {s: ("train" if i < len(sent_ids) - n_test - n_dev else "dev" if i < len(sent_ids) - n_test else "test")
+            for i, s in enumerate(sent_ids)}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for name in ("train", "dev", "test"):
+        with files.atomic_path(out_dir / f"{name}.conll", ".conll") as tmp, open(tmp, "w", encoding="utf-8") as out:
+            for sid, lines in blocks:
+                if part[sid] == name:
+                    out.writelines(lines)
+                    out.write("\n")
+        counts[name] = sum(1 for s in sent_ids if part[s] == name)
+    return counts
+
+
+def split_sentences(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2,
+                    parts: Sequence[str] = ("exemplar", "fulltext")) -> dict[str, int]:
+    """Train/dev/test Parquet from the imported sentences of ``parts``, whole documents (full text)
+    or sentences (exemplars) at a time, ordered by a stable hash so that no frame's exemplars
+    cluster in one split."""
+    import hashlib
+
+    import pyarrow.compute as pc
+
+    table = artifacts.read_table(path, artifacts.SENTENCES)
+    table = table.filter(pc.is_in(table.column("corpus_part"), value_set=pa.array(list(parts))))
+    if not table.num_rows:
+        raise InputError(path, None, f"no sentences of the parts {list(parts)} to split")
+    rows = table.select(["tokens", "corpus_part", "document"]).to_pylist()
+    groups = [r["document"] if r["corpus_part"] == "fulltext" and r["document"] else " ".join(r["tokens"])
+              for r in rows]
+    order = sorted(dict.fromkeys(groups), key=lambda g: hashlib.md5(g.encode()).hexdigest())
+    n_test, n_dev = round(len(order) * test_share), round(len(order) * dev_share)
+    part = {g: ("test" if i < n_test else "dev" if i < n_test + n_dev else "train") for i, g in enumerate(order)}
+    counts = {}
+    for name in ("train", "dev", "test"):
+        keep = [part[g] == name for g in groups]
+        counts[name] = artifacts.write_table(table.filter(keep), Path(out_dir) / f"{name}.parquet", artifacts.SENTENCES)
+    return counts
+
+
+def sentence_key(tokens: Sequence[str]) -> str:
+    """A sentence's identity across tokenisations: its lowercased characters without spaces."""
+    return "".join(t.lower() for t in tokens)
+
+
+def examples_to_sentences(rows: Iterable[Mapping[str, Any]]) -> list[Sentence]:
+    """EXAMPLES rows as Frame ID training sentences: only their trigger is known (no negatives)."""
+    return [Sentence(list(r["tokens"]), {(r["span_start"], r["span_end"]): r["frame"]}, None, False) for r in rows]

@@ -1,0 +1,104 @@
+"""Span-alignment instances: a source span in a sentence pair and its gold target span.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from spanaug.core.errors import InputError
+from spanaug.core.files import iter_jsonl
+
+
+@dataclasses.dataclass
+class Instance:
+    """A source span in a sentence pair, with its gold target span when known (inclusive ends)."""
+
+    id: str
+    source_tokens: list[str]
+    target_tokens: list[str]
+    source_span: tuple[int, int]
+    target_span: tuple[int, int] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "source_tokens": self.source_tokens, "target_tokens": self.target_tokens,
+                "source_span": list(self.source_span),
+                "target_span": list(self.target_span) if self.target_span is not None else None}
+
+
+def _span(value: Any, n: int, path: Path | str, lineno: int, key: str, nullable: bool) -> tuple[int, int] | None:
+    if value is None and nullable:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)):
+        raise InputError(path, lineno, f"{key!r} must be [start, end] (inclusive token indices)")
+    if not 0 <= value[0] <= value[1] < n:
+        raise InputError(path, lineno, f"{key!r} {value} out of range for {n} tokens")
+    return value[0], value[1]
+
+
+def read_instances(path: Path | str) -> list[Instance]:
+    """Span-alignment instances from JSON lines, validated (errors name the file and line)."""
+    out = []
+    for lineno, rec in iter_jsonl(path):
+        for key in ("source_tokens", "target_tokens"):
+            toks = rec.get(key)
+            if not isinstance(toks, list) or not toks or not all(isinstance(t, str) for t in toks):
+                raise InputError(path, lineno, f"{key!r} must be a non-empty list of strings")
+        src, tgt = rec["source_tokens"], rec["target_tokens"]
+        out.append(Instance(
+            id=str(rec.get("id", f"{Path(path).stem}:{lineno}")), source_tokens=src, target_tokens=tgt,
+            source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
+            target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
+        ))
+    return out
+
+
+def read_predictions(path: Path | str) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
+    preds = {}
+    for lineno, rec in iter_jsonl(path):
+        try:
+            span = rec["target_span"]
+            preds[str(rec["id"])] = (tuple(span) if span is not None else None, rec.get("score"))
+        except (KeyError, TypeError) as exc:
+            raise InputError(path, lineno, f"expected {{'id', 'target_span', 'score'}} ({exc})") from None
+    return preds
+
+
+def pair_key(inst: Instance) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Instances sharing a sentence pair share its encoding."""
+    return tuple(inst.source_tokens), tuple(inst.target_tokens)
+
+
+def instances_from_bitext(pairs: Iterable[tuple[list[str], list[str]]], max_len: int = 4, prefix: str = "bitext") -> list[Instance]:
+    """Span instances from token-level differences between a sentence and its paraphrase.
+
+    Each replaced block of at most ``max_len`` tokens on both sides gives a (rewritten source
+    span, target span) pair; a deleted block gives a source span with no counterpart. Used to
+    make aligner training data from a plain paraphrase bitext (the demo has no word alignments).
+    """
+    out = []
+    for n, (src, tgt) in enumerate(pairs):
+        matcher = difflib.SequenceMatcher(a=[t.lower() for t in src], b=[t.lower() for t in tgt], autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op == "replace" and i2 - i1 <= max_len and j2 - j1 <= max_len:
+                out.append(Instance(f"{prefix}:{n}:{i1}-{i2 - 1}", src, tgt, (i1, i2 - 1), (j1, j2 - 1)))
+            elif op == "delete" and i2 - i1 <= max_len:
+                out.append(Instance(f"{prefix}:{n}:{i1}-{i2 - 1}", src, tgt, (i1, i2 - 1), None))
+    return out
+
+
+def reverse_instances(instances: Iterable[Instance]) -> list[Instance]:
+    """Each aligned instance read the other way (target span -> source span): extra training data."""
+    return [Instance(f"{i.id}:reversed", i.target_tokens, i.source_tokens, i.target_span, i.source_span)
+            for i in instances if i.target_span is not None]
+
+
+def iter_pairs_from_bitext(path: Path | str) -> Iterator[tuple[list[str], list[str]]]:
+    from spanaug.core.text import tokenize
+    from spanaug.pipeline.paraphraser.training import read_bitext
+
+    for src, tgt in read_bitext(path):
+        yield tokenize(src), tokenize(tgt)
