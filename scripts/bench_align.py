@@ -23,14 +23,9 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from spanaug.pipeline.aligner.instances import (
-    instances_from_bitext,
-    iter_pairs_from_bitext,
-    pair_key,
-    read_instances,
-)
-from spanaug.pipeline.aligner.model import AlignerConfig
-from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
+from spanaug.core.config import AlignerConfig, AlignerTrainSettings
+from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, pair_key, read_instances
+from spanaug.pipeline.aligner.training import train_aligner
 
 
 def main() -> None:
@@ -45,7 +40,7 @@ def main() -> None:
         insts = read_instances(shared)
     else:
         insts = instances_from_bitext(iter_pairs_from_bitext(REPO / "resources/demo/bitext.tsv"))
-    aligner, _ = train_aligner(insts[:300], AlignerConfig(encoder="minilm"), TrainConfig(epochs=1), device="cpu", progress=False)
+    aligner, _ = train_aligner(insts[:300], AlignerConfig(encoder="minilm"), AlignerTrainSettings(epochs=1), device="cpu", progress=False)
     aligner.predict(insts[:64], batch_size=args.batch_size)  # warm-up
     one_per_pair = list({pair_key(i): i for i in reversed(insts)}.values())
     for name, workload in (("all spans", insts), ("one span per pair", one_per_pair)):

@@ -24,9 +24,10 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
+from spanaug.core.config import FrameIdTrainConfig, SplitSettings
 from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 from spanaug.downstream.frameid.data import read_training_file, split_conll
-from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
+from spanaug.downstream.frameid.training import train_frameid
 from spanaug.pipeline.framenet import read_lexicon
 
 SHARED = REPO.parent / "shared/data"
@@ -47,7 +48,7 @@ def main() -> None:
     if not conll.is_file():
         sys.exit(f"needs {conll} (see the shared data README)")
     with tempfile.TemporaryDirectory() as tmp:
-        counts = split_conll(conll, tmp)
+        counts = split_conll(conll, tmp, SplitSettings())
         train, dev, test = (read_training_file(Path(tmp) / f"{n}.conll") for n in ("train", "dev", "test"))
     print(f"split (sentences): {json.dumps(counts)}")
     report("lexicon baseline (most frequent frame per trigger string)",

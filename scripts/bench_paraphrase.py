@@ -18,9 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.importers import read_framenet
-from spanaug.pipeline.paraphraser.hf_backend import DecodeConfig, DecodeStats
+from spanaug.pipeline.paraphraser.hf_backend import DecodeStats
 from spanaug.pipeline.paraphraser.stage import BACKENDS
 
 
@@ -48,7 +49,7 @@ def main() -> None:
     if not Path(args.model).exists() and "/" not in args.model.strip("/"):
         sys.exit(f"no model at {args.model}: run `make demo` first, or pass --model")
     reqs = requests(args.repeat)
-    cfg = DecodeConfig(beam_size=args.beam_size, return_top=args.return_top, batch_size=args.batch_size, max_new_tokens=48)
+    cfg = DecodeSettings(beam_size=args.beam_size, return_top=args.return_top, batch_size=args.batch_size, max_new_tokens=48)
     rates = {}
     for name, cls in BACKENDS.items():
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from spanaug.core import artifacts
+from spanaug.core.config import ConstraintSettings, ImportSettings, SeedSettings
 from spanaug.evaluation.statistics import write_stats
 from spanaug.pipeline.constraints import expand_stage
 from spanaug.pipeline.importers import import_corpus
@@ -84,13 +85,15 @@ def main() -> None:
             print(f"{name:<22} {timings[name]:8.1f} s  {args.rows / timings[name]:10.0f} rows/s  peak {peak_mib():7.0f} MiB", flush=True)
             return out
 
-        timed("import", lambda: import_corpus("jsonl", [d / "in.jsonl"], d / "sentences.parquet", max_tokens=80))
+        timed("import", lambda: import_corpus(ImportSettings(format="jsonl", inputs=[str(d / "in.jsonl")]),
+                                             d / "sentences.parquet"))
         timed("select_seeds", lambda: artifacts.write_table(
-            select_seeds(artifacts.read_table(d / "sentences.parquet", artifacts.SENTENCES), "all")[0],
+            select_seeds(artifacts.read_table(d / "sentences.parquet", artifacts.SENTENCES), SeedSettings())[0],
             d / "seeds.parquet", artifacts.SENTENCES))
         shards = [d / f"iter0.{j}.parquet" for j in range(args.shards)]
         timed("shard", lambda: init_shards(d / "seeds.parquet", shards))
-        timed("expand_constraints", lambda: [expand_stage(p, d / f"req.{j}.parquet", 1) for j, p in enumerate(shards)])
+        timed("expand_constraints", lambda: [expand_stage(p, d / f"req.{j}.parquet", 1, ConstraintSettings())
+                                                  for j, p in enumerate(shards)])
         for j in range(args.shards):
             fake_aligned(d / f"req.{j}.parquet", d / f"al.{j}.parquet", args.beams, j)
         timed("select_best", lambda: [select_stage(d / f"al.{j}.parquet", d / f"iter1.{j}.parquet") for j in range(args.shards)])

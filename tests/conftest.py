@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
+
+from spanaug.core import artifacts
+from spanaug.downstream.frameid.data import Sentence
+from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.iterations import assemble
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -37,14 +43,7 @@ def shared_file(name: str) -> Path:
 def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2-layer BERT with a WordPiece vocabulary trained on a few sentences, saved to disk."""
     import torch
-    from tokenizers import (
-        Tokenizer,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     out = tmp_path_factory.mktemp("tiny_encoder")
@@ -70,17 +69,88 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random 1+1-layer BART with a SentencePiece-unigram vocabulary trained on the fly."""
     import torch
 
-    from spanaug.pipeline.paraphraser.training import (
-        ParaphraserConfig,
-        build_model,
-        train_tokenizer,
-    )
+    from spanaug.core.config import ParaphraserArchitecture
+    from spanaug.pipeline.paraphraser.training import build_model, train_tokenizer
 
     out = tmp_path_factory.mktemp("tiny_paraphraser")
     tokenizer = train_tokenizer(CORPUS * 3, vocab_size=120)
     torch.manual_seed(0)
-    cfg = ParaphraserConfig(d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64, max_positions=128)
+    cfg = ParaphraserArchitecture(d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64, max_positions=128)
     model = build_model(cfg, tokenizer)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return str(out)
+
+
+# ---------------------------------------------------------------- shared test data
+
+
+WORDS = "Abby bought a car from Robin last week The company purchased steel three suppliers children walked".split()
+
+
+def copy_task(n, seed):
+    """Identity pairs: the gold target span is the source span itself."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        toks = rng.sample(WORDS, rng.randint(5, 9))
+        s = rng.randrange(len(toks))
+        e = min(len(toks) - 1, s + rng.randint(0, 1))
+        out.append(Instance(f"copy:{seed}:{k}", toks, list(toks), (s, e), (s, e)))
+    return out
+
+
+def seed(sid, tokens, start, end, frame, lu):
+    """A SENTENCES row (a seed)."""
+    return {"sentence_id": sid, "tokens": tokens, "text": " ".join(tokens), "span_start": start, "span_end": end,
+            "frame": frame, "lexical_unit": lu, "pos_tags": None, "source": "test", "corpus_part": "exemplar",
+            "document": None, "annotation_date": None, "order": 0}
+
+
+def output(sid, iteration, tokens, start, end, frame, lu, lemma):
+    """A CHAIN row: seed ``sid``'s output of ``iteration``, aligned on [start, end] (None: unaligned)."""
+    return {"seed_id": sid, "frame": frame, "lexical_unit": lu, "seed_trigger": "x", "iteration": iteration,
+            "paraphrase_tokens": tokens, "paraphrase_text": " ".join(tokens), "aligned_start": start,
+            "aligned_end": end, "aligned_text": " ".join(tokens[start : end + 1]) if start is not None else None,
+            "aligned_lemma": lemma, "paraphrase_score": 0.5, "aligner_score": 0.9, "beam_rank": 0, "constraints": ["x"]}
+
+
+def write_augmented(tmp_path, seeds, chain):
+    """Seeds and one CHAIN table on disk, assembled into augmented.parquet."""
+    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
+    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
+    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
+
+
+TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
+            "stopped": "Activity_stop"}
+FILLER = "the a man woman car book yesterday quickly old city to from".split()
+
+
+def toy(n, seed):
+    """Sentences of filler words with one or two trigger words; every trigger is annotated."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        tokens = rng.sample(FILLER, rng.randint(3, 6))
+        triggers = {}
+        for word in rng.sample(sorted(TRIGGERS), rng.randint(1, 2)):
+            i = rng.randint(0, len(tokens))
+            tokens.insert(i, word)
+        for i, w in enumerate(tokens):
+            if w in TRIGGERS:
+                triggers[(i, i)] = TRIGGERS[w]
+        out.append(Sentence(tokens, triggers))
+    return out
+
+
+def write_conll(sentences, path, start=0):
+    """open-SESAME CoNLL: one block per (sentence, trigger); column 7 is the sentence number."""
+    with open(path, "w") as handle:
+        for n, sent in enumerate(sentences, start=start):
+            for (s, e), frame in sent.triggers.items():
+                for i, tok in enumerate(sent.tokens):
+                    lu, fr = (f"{tok}.v", frame) if s <= i <= e else ("_", "_")
+                    handle.write("\t".join([str(i + 1), tok, "_", tok, "nn", "NN", str(n), "_", "_", "_", "_", "_",
+                                            lu, fr, "O"]) + "\n")
+                handle.write("\n")

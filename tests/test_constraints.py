@@ -1,9 +1,5 @@
-from spanaug.pipeline.constraints import (
-    expand,
-    lemma_of,
-    requests_from_chain,
-    violations,
-)
+from spanaug.core.config import ConstraintSettings
+from spanaug.pipeline.constraints import expand, lemma_of, requests_from_chain, violations
 
 
 def test_corroborate_inflections_and_case():
@@ -24,9 +20,9 @@ def test_noun_inflects_last_word():
 
 
 def test_switches():
-    assert expand(["bought"], "VERB", case=False, inflections=False) == {"bought"}
-    assert "Bought" in expand(["bought"], "VERB", inflections=False)
-    assert "buy" not in expand(["bought"], "VERB", inflections=False)
+    assert expand(["bought"], "VERB", ConstraintSettings(case_variants=False, inflections=False)) == {"bought"}
+    assert "Bought" in expand(["bought"], "VERB", ConstraintSettings(inflections=False))
+    assert "buy" not in expand(["bought"], "VERB", ConstraintSettings(inflections=False))
 
 
 def test_violations_whole_word_case_sensitive():
@@ -49,7 +45,7 @@ def test_requests_carry_constraints_forward_and_stop_unaligned_chains():
          "paraphrase_tokens": ["x"], "paraphrase_text": "x", "aligned_start": None, "aligned_end": None,
          "constraints": ["bought"]},
     ]
-    out = list(requests_from_chain(rows, 2))
+    out = list(requests_from_chain(rows, 2, ConstraintSettings()))
     assert len(out) == 1
     assert {"bought", "buy", "purchased", "purchases", "Purchase"} <= set(out[0]["constraints"])
     assert out[0]["iteration"] == 2 and out[0]["source_span_start"] == 1

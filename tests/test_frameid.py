@@ -1,50 +1,17 @@
 """Frame ID: metrics, the lexicon baseline, and the model on a toy trigger task."""
 
 import json
-import random
 
 import pytest
-from conftest import shared_file
+from conftest import TRIGGERS, output, shared_file, toy, write_conll
 
-from spanaug.cli import main
+from spanaug.cli.main import main
+from spanaug.core.config import FrameIdTrainConfig, SplitSettings
 from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 from spanaug.downstream.frameid.data import Sentence, read_training_file, split_conll
 from spanaug.downstream.frameid.lexicon import FrameLexicon, lu_lemmas, span_keys
 from spanaug.downstream.frameid.model import FrameIdentifier
-from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
-
-TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
-            "stopped": "Activity_stop"}
-FILLER = "the a man woman car book yesterday quickly old city to from".split()
-
-
-def toy(n, seed):
-    """Sentences of filler words with one or two trigger words; every trigger is annotated."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        tokens = rng.sample(FILLER, rng.randint(3, 6))
-        triggers = {}
-        for word in rng.sample(sorted(TRIGGERS), rng.randint(1, 2)):
-            i = rng.randint(0, len(tokens))
-            tokens.insert(i, word)
-        for i, w in enumerate(tokens):
-            if w in TRIGGERS:
-                triggers[(i, i)] = TRIGGERS[w]
-        out.append(Sentence(tokens, triggers))
-    return out
-
-
-def write_conll(sentences, path, start=0):
-    """open-SESAME CoNLL: one block per (sentence, trigger); column 7 is the sentence number."""
-    with open(path, "w") as handle:
-        for n, sent in enumerate(sentences, start=start):
-            for (s, e), frame in sent.triggers.items():
-                for i, tok in enumerate(sent.tokens):
-                    lu, fr = (f"{tok}.v", frame) if s <= i <= e else ("_", "_")
-                    handle.write("\t".join([str(i + 1), tok, "_", tok, "nn", "NN", str(n), "_", "_", "_", "_", "_",
-                                            lu, fr, "O"]) + "\n")
-                handle.write("\n")
+from spanaug.downstream.frameid.training import train_frameid
 
 
 def test_triple_scores_need_span_and_frame():
@@ -99,7 +66,6 @@ def test_lexicon_labels_triggers_unseen_in_training(tiny_encoder, tmp_path):
 
 
 def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):
-    from test_evaluate import output
 
     from spanaug.core import artifacts
     from spanaug.pipeline.iterations import assemble
@@ -123,7 +89,7 @@ def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):
 
 def test_split_keeps_sentences_whole_and_contiguous(tmp_path):
     write_conll(toy(50, 5), tmp_path / "all.conll")
-    counts = split_conll(tmp_path / "all.conll", tmp_path / "split", dev_share=0.1, test_share=0.2)
+    counts = split_conll(tmp_path / "all.conll", tmp_path / "split", SplitSettings(dev_share=0.1, test_share=0.2))
     assert counts == {"train": 35, "dev": 5, "test": 10}
     test = read_training_file(tmp_path / "split/test.conll")
     assert len(test) == 10

@@ -1,5 +1,5 @@
 import sys
 
-from spanaug.cli import main
+from spanaug.cli.main import main
 
 sys.exit(main())

@@ -1,50 +1,83 @@
-# Shared helpers: config validation, paths, model inputs and resources. Input functions live here.
+# Functions the other files of rules share (config validation, paths, options, input functions,
+# resources); only functions here, as snakemake --lint wants.
+import dataclasses
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 
-import yaml
 from snakemake.utils import validate
 
+from spanaug.core.config import load_run_config
+
+# The schema is generated from the settings dataclasses (src/spanaug/core/config.py). The config is
+# validated against it, then every setting it leaves out takes its default from the dataclasses
+# (null sections, "off", included), so rules read config keys without fallbacks.
 SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+validate(config, schema=str(SCHEMA), set_default=False)
+config.update(dataclasses.asdict(load_run_config(config)))
 
-
-def validate_config(config):
-    """Validate against the schema, filling its defaults.
-
-    validate() fills defaults into nested objects and fails on a section set to null ("off"),
-    so the sections the schema lets be null are validated as absent and then put back as null.
-    """
-    properties = yaml.safe_load(SCHEMA.read_text())["properties"]
-    off = [key for key, value in config.items()
-           if value is None and "null" in (properties.get(key) or {}).get("type", [])]
-    for key in off:
-        del config[key]
-    validate(config, schema=str(SCHEMA))
-    for key in off:
-        config[key] = None
-
-
-validate_config(config)
-
-SRC = str(Path(workflow.basedir) / "src")
-# The CLI of the package in this checkout, whether it is installed (.venv) or not (conda envs).
-SPANAUG = f"PYTHONPATH={shlex.quote(SRC)}${{PYTHONPATH:+:$PYTHONPATH}} python -m spanaug"
+# Rules call the installed `spanaug` console script. With `--sdm conda` each rule's environment puts
+# its own first on PATH; otherwise the one installed beside this Snakemake is found at the end of
+# PATH, so the README's `.venv/bin/snakemake ...` runs with no virtual environment activated (a
+# SLURM job runs Snakemake from the same installation, which sets the same prefix there).
+shell.prefix(f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; ')
 
 RES = f"{config['results_dir']}/{config['run_name']}"
 LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
-N_SHARDS = config["n_shards"]
-N_ITER = config["iterations"]
-SHARDS = [f"{j:03d}" for j in range(N_SHARDS)]
+SHARDS = [f"{j:03d}" for j in range(config["n_shards"])]
 
-wildcard_constraints:
-    i=r"\d+",
-    j=r"\d{3}",
-    augmenter=r"none|paraphrastic|lexsub|geca",
-    fraction=r"[0-9]*\.?[0-9]+",
-    seed=r"\d+",
+
+# -- command options from config sections
+
+
+def flags(section, keys=None, skip=()):
+    """Settings of a config section as the command options of the same names (``--beam-size 20``).
+
+    A null setting is passed as ``null``; lists as several values (an empty one is left out); a
+    mapping (such as filter definitions) as JSON.
+    """
+    out = []
+    for key, value in section.items():
+        if (keys is not None and key not in keys) or key in skip:
+            continue
+        flag = f"--{key.replace('_', '-')}"
+        if isinstance(value, list):
+            if value:
+                out.append(" ".join([flag, *(shlex.quote(str(v)) for v in value)]))
+        elif isinstance(value, dict):
+            out.append(f"{flag} {shlex.quote(json.dumps(value))}")
+        else:
+            out.append(f"{flag} {'null' if value is None else shlex.quote(str(value))}")
+    return " ".join(out)
+
+
+def section_options(*path, keys=None, skip=()):
+    """``flags`` of a config section that may be off (null): a params function, evaluated per job."""
+
+    def options(wildcards):
+        section = config
+        for key in path:
+            section = section[key]
+        return flags(section, keys, skip)
+
+    return options
+
+
+def aligner_k_option(wildcards=None):
+    """The span-length window k of the aligner this run trains (the command's default otherwise)."""
+    train = config["aligner"]["train"]
+    return opt("--k", train["k"] if train else None)
+
+
+def opt(flag, value):
+    """One option, or nothing when the value is unset."""
+    return "" if value is None else f"{flag} {shlex.quote(str(value))}"
+
+
+# -- paths
 
 
 def chain_shard(i, j):
@@ -56,27 +89,30 @@ def previous_chain(wildcards):
     return chain_shard(int(wildcards.i) - 1, wildcards.j)
 
 
+def iteration_chain_shards(wildcards):
+    return [chain_shard(wildcards.i, j) for j in SHARDS]
+
+
 def iteration_outputs():
-    return [f"{RES}/iterations/iter{i}.chain.parquet" for i in range(1, N_ITER + 1)]
+    return [f"{RES}/iterations/iter{i}.chain.parquet" for i in range(1, config["iterations"] + 1)]
 
 
 def final_outputs():
     out = [f"{RES}/augmented.parquet", f"{RES}/report/stats.json", f"{RES}/report/per_iteration.csv",
-           f"{RES}/report/per_iteration.png"]
-    if config["aligner"].get("evaluation"):
-        out.append(f"{RES}/aligner_eval/ablation.csv")
-    if config.get("baselines"):
+           f"{RES}/report/per_iteration.png", f"{RES}/filtering/filters.csv"]
+    if config["aligner"]["evaluation"]:
+        out.append(f"{RES}/aligner_eval/table2/ablation.csv")
+    if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
-    out.append(f"{RES}/filtering/filters.csv")
-    if config.get("augmenters"):
+    if config["augmenters"]:
         out += [f"{RES}/augmenters/{name}.json" for name in ("paraphrastic", "lexsub", "geca", "graph")]
-        if config["augmenters"].get("graph", {}).get("selftrain") and config["aligner"].get("evaluation"):
+        if config["augmenters"]["graph"]["selftrain"] and config["aligner"]["evaluation"]:
             out.append(f"{RES}/aligner_eval/selftrain/ablation.csv")
-    if config.get("frameid"):
+    if config["frameid"]:
         out += [f"{RES}/frameid/curves.csv", f"{RES}/frameid/lexicon_baseline.json"]
-    if config.get("human_eval"):
+    if config["human_eval"]:
         out.append(f"{RES}/human_eval/task.csv")
-        if config["human_eval"].get("results") or config["human_eval"].get("simulate"):
+        if human_results():
             out.append(f"{RES}/human_eval/human_eval.json")
     return out
 
@@ -84,20 +120,16 @@ def final_outputs():
 # -- models: a trained artifact of this run, or a name/path given in the config
 
 
-def paraphraser_trained():
-    return config["paraphraser"].get("train") is not None
-
-
 def paraphraser_model(wildcards=None):
-    if paraphraser_trained():
+    if config["paraphraser"]["train"]:
         return f"{RES}/models/paraphraser"
-    if not config["paraphraser"].get("model"):
+    if not config["paraphraser"]["model"]:
         raise ValueError("config: set paraphraser.model or paraphraser.train")
     return config["paraphraser"]["model"]
 
 
 def paraphraser_input(wildcards):
-    return [f"{RES}/models/paraphraser"] if paraphraser_trained() else []
+    return [f"{RES}/models/paraphraser"] if config["paraphraser"]["train"] else []
 
 
 def aligner_model(wildcards=None):
@@ -108,53 +140,112 @@ def aligner_input(wildcards):
     return [] if config["aligner"]["model"] else [f"{RES}/models/aligner"]
 
 
+def made_instances():
+    return f"{RES}/models/aligner_instances.jsonl"
+
+
+def made_pairs():
+    return f"{RES}/models/aligner_pairs.json"
+
+
+def aligner_bitext(wildcards):
+    return config["aligner"]["train"]["bitext"]
+
+
+def aligner_training_instances(wildcards=None):
+    """The aligner's training instances: the config's file, or those made from its bitext."""
+    return config["aligner"]["train"]["instances"] or made_instances()
+
+
+def aligner_training_input(wildcards):
+    return [] if config["aligner"]["train"]["instances"] else [made_instances()]
+
+
 # -- evaluation inputs: external data named in the config, or what this run derives
 
 
-def baseline_made_inputs(wildcards):
+def ablation_data(wildcards=None):
+    return config["aligner"]["evaluation"]["data"] or made_instances()
+
+
+def ablation_inputs(wildcards):
+    inputs = {} if config["aligner"]["evaluation"]["data"] else {"made": made_instances()}
+    if wildcards.ablation == "selftrain":
+        inputs["extra"] = f"{RES}/augmenters/graph.jsonl"
+    return inputs
+
+
+def ablation_options(wildcards, input):
+    """The self-training row: the full model trained with the chain-graph instances added."""
+    if wildcards.ablation == "selftrain":
+        return f"--systems Df+Mx+Cue+SBCE --extra-instances {input.extra}"
+    return ""
+
+
+def baseline_instances(wildcards=None):
+    return config["baselines"]["instances"] or made_instances()
+
+
+def baseline_pairs(wildcards=None):
+    return config["baselines"]["gold_pairs"] or made_pairs()
+
+
+def baseline_inputs(wildcards):
     """The instances/pairs made from the aligner's bitext, when baselines names no external data."""
-    b = config.get("baselines") or {}
-    return [] if b.get("instances") and b.get("gold_pairs") else rules.make_alignment_instances.output
+    b = config["baselines"]
+    return [] if b["instances"] and b["gold_pairs"] else [made_instances(), made_pairs()]
 
 
-def human_results():
+def human_results(wildcards=None):
     """The crowd results file: the user's, the simulated one (demo), or None."""
-    h = config.get("human_eval") or {}
-    if h.get("results"):
+    h = config["human_eval"]
+    if h["results"]:
         return h["results"]
-    return f"{RES}/human_eval/results.simulated.csv" if h.get("simulate") else None
+    return f"{RES}/human_eval/results.simulated.csv" if h["simulate"] else None
+
+
+def human_import_inputs(wildcards):
+    h = config["human_eval"]
+    return [human_results()] if h["simulate"] and not h["results"] else []
 
 
 def judgments_input(wildcards):
     """The imported judgments that train the neural filter, when there are any."""
-    return [f"{RES}/human_eval/judgments.csv"] if config.get("human_eval") and human_results() else []
+    return [f"{RES}/human_eval/judgments.csv"] if config["human_eval"] and human_results() else []
 
 
-def filters_opt():
-    """``--filters JSON`` when the run defines its own filters (the paper's Table 4 otherwise)."""
-    filters = (config.get("filtering") or {}).get("filters")
-    return opt("--filters", json.dumps(filters) if filters else None)
+def judgments_option(wildcards, input):
+    return opt("--judgments", input.judgments[0] if input.judgments else None)
 
 
-def augmenter_filter_opts(name):
-    """``--filter NAME`` for an augmenter, with the run's filter definitions."""
-    return " ".join([opt("--filter", ((config.get("augmenters") or {}).get(name) or {}).get("filter")), filters_opt()])
+def framenet_definitions_option():
+    """Frame definitions for the annotation task, when the corpus is a FrameNet release."""
+    data = config["data"]
+    return opt("--framenet", data["inputs"][0] if data["format"] == "framenet" else None)
 
 
-def geca_opts():
-    g = (config.get("augmenters") or {}).get("geca") or {}
-    return " ".join(f"--{key.replace('_', '-')} {g[key]}" for key in
-                    ("window", "max_fragments_per_environment", "max_templates_per_pair", "max_outputs", "seed")
-                    if key in g)
+def augmenter_filter_options(name):
+    """A params function: ``--filter NAME`` for an augmenter, with the run's filter definitions."""
+
+    def options(wildcards):
+        return " ".join([opt("--filter", config["augmenters"][name]["filter"]),
+                         flags(config["filtering"], keys=("filters",))])
+
+    return options
+
+
+def out_dir(wildcards, output):
+    """The folder of a rule's first output (commands that write several files into one)."""
+    return os.path.dirname(output[0])
 
 
 # -- the Frame ID experiment: the user's splits, or the imported corpus split by document
 
 
 def _frameid_file(part):
-    f = config.get("frameid") or {}
-    if f.get("train"):
-        return f.get(part) or []
+    f = config["frameid"]
+    if f["train"]:
+        return f[part] or []
     return f"{RES}/frameid/split/{part}.parquet"
 
 
@@ -163,8 +254,7 @@ def frameid_pool(wildcards=None):
 
 
 def frameid_test(wildcards=None):
-    f = config.get("frameid") or {}
-    if f.get("train") and not f.get("test"):
+    if config["frameid"]["train"] and not config["frameid"]["test"]:
         raise ValueError("config: frameid.train is set, so frameid.test must be too")
     return _frameid_file("test")
 
@@ -179,38 +269,37 @@ def frameid_point_inputs(wildcards):
     return inputs
 
 
+def frameid_point_files(wildcards, input):
+    return " ".join([opt("--dev", input.get("dev")), opt("--examples", input.get("examples"))])
+
+
+def geca_window_option(wildcards):
+    """GECA's window for the experiment's GECA points (the command's default when augmenters are off)."""
+    return opt("--geca-window", config["augmenters"]["geca"]["window"] if config["augmenters"] else None)
+
+
 def frameid_points():
-    f = config.get("frameid") or {}
+    f = config["frameid"]
     return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *f.get("augmenters", [])] for fraction in f.get("fractions", [])
-            for seed in f.get("seeds", [])]
-
-
-def opt(flag, value):
-    """A CLI option, or nothing when the value is unset."""
-    return "" if value is None else f"{flag} {shlex.quote(str(value))}"
+            for augmenter in ["none", *f["augmenters"]] for fraction in f["fractions"] for seed in f["seeds"]]
 
 
 # -- resources: GPU rules ask SLURM for gres/memory/runtime from config; CPU rules for memory/runtime
 
 
-def gpu_resources():
-    r = config["resources"]["gpu"]
-    out = dict(mem_mb=r["mem_mb"], runtime=r["runtime"], cpus_per_task=r["cpus"], gpu=r["gpus"])
+def job_resources(kind):
+    r = config["resources"][kind]
+    out = dict(mem_mb=r["mem_mb"], runtime=r["runtime"], cpus_per_task=r["cpus"])
+    if kind == "gpu":
+        out["gpu"] = r["gpus"]
     if r["gpus"]:
         out["gres"] = f"gpu:{r['gpus']}"
-    if r.get("slurm_partition"):
+    if r["slurm_partition"]:
         out["slurm_partition"] = r["slurm_partition"]
     return out
 
 
-def cpu_resources():
-    r = config["resources"]["cpu"]
-    out = dict(mem_mb=r["mem_mb"], runtime=r["runtime"], cpus_per_task=r["cpus"])
-    if r.get("slurm_partition"):
-        out["slurm_partition"] = r["slurm_partition"]
-    return out
-
-
-GPU = gpu_resources()
-CPU = cpu_resources()
+GPU = job_resources("gpu")
+CPU = job_resources("cpu")
+GPU_THREADS = config["resources"]["gpu"]["cpus"]
+CPU_THREADS = config["resources"]["cpu"]["cpus"]

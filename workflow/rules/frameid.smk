@@ -1,6 +1,5 @@
 # Figure 8: Frame ID trained on samples of the training sentences, with and without each
 # augmenter's examples, scored on one fixed test split. Each point is its own (GPU) job.
-FID = config.get("frameid") or {}
 
 
 rule frameid_split:
@@ -10,20 +9,20 @@ rule frameid_split:
         train=f"{RES}/frameid/split/train.parquet",
         dev=f"{RES}/frameid/split/dev.parquet",
         test=f"{RES}/frameid/split/test.parquet",
+    log:
+        f"{LOGS}/frameid_split.log",
+    benchmark:
+        f"{BENCH}/frameid_split.tsv"
     params:
-        out_dir=f"{RES}/frameid/split",
-        parts=" ".join(FID.get("parts", ["fulltext"])),
-        dev_share=FID.get("dev_share", 0.1),
-        test_share=FID.get("test_share", 0.2),
+        out_dir=out_dir,
+        options=section_options("frameid", keys=("parts", "dev_share", "test_share")),
+    threads: CPU_THREADS
     resources:
         **CPU,
     conda:
         "../../envs/cpu.yaml"
-    log:
-        f"{LOGS}/frameid_split.log",
     shell:
-        "{SPANAUG} frameid split --sentences {input.sentences} --out-dir {params.out_dir} --parts {params.parts}"
-        " --dev-share {params.dev_share} --test-share {params.test_share} > {log} 2>&1"
+        "spanaug frameid split --sentences {input.sentences} --out-dir {params.out_dir} {params.options} > {log} 2>&1"
 
 
 rule frameid_baseline:
@@ -32,14 +31,17 @@ rule frameid_baseline:
         test=frameid_test,
     output:
         report(f"{RES}/frameid/lexicon_baseline.json", caption="../report/frameid_baseline.rst", category="Frame ID"),
+    log:
+        f"{LOGS}/frameid_baseline.log",
+    benchmark:
+        f"{BENCH}/frameid_baseline.tsv"
+    threads: CPU_THREADS
     resources:
         **CPU,
     conda:
         "../../envs/cpu.yaml"
-    log:
-        f"{LOGS}/frameid_baseline.log",
     shell:
-        "{SPANAUG} frameid baseline --train {input.train} --test {input.test} --out {output} > {log} 2>&1"
+        "spanaug frameid baseline --train {input.train} --test {input.test} --out {output} > {log} 2>&1"
 
 
 rule frameid_point:
@@ -47,30 +49,24 @@ rule frameid_point:
         unpack(frameid_point_inputs),
     output:
         f"{RES}/frameid/points/{{augmenter}}/f{{fraction}}.s{{seed}}.json",
-    params:
-        dev=lambda wildcards, input: opt("--dev", input.get("dev")),
-        examples=lambda wildcards, input: opt("--examples", input.get("examples")),
-        lexicon=opt("--lexicon", FID.get("lexicon")),
-        encoder=FID.get("encoder"),
-        geca_window=(AUG.get("geca") or {}).get("window", 1),
-        opts=(
-            f"--epochs {FID.get('epochs', 10)} --batch-size {FID.get('batch_size', 16)}"
-            f" --learning-rate {FID.get('learning_rate', 0.001)}"
-        ),
-        device=A["device"],
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     log:
         f"{LOGS}/frameid/{{augmenter}}.f{{fraction}}.s{{seed}}.log",
     benchmark:
         f"{BENCH}/frameid/{{augmenter}}.f{{fraction}}.s{{seed}}.tsv"
+    params:
+        files=frameid_point_files,
+        geca_window=geca_window_option,
+        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate")),
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
     shell:
-        "{SPANAUG} frameid point --train {input.train} --test {input.test} {params.dev}"
-        " --fraction {wildcards.fraction} --seed {wildcards.seed} --augmenter {wildcards.augmenter}"
-        " {params.examples} --geca-window {params.geca_window} --encoder {params.encoder} {params.lexicon}"
-        " {params.opts} --device {params.device} --out {output} > {log} 2>&1"
+        "spanaug frameid point --train {input.train} --test {input.test} {params.files} --fraction {wildcards.fraction}"
+        " --seed {wildcards.seed} --augmenter {wildcards.augmenter} {params.geca_window} {params.options}"
+        " --device {params.device} --out {output} > {log} 2>&1"
 
 
 rule frameid_curves:
@@ -79,11 +75,14 @@ rule frameid_curves:
     output:
         table=report(f"{RES}/frameid/curves.csv", caption="../report/frameid_curves.rst", category="Frame ID"),
         plot=report(f"{RES}/frameid/curves.png", caption="../report/frameid_curves.rst", category="Frame ID"),
+    log:
+        f"{LOGS}/frameid_curves.log",
+    benchmark:
+        f"{BENCH}/frameid_curves.tsv"
+    threads: CPU_THREADS
     resources:
         **CPU,
     conda:
         "../../envs/cpu.yaml"
-    log:
-        f"{LOGS}/frameid_curves.log",
     shell:
-        "{SPANAUG} frameid curves --points {input} --out-table {output.table} --out-plot {output.plot} > {log} 2>&1"
+        "spanaug frameid curves --points {input} --out-table {output.table} --out-plot {output.plot} > {log} 2>&1"

@@ -14,6 +14,17 @@ from typing import Any
 from spanaug.core.errors import InputError
 
 
+def apply_umask(path: Path, directory: bool = False) -> None:
+    """Give ``path`` the permissions a plain ``open`` or ``mkdir`` would have (the process umask).
+
+    Temporary files and folders are created private (0600/0700); an artifact renamed into place
+    must be readable as any other file would be (0644 and 0755 with the usual umask 022).
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod((0o777 if directory else 0o666) & ~umask)
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path | str, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
@@ -24,6 +35,7 @@ def atomic_path(path: Path | str, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        apply_umask(tmp_path)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
@@ -39,6 +51,12 @@ def write_csv(rows: Sequence[Mapping[str, Any]], path: Path | str, fields: Seque
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_json(obj: Any, path: Path | str) -> None:
+    """A JSON document (a summary, a report's figures), indented, atomically."""
+    with atomic_path(path, ".json") as tmp:
+        tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], path: Path | str) -> int:

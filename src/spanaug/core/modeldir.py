@@ -1,44 +1,49 @@
-"""Trained model directories: weights and a JSON config, each written atomically.
+"""Trained model directories, one convention for every model of the project.
+
+A model's trained head is an ``nn.Module`` with ``huggingface_hub.PyTorchModelHubMixin``: its config
+dataclass goes to ``config.json`` and its weights to ``model.safetensors``; a tuned encoder, when there
+is one, is saved beside them with ``save_pretrained``. The directory is written into a temporary
+folder that replaces it once complete, so a killed job never leaves half a model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import io
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spanaug.core.files import atomic_path
+from spanaug.core.errors import ConfigError
+from spanaug.core.files import apply_umask
+
+#: The file a head's config is saved to (huggingface_hub's name).
+CONFIG_FILE = "config.json"
 
 
-def save_model_dir(out: Path | str, weights_name: str, state_dict: Mapping[str, Any], config_name: str,
-                   config: Mapping[str, Any]) -> Path:
-    """A trained model's weights and its JSON config, each written atomically into ``out``."""
-    import json
-
-    import torch
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / weights_name) as tmp:
-        torch.save(dict(state_dict), tmp)
-    with atomic_path(out / config_name) as tmp:
-        tmp.write_text(json.dumps(dict(config), indent=2))
-    return out
-
-
-def read_model_config(path: Path | str, config_name: str, what: str) -> dict[str, Any]:
-    """The JSON config of a model directory; a clear error when ``path`` is not one."""
-    import json
-
-    from spanaug.core.errors import ConfigError
-
-    config = Path(path) / config_name
-    if not config.is_file():
-        raise ConfigError(f"{path}: not a trained {what} (no {config_name})")
-    return json.loads(config.read_text())
+@contextlib.contextmanager
+def atomic_dir(path: Path | str) -> Iterator[Path]:
+    """A temporary folder beside ``path`` that replaces ``path`` when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        apply_umask(tmp, directory=True)
+        if path.is_dir():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load_weights(path: Path | str, device: Any) -> dict[str, Any]:
-    import torch
-
-    return torch.load(path, map_location=device, weights_only=True)
+def load_head(cls: Any, path: Path | str, device: Any, what: str) -> Any:
+    """``cls.from_pretrained`` on a local directory: every weight required, on ``device``."""
+    if not (Path(path) / CONFIG_FILE).is_file():
+        raise ConfigError(f"{path}: not a trained {what} (no {CONFIG_FILE})")
+    # The mixin prints where it loads from on standard output, where commands write their results.
+    with contextlib.redirect_stdout(io.StringIO()):
+        return cls.from_pretrained(str(path), map_location=str(device), strict=True)

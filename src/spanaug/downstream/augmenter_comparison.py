@@ -21,11 +21,7 @@ from spanaug.core import files, plotting
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.downstream.augmenters import AUGMENTERS, GecaConfig, geca_examples
 from spanaug.downstream.frameid.baseline import triple_scores
-from spanaug.downstream.frameid.data import (
-    Sentence,
-    examples_to_sentences,
-    sentence_key,
-)
+from spanaug.downstream.frameid.data import Sentence, examples_to_sentences, sentence_key
 from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ examples of the sentences it sampled.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import random
@@ -18,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from spanaug.core.config import GecaConfig
 from spanaug.core.errors import ArtifactError
 from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
@@ -102,17 +102,6 @@ def lexsub_examples(augmented: pa.Table, seeds: pa.Table, tagger: Any,
         out.append(example("lexsub", r["output_id"], seed["tokens"], tokens, span, r["frame"], r["seed_trigger"]))
     counts["examples"] = len(out)
     return out, counts
-
-
-@dataclasses.dataclass
-class GecaConfig:
-    """GECA's window and the caps that bound its output on a corpus the size of FrameNet."""
-
-    window: int = 1  # k: tokens on each side of a trigger that form its environment
-    max_fragments_per_environment: int = 50
-    max_templates_per_pair: int = 20
-    max_outputs: int = 100_000
-    seed: int = 0
 
 
 Fragment = tuple[tuple[str, ...], str]  # trigger tokens, frame

@@ -7,9 +7,8 @@ outputs are shared by every ablation, since it is frozen.
 from __future__ import annotations
 
 import copy
-import json
+import dataclasses
 import logging
-import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,13 @@ from typing import Any
 import torch
 
 from spanaug.core import files, plotting
+from spanaug.core.config import AblationSettings, AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
+from spanaug.core.splits import assign_parts
 from spanaug.pipeline.aligner.instances import Instance, pair_key, reverse_instances
-from spanaug.pipeline.aligner.model import (
-    AlignerConfig,
-    SpanAligner,
-    candidate_spans,
-    span_means,
-)
-from spanaug.pipeline.aligner.training import TrainConfig, train_aligner, tune_threshold
+from spanaug.pipeline.aligner.model import SpanAligner, candidate_spans, span_means
+from spanaug.pipeline.aligner.training import train_aligner, tune_threshold
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +42,8 @@ METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
 
 def split_by_pair(instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0) -> tuple[list[Instance], list[Instance], list[Instance]]:
     """Train/dev/test split in which all spans of one sentence pair stay together."""
-    keys = sorted(dict.fromkeys(pair_key(i) for i in instances))
-    random.Random(seed).shuffle(keys)
-    n_test, n_dev = round(len(keys) * test), round(len(keys) * dev)
-    part = {k: ("test" if n < n_test else "dev" if n < n_test + n_dev else "train") for n, k in enumerate(keys)}
+    part = assign_parts((pair_key(i) for i in instances), [("test", test), ("dev", dev), ("train", None)],
+                        order="shuffle", seed=seed)
     out: dict[str, list[Instance]] = {"train": [], "dev": [], "test": []}
     for inst in instances:
         out[part[pair_key(inst)]].append(inst)
@@ -104,25 +98,26 @@ def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> l
     return [i for i in test if " ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() not in seen]
 
 
-def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | str, epochs: int = 10, seed: int = 0,
-                 k: int = 5, device: str | None = "auto", systems: Sequence[str] | None = None,
-                 finetune_layers: int = 0, extra_reversed: bool = False,
+def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg: AlignerConfig, out_dir: Path | str,
+                 device: str = "auto", systems: Sequence[str] | None = None,
                  extra_instances: Sequence[Instance] = ()) -> dict[str, Any]:
     """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``.
 
-    Beyond the paper, ``finetune_layers``, ``extra_reversed`` and ``extra_instances`` each add a
-    row: the full model with the encoder's top layers tuned, with reversed training instances
-    added, and with extra instances added (a self-training round on paraphrase-chain alignments).
+    Every row is ``base_cfg`` (encoder, k) with the row's features and loss. Beyond the paper,
+    ``cfg.finetune_layers``, ``cfg.extra_reversed`` and ``extra_instances`` each add a row: the full
+    model with the encoder's top layers tuned, with reversed training instances added, and with
+    extra instances added (a self-training round on paraphrase-chain alignments).
     """
     unknown = set(systems or ()) - set(ABLATIONS)
     if unknown:
         raise ConfigError(f"unknown ablation system(s) {sorted(unknown)}: expected some of {list(ABLATIONS)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=seed)
+    train, dev, test = split_by_pair(instances, seed=cfg.seed)
+    training = AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed)
     log.info("alignment evaluation: %d train, %d dev, %d test instances", len(train), len(dev), len(test))
     cache: dict = {}
-    base = SpanAligner(AlignerConfig(encoder=encoder, k=k), device=device, cache=cache)
+    base = SpanAligner(base_cfg, device=device, cache=cache)
     gold = [i.target_span for i in test]
     unseen = unseen_in_training(train, test)
     rows, memo_rows = [], []
@@ -139,36 +134,34 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
     full_preds = None
     for name in systems or ABLATIONS:
         features, loss = ABLATIONS[name]
-        cfg = AlignerConfig(encoder=encoder, features=features, loss=loss, k=k)
-        aligner = SpanAligner(cfg, encoder=base.encoder, tokenizer=base.tokenizer, device=device, cache=cache)
-        aligner, _ = train_aligner(train, cfg, TrainConfig(epochs=epochs, seed=seed), dev=dev, aligner=aligner, progress=False)
+        row_cfg = dataclasses.replace(base_cfg, features=list(features), loss=loss)
+        aligner = SpanAligner(row_cfg, encoder=base.encoder, tokenizer=base.tokenizer, device=device, cache=cache)
+        aligner, _ = train_aligner(train, row_cfg, training, dev=dev, aligner=aligner, progress=False)
         preds = aligner.predict(test)
         record(name, preds, aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
         if name == "Df+Mx+Cue+SBCE":
             full_preds = [p for p, _ in preds]
     extensions = []
-    if extra_reversed:
-        extensions.append(("+SBCE +reversed instances", AlignerConfig(encoder=encoder, k=k), reverse_instances(train)))
+    if cfg.extra_reversed:
+        extensions.append(("+SBCE +reversed instances", base_cfg, reverse_instances(train)))
     if extra_instances:
-        extensions.append((f"+SBCE +{len(extra_instances)} extra instances", AlignerConfig(encoder=encoder, k=k),
-                           list(extra_instances)))
-    if finetune_layers:
-        extensions.append((f"+SBCE +tuned top {finetune_layers} layers",
-                           AlignerConfig(encoder=encoder, k=k, finetune_layers=finetune_layers), []))
-    for name, cfg, extra in extensions:
+        extensions.append((f"+SBCE +{len(extra_instances)} extra instances", base_cfg, list(extra_instances)))
+    if cfg.finetune_layers:
+        extensions.append((f"+SBCE +tuned top {cfg.finetune_layers} layers",
+                           dataclasses.replace(base_cfg, finetune_layers=cfg.finetune_layers), []))
+    for name, row_cfg, extra in extensions:
         # A tuned encoder must not share the frozen one's weights or cache: it gets its own copy.
-        enc = copy.deepcopy(base.encoder) if cfg.finetune_layers else base.encoder
-        aligner = SpanAligner(cfg, encoder=enc, tokenizer=base.tokenizer, device=device,
-                              cache=None if cfg.finetune_layers else cache)
-        aligner, _ = train_aligner(train, cfg, TrainConfig(epochs=epochs, seed=seed), dev=dev, aligner=aligner,
-                                   progress=False, extra=extra)
+        enc = copy.deepcopy(base.encoder) if row_cfg.finetune_layers else base.encoder
+        aligner = SpanAligner(row_cfg, encoder=enc, tokenizer=base.tokenizer, device=device,
+                              cache=None if row_cfg.finetune_layers else cache)
+        aligner, _ = train_aligner(train, row_cfg, training, dev=dev, aligner=aligner, progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
     files.write_csv(rows, out_dir / "ablation.csv")
     files.write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
-                               "encoder": encoder, "epochs": epochs, "seed": seed, "table": rows}
+                               "encoder": base_cfg.encoder, "epochs": cfg.epochs, "seed": cfg.seed, "table": rows}
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
@@ -176,8 +169,7 @@ def run_ablation(instances: Sequence[Instance], encoder: str, out_dir: Path | st
         files.write_csv(by_pos, out_dir / "by_position_difference.csv")
         plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
     plot_ablation(rows, out_dir / "ablation.png")
-    with files.atomic_path(out_dir / "summary.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
+    files.write_json(summary, out_dir / "summary.json")
     return summary
 
 

@@ -3,31 +3,26 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
+from spanaug.core.config import AlignerConfig, AlignerTrainSettings, BaselinesSection
 from spanaug.evaluation.discalign import DiscAlignConfig, DiscAligner
-from spanaug.evaluation.fastalign import FastAlignConfig, fast_align
-from spanaug.evaluation.word_alignment import (
-    Pair,
-    gold_links,
-    pairs_of,
-    project_instances,
-)
+from spanaug.evaluation.fastalign import fast_align
+from spanaug.evaluation.word_alignment import Pair, gold_links, pairs_of, project_instances
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.model import AlignerConfig
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link
 
 log = logging.getLogger(__name__)
 
 
-def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPair], encoder: str, out_dir: Path | str,
-                   extra_text: Sequence[tuple[Sequence[str], Sequence[str]]] = (), fa_cfg: FastAlignConfig | None = None,
-                   epochs: int = 10, seed: int = 0, k: int = 5, device: str | None = "auto") -> list[dict[str, Any]]:
+def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPair], cfg: BaselinesSection,
+                   base_cfg: AlignerConfig, out_dir: Path | str,
+                   extra_text: Sequence[tuple[Sequence[str], Sequence[str]]] = (), device: str = "auto",
+                   ) -> list[dict[str, Any]]:
     """FastAlign, DiscAlign and the span aligner on one held-out split: soft/exact span scores + AER.
 
     Instances are split by sentence pair as in the ablations; DiscAlign and the span aligner learn
@@ -36,11 +31,11 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
     from spanaug.core.metrics import span_metrics
     from spanaug.evaluation.aligner_ablation import plot_ablation, split_by_pair
     from spanaug.evaluation.word_alignment import alignment_scores
-    from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
+    from spanaug.pipeline.aligner.training import train_aligner
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=seed)
+    train, dev, test = split_by_pair(instances, seed=cfg.seed)
     by_pair = gold_links(gold_pairs)
     test_pairs = pairs_of(test)
     held_out = set(test_pairs) | set(pairs_of(dev))
@@ -59,24 +54,24 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
         log.info("%s: %s", system, row)
 
     all_pairs = list(dict.fromkeys(pairs_of(instances) + list(by_pair)))
-    fa_links = fast_align(all_pairs, extra_text, fa_cfg)
+    fa_links = fast_align(all_pairs, extra_text, cfg.fastalign)
     record("FastAlign", project_instances(test, fa_links), fa_links)
 
-    disc = DiscAligner(DiscAlignConfig(encoder=encoder), device=device)
-    disc.train([p for key, p in by_pair.items() if key not in held_out], epochs=epochs, seed=seed, progress=False)
+    disc = DiscAligner(DiscAlignConfig(encoder=base_cfg.encoder), device=device)
+    disc.train([p for key, p in by_pair.items() if key not in held_out], epochs=cfg.epochs, seed=cfg.seed,
+               progress=False)
     dev_gold = [by_pair[p] for p in pairs_of(dev) if p in by_pair]
     if dev_gold:
         disc.tune_threshold(dev_gold)
     disc_links = disc.align(test_pairs)  # gold_test's pairs are among them
     record("DiscAlign", project_instances(test, disc_links), disc_links)
 
-    aligner, _ = train_aligner(train, AlignerConfig(encoder=encoder, k=k), TrainConfig(epochs=epochs, seed=seed),
-                               dev=dev, device=device, progress=False)
+    aligner, _ = train_aligner(train, base_cfg, AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed), dev=dev,
+                               device=device, progress=False)
     record("span aligner (ours)", [p for p, _ in aligner.predict(test)], None)
 
     files.write_csv(rows, out_dir / "comparison.csv")
     plot_ablation(rows, out_dir / "comparison.png", title="Span alignment: word aligners vs span aligner")
-    with files.atomic_path(out_dir / "comparison.json") as tmp:
-        tmp.write_text(json.dumps({"train": len(train), "dev": len(dev), "test": len(test),
-                                   "gold_test_pairs": len(gold_test), "encoder": encoder, "table": rows}, indent=2))
+    files.write_json({"train": len(train), "dev": len(dev), "test": len(test),
+                                   "gold_test_pairs": len(gold_test), "encoder": base_cfg.encoder, "table": rows}, out_dir / "comparison.json")
     return rows

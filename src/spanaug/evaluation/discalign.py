@@ -1,20 +1,22 @@
 """DiscAlign: a discriminative word aligner after Stengel-Eskin et al. (2019), on a frozen encoder.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import logging
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
+from spanaug.core.config import AlignerConfig, DiscAlignSettings, inherit, setting, settings
 from spanaug.core.devices import choose_device
+from spanaug.core.splits import assign_parts
 from spanaug.evaluation.word_alignment import Pair, links_above
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link
@@ -22,17 +24,17 @@ from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link
 log = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class DiscAlignConfig:
-    encoder: str = "bert-base-cased"
-    projection: int = 256
-    #: Count possible (not only sure) links as positives.
-    possible_as_positive: bool = False
-    threshold: float = 0.5
-    max_length: int = 512
+@settings
+class DiscAlignConfig(DiscAlignSettings):
+    """A trained DiscAlign model's config (saved as its config.json)."""
+
+    encoder_dim: int = setting(0, "the encoder's hidden size (set when the model is built)", minimum=0)
+    max_length: int = inherit(AlignerConfig, "max_length")
 
 
-class LinkScorer(nn.Module):
+# No `from __future__ import annotations` in this module: the hub mixin reads the type of
+# `config` from the signature to rebuild the dataclass on load.
+class LinkScorer(nn.Module, PyTorchModelHubMixin):
     """Projections of source and target word vectors; their product is one logit per word pair.
 
     Two learned scalars also weigh the cosine of the raw vectors and the distance between the
@@ -40,8 +42,10 @@ class LinkScorer(nn.Module):
     quickly.
     """
 
-    def __init__(self, hidden: int, projection: int):
+    def __init__(self, config: DiscAlignConfig):
         super().__init__()
+        self.config = config
+        hidden, projection = config.encoder_dim, config.projection
         self.src = nn.Sequential(nn.Linear(hidden, projection), nn.Tanh(), nn.Linear(projection, projection))
         self.tgt = nn.Sequential(nn.Linear(hidden, projection), nn.Tanh(), nn.Linear(projection, projection))
         self.cosine_weight = nn.Parameter(torch.tensor(5.0))
@@ -61,24 +65,21 @@ class LinkScorer(nn.Module):
 class DiscAligner:
     """A discriminative word aligner after Stengel-Eskin et al. (2019), on a frozen encoder."""
 
-    CONFIG = "discalign_config.json"
-    WEIGHTS = "link_scorer.pt"
-
-    def __init__(self, config: DiscAlignConfig, device: str | None = "auto"):
+    def __init__(self, config: DiscAlignConfig, device: str | None = "auto", scorer: LinkScorer | None = None):
         self.config = config
         self.device = choose_device(device)
         self.words = PairEncoder(config.encoder, device=self.device, max_length=config.max_length, cache={})
-        self.scorer = LinkScorer(self.words.encoder.config.hidden_size, config.projection).to(self.device)
+        config.encoder_dim = self.words.encoder.config.hidden_size
+        self.scorer = (scorer or LinkScorer(config)).to(self.device)
 
     def save_pretrained(self, out: Path | str) -> None:
-        modeldir.save_model_dir(out, self.WEIGHTS, self.scorer.state_dict(), self.CONFIG, dataclasses.asdict(self.config))
+        with modeldir.atomic_dir(out) as tmp:
+            self.scorer.save_pretrained(tmp, config=self.config)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "DiscAligner":
-        model = cls(DiscAlignConfig(**modeldir.read_model_config(path, cls.CONFIG, "DiscAlign model")), device=device)
-        model.scorer.load_state_dict(modeldir.load_weights(Path(path) / cls.WEIGHTS, model.device))
-        model.scorer.eval()
-        return model
+        scorer = modeldir.load_head(LinkScorer, path, choose_device(device), "DiscAlign model")
+        return cls(scorer.config, device=device, scorer=scorer)
 
     def _targets(self, pair: AlignedPair) -> tuple[torch.Tensor, torch.Tensor]:
         """Label matrix (1 on positive links) and a mask that leaves out possible-only links."""
@@ -93,8 +94,8 @@ class DiscAligner:
                 mask[i, j] = 0.0  # neither a positive nor a clean negative
         return labels, mask
 
-    def train(self, pairs: Sequence[AlignedPair], epochs: int = 10, batch_size: int = 8, learning_rate: float = 1e-3,
-              seed: int = 0, progress: bool = True) -> list[float]:
+    def train(self, pairs: Sequence[AlignedPair], epochs: int, seed: int, batch_size: int = 8, learning_rate: float = 1e-3,
+              progress: bool = True) -> list[float]:
         """BCE on every word pair of every sentence pair; returns the loss per epoch."""
         torch.manual_seed(seed)
         rng = random.Random(seed)
@@ -147,3 +148,20 @@ class DiscAligner:
         self.config.threshold = best[1]
         log.info("discalign threshold %.2f (dev word F1 %.3f)", best[1], best[0])
         return best[1]
+
+
+def train_discalign(gold: Sequence[AlignedPair], settings: DiscAlignSettings, epochs: int, seed: int, dev_share: float,
+                    pretrain: Sequence[AlignedPair] = (), pretrain_epochs: int = 0, device: str = "auto",
+                    ) -> tuple[DiscAligner, dict[str, Any]]:
+    """Train DiscAlign on gold pairs (after ``pretrain`` pairs, e.g. automatic alignments); the first
+    ``dev_share`` of the gold pairs is held out to tune the link threshold (0: keep ``cfg.threshold``)."""
+    model = DiscAligner(DiscAlignConfig(**dataclasses.asdict(settings)), device=device)
+    history: dict[str, Any] = {}
+    if pretrain:
+        history["pretrain_loss"] = model.train(pretrain, epochs=pretrain_epochs, seed=seed)
+    part = assign_parts(range(len(gold)), [("dev", dev_share), ("train", None)])
+    history["loss"] = model.train([p for n, p in enumerate(gold) if part[n] == "train"], epochs=epochs, seed=seed)
+    dev = [p for n, p in enumerate(gold) if part[n] == "dev"]
+    if dev:
+        history["threshold"] = model.tune_threshold(dev)
+    return model, history

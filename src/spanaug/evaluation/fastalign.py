@@ -3,26 +3,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from spanaug.core.config import FastAlignSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.evaluation.word_alignment import Pair, grow_diag_final_and, parse_pharaoh
 from spanaug.pipeline.aligner.word_aligned import Link
-
-
-@dataclasses.dataclass
-class FastAlignConfig:
-    lowercase: bool = True
-    iterations: int = 5
-    #: A user's own fast_align and atools binaries (paths or names on PATH); when fast_align is
-    #: unset the systran-align wheel runs fast_align in-process.
-    fast_align_bin: str | None = None
-    atools_bin: str | None = None
 
 
 def _norm(tokens: Sequence[str], lowercase: bool) -> list[str]:
@@ -44,9 +34,9 @@ def read_text_pairs(path: Path | str) -> list[tuple[list[str], list[str]]]:
 
 
 def fast_align(eval_pairs: Sequence[Pair], training_pairs: Iterable[tuple[Sequence[str], Sequence[str]]] = (),
-               cfg: FastAlignConfig | None = None) -> dict[Pair, set[Link]]:
+               cfg: FastAlignSettings | None = None) -> dict[Pair, set[Link]]:
     """Symmetrised FastAlign links for ``eval_pairs``, trained on them plus ``training_pairs``."""
-    cfg = cfg or FastAlignConfig()
+    cfg = cfg or FastAlignSettings()
     corpus = [(_norm(s, cfg.lowercase), _norm(t, cfg.lowercase)) for s, t in eval_pairs]
     corpus += [(_norm(s, cfg.lowercase), _norm(t, cfg.lowercase)) for s, t in training_pairs]
     with tempfile.TemporaryDirectory(prefix="fastalign-") as tmp:
@@ -59,7 +49,7 @@ def fast_align(eval_pairs: Sequence[Pair], training_pairs: Iterable[tuple[Sequen
     return dict(zip(eval_pairs, links))
 
 
-def _fast_align_inprocess(text: Path, pairs: Sequence[tuple[list[str], list[str]]], cfg: FastAlignConfig,
+def _fast_align_inprocess(text: Path, pairs: Sequence[tuple[list[str], list[str]]], cfg: FastAlignSettings,
                           tmp: Path) -> list[set[Link]]:
     # systran-align trains both directions and returns links symmetrised by the library; its
     # directional alignments are not exposed (use fast_align_bin for the paper's exact toolchain).
@@ -80,7 +70,7 @@ def _tool(name: str | None, key: str) -> str:
     return path
 
 
-def _fast_align_subprocess(text: Path, n_eval: int, cfg: FastAlignConfig, tmp: Path) -> list[set[Link]]:
+def _fast_align_subprocess(text: Path, n_eval: int, cfg: FastAlignSettings, tmp: Path) -> list[set[Link]]:
     """``fast_align -d -o -v`` both ways, then ``atools -c grow-diag-final-and`` (or ours without atools)."""
     exe = _tool(cfg.fast_align_bin, "baselines.fastalign.fast_align_bin")
     directions = {}

@@ -10,10 +10,7 @@ acceptances), the R-classifier the negative class.
 from __future__ import annotations
 
 import csv
-import dataclasses
-import json
 import logging
-import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +21,10 @@ import torch
 from torch import nn
 
 from spanaug.core import artifacts, files
+from spanaug.core.config import ClassifierSettings
 from spanaug.core.errors import ConfigError, InputError
+from spanaug.core.metrics import prf
+from spanaug.core.splits import assign_parts
 
 log = logging.getLogger(__name__)
 
@@ -112,15 +112,6 @@ class FilterNet(nn.Module):
         return self.net((x - self.mean) / self.std).squeeze(-1)
 
 
-@dataclasses.dataclass
-class ClassifierConfig:
-    downweight: float = 0.5  # weight of the down-weighted class
-    epochs: int = 300
-    learning_rate: float = 0.01
-    test_share: float = 0.1
-    seed: int = 0
-
-
 def features(table: pa.Table) -> torch.Tensor:
     """[N, 3] inputs; a missing score becomes the worst value (paraphrase 10, aligner 0)."""
     it = table.column("iteration").to_pylist()
@@ -130,7 +121,7 @@ def features(table: pa.Table) -> torch.Tensor:
 
 
 def train_classifier(x: torch.Tensor, y: torch.Tensor, positive_weight: float, negative_weight: float,
-                     cfg: ClassifierConfig) -> FilterNet:
+                     cfg: ClassifierSettings) -> FilterNet:
     """Full-batch BCE with per-class weights."""
     torch.manual_seed(cfg.seed)
     model = FilterNet()
@@ -150,17 +141,17 @@ def precision_recall(passed: Sequence[bool], gold: Sequence[int]) -> dict[str, f
     """Of judged outputs: precision (accepted among passed) and recall (passed among accepted)."""
     tp = sum(1 for p, g in zip(passed, gold) if p and g)
     n_pass, n_pos = sum(map(bool, passed)), sum(gold)
-    return {"judged": len(gold), "passed": n_pass, "precision": tp / n_pass if n_pass else 0.0,
-            "recall": tp / n_pos if n_pos else 0.0}
+    precision, recall, _ = prf(tp, n_pass, n_pos)
+    return {"judged": len(gold), "passed": n_pass, "precision": precision, "recall": recall}
 
 
 def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
                  filters: Mapping[str, Mapping[str, float]] | None = None, judgments: Path | str | None = None,
-                 cfg: ClassifierConfig | None = None) -> list[dict[str, Any]]:
+                 cfg: ClassifierSettings | None = None) -> list[dict[str, Any]]:
     """Write each filter's subset, the scored dataset and the filters table (size multiple, P/R)."""
     filters = DEFAULT_FILTERS if filters is None else filters
     check_filters(filters)
-    cfg = cfg or ClassifierConfig()
+    cfg = cfg or ClassifierSettings()
     out_dir = Path(out_dir)
     (out_dir / "subsets").mkdir(parents=True, exist_ok=True)
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
@@ -192,10 +183,11 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
     summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()}}
     if len(set(gold)) == 2:
         x, y = features(table), torch.tensor([float(g) for g in gold])
-        order = list(range(len(judged)))
-        random.Random(cfg.seed).shuffle(order)
-        n_test = max(1, round(len(order) * cfg.test_share))
-        test, train = order[:n_test], order[n_test:]
+        # At least one judged output is held out.
+        part = assign_parts(range(len(judged)), [("test", max(cfg.test_share, 1 / len(judged))), ("train", None)],
+                            order="shuffle", seed=cfg.seed)
+        test = [i for i in range(len(judged)) if part[i] == "test"]
+        train = [i for i in range(len(judged)) if part[i] == "train"]
         xj = x[torch.tensor(judged)]
         for name, pos_w, neg_w in (("p_classifier", cfg.downweight, 1.0), ("r_classifier", 1.0, cfg.downweight)):
             model = train_classifier(xj[train], y[train], pos_w, neg_w, cfg)
@@ -215,11 +207,23 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
     artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
     files.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows
-    with files.atomic_path(out_dir / "filters.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
+    files.write_json(summary, out_dir / "filters.json")
     return rows
 
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_").replace("__", "_")
 
+
+
+def named_filter(name: str | None, filters: Mapping[str, Mapping[str, float]] | None = None,
+                 ) -> Mapping[str, float] | None:
+    """The bounds of the filter ``name`` among ``filters`` (the paper's Table 4 when None); None or
+    ``"none"`` selects every aligned output."""
+    if not name or name == "none":
+        return None
+    filters = DEFAULT_FILTERS if filters is None else filters
+    check_filters(filters)
+    if name not in filters:
+        raise ConfigError(f"filter {name!r} is not defined: {sorted(filters)}")
+    return filters[name]

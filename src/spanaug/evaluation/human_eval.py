@@ -10,7 +10,6 @@ that says which candidate is which stays in a separate file.
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import random
 from collections import Counter
@@ -34,9 +33,9 @@ def mark(tokens: Sequence[str], start: int, end: int) -> str:
 
 
 def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | str, out_key: Path | str,
-                n_items: int = 100, seed: int = 0, definitions: dict[str, str] | None = None,
-                n_examples: int = 3) -> dict[str, int]:
-    """Sample aligned outputs and write the task CSV and its key CSV; returns counts."""
+                n_items: int, seed: int, definitions: dict[str, str] | None = None, n_examples: int = 3,
+                ) -> dict[str, int]:
+    """Sample ``n_items`` aligned outputs and write the task CSV and its key CSV; returns counts."""
     rng = random.Random(seed)
     aug = artifacts.read_table(augmented, artifacts.AUGMENTED)
     aug = aug.filter(aug.column("aligned_start").is_valid()).to_pylist()
@@ -83,7 +82,7 @@ def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | s
     return {"items": len(task_rows), "skipped_without_controls": skipped}
 
 
-def simulate_judgments(key: Path | str, out: Path | str, raters: int = 3, seed: int = 0,
+def simulate_judgments(key: Path | str, out: Path | str, raters: int, seed: int,
                        accept: dict[str, float] | None = None) -> int:
     """Crowd results from simulated annotators (demo and tests only: no person judged these).
 
@@ -162,8 +161,7 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
     files.write_csv(judgments, out_dir / "judgments.csv", fields=["output_id", "score"])
     hist = {kind: [s for v in cands for s in v] for kind, cands in by_kind.items()}
     plot_scores(hist, out_dir / "score_histogram.png")
-    with files.atomic_path(out_dir / "human_eval.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
+    files.write_json(summary, out_dir / "human_eval.json")
     return summary
 
 

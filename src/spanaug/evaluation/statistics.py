@@ -6,8 +6,6 @@ diversity measures use a fixed-seed sample of chains.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import random
 from collections import Counter
@@ -18,7 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core import artifacts, files, plotting
+from spanaug.core.config import StatsConfig
 from spanaug.core.errors import ArtifactError
+from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
 from spanaug.pipeline.framenet import read_lexicon
 
@@ -91,14 +91,6 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-@dataclasses.dataclass
-class StatsConfig:
-    bleu_sample: int = 2000
-    lexicon: str | None = None  # lexicon JSON or FrameNet release: from-scratch precision/recall
-    pos_tagger: str | None = None  # "lexicon" or "spacy:<model>"
-    pos_sample: int = 5000
-
-
 def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig | None = None,
                     ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[int, int]]]:
     """The report's dataset statistics, its per-iteration table and the span distributions."""
@@ -143,8 +135,7 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
     """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
     stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
     stats["span_distributions"] = dists
-    with files.atomic_path(out_json) as tmp:
-        tmp.write_text(json.dumps(stats, indent=2))
+    files.write_json(stats, out_json)
     files.write_csv(rows, out_csv, fields=["iteration", "outputs", "aligned", "failed_to_align_share",
                                                "mean_paraphrase_score", "mean_aligner_score"])
     if out_plot:
@@ -248,10 +239,8 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
     tp = len(generated & held_out)
     fp = len(generated - held_out)
     fn = len(held_out - generated)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+    precision, recall, f1 = prf(tp, tp + fp, tp + fn)
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1,
             "seeded_frames": len(seed_lus), "frames_missing_from_lexicon": sorted(set(seed_lus) - set(lexicon))}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from spanaug.core.metrics import prf
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link, write_aligned_json
 
@@ -101,8 +102,6 @@ def alignment_scores(gold: Sequence[AlignedPair], predicted: Sequence[set[Link]]
         a_and_p += len(links & (pair.possible | pair.sure))
         n_a += len(links)
         n_s += len(pair.sure)
-    precision = a_and_p / n_a if n_a else 0.0
-    recall = a_and_s / n_s if n_s else 0.0
+    precision, recall, f1 = prf(a_and_p, n_a, n_s, gold_hits=a_and_s)
     aer = 1.0 - (a_and_s + a_and_p) / (n_a + n_s) if n_a + n_s else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"aer": aer, "precision": precision, "recall": recall, "f1": f1, "n_pairs": len(gold)}

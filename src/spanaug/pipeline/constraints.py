@@ -13,14 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lemminflect import (
-    getAllInflections,
-    getAllInflectionsOOV,
-    getAllLemmas,
-    getAllLemmasOOV,
-)
+from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, getAllLemmasOOV
 
 from spanaug.core import artifacts
+from spanaug.core.config import ConstraintSettings
 
 #: FrameNet LU part-of-speech suffixes as universal POS tags that lemminflect knows.
 FN_TO_UPOS = {"v": "VERB", "n": "NOUN", "a": "ADJ", "adv": "ADV"}
@@ -70,18 +66,18 @@ def head_positions(tokens: Sequence[str], upos: str | None) -> list[int]:
     return list(range(len(tokens)))
 
 
-def expand(tokens: Sequence[str], upos: str | None = None, case: bool = True,
-           inflections: bool = True) -> set[str]:
+def expand(tokens: Sequence[str], upos: str | None = None, cfg: ConstraintSettings | None = None) -> set[str]:
     """The span itself, its head's inflections substituted in place, each in its case variants."""
+    cfg = cfg or ConstraintSettings()
     tokens = list(tokens)
     if not tokens or not any(t.strip() for t in tokens):
         return set()
     phrases = {" ".join(tokens)}
-    if inflections:
+    if cfg.inflections:
         for i in head_positions(tokens, upos):
             for form in word_forms(tokens[i], upos):
                 phrases.add(" ".join(tokens[:i] + [form] + tokens[i + 1 :]))
-    if not case:
+    if not cfg.case_variants:
         return phrases
     out: set[str] = set()
     for phrase in phrases:
@@ -99,8 +95,8 @@ def violations(text: str, constraints: Iterable[str]) -> list[str]:
     return [c for c in constraints if c.strip() and _phrase_pattern(c).search(text)]
 
 
-def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, expand_case: bool = True,
-                        expand_inflections: bool = True) -> Iterator[dict[str, Any]]:
+def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, cfg: ConstraintSettings,
+                        ) -> Iterator[dict[str, Any]]:
     """Turn iteration ``iteration - 1``'s outputs into iteration ``iteration``'s requests.
 
     Rows whose span did not align end their chain: there is nothing to rewrite.
@@ -110,7 +106,7 @@ def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, expand_c
             continue
         start, end = row["aligned_start"], row["aligned_end"]
         span = row["paraphrase_tokens"][start : end + 1]
-        new = expand(span, lu_upos(row["lexical_unit"]), expand_case, expand_inflections)
+        new = expand(span, lu_upos(row["lexical_unit"]), cfg)
         yield {
             "seed_id": row["seed_id"],
             "frame": row["frame"],
@@ -125,12 +121,11 @@ def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, expand_c
         }
 
 
-def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, expand_case: bool = True,
-                 expand_inflections: bool = True) -> int:
+def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, cfg: ConstraintSettings) -> int:
     """CLI stage: a CHAIN shard of iteration ``i - 1`` -> a REQUESTS shard of iteration ``i``."""
     with artifacts.open_writer(out, artifacts.REQUESTS) as writer:
         for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
-            writer.write(list(requests_from_chain(table.to_pylist(), iteration, expand_case, expand_inflections)))
+            writer.write(list(requests_from_chain(table.to_pylist(), iteration, cfg)))
     return writer.rows
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts
+from spanaug.core.config import ImportSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_jsonl
 from spanaug.core.text import detokenize, tokenize_around_span
@@ -261,18 +262,15 @@ def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:  # noqa: 
 IMPORTERS = {"framenet": read_framenet, "conll": read_conll, "jsonl": read_jsonl_sentences}
 
 
-def import_corpus(fmt: str, inputs: list[Path | str], out: Path | str, max_tokens: int | None = None,
-                  parts: Iterable[str] = ("exemplar", "fulltext")) -> ImportStats:
-    """Import one or more inputs of one format into a SENTENCES artifact, streaming."""
-    if fmt not in IMPORTERS:
-        raise ConfigError(f"unknown input format {fmt!r}; choose one of {sorted(IMPORTERS)}")
-    stats = ImportStats(max_tokens=max_tokens)
+def import_corpus(cfg: ImportSettings, out: Path | str) -> ImportStats:
+    """Import the inputs (all of one format) into a SENTENCES artifact, streaming."""
+    stats = ImportStats(max_tokens=cfg.max_tokens)
     seen: set[str] = set()
     with artifacts.open_writer(out, artifacts.SENTENCES) as writer:
         buffer: list[dict[str, Any]] = []
-        for path in inputs:
-            kwargs = {"parts": parts} if fmt == "framenet" else {}
-            for row in IMPORTERS[fmt](path, max_tokens=max_tokens, stats=stats, **kwargs):
+        for path in cfg.inputs:
+            kwargs = {"parts": cfg.parts} if cfg.format == "framenet" else {}
+            for row in IMPORTERS[cfg.format](path, max_tokens=cfg.max_tokens, stats=stats, **kwargs):
                 if row["sentence_id"] in seen:
                     raise InputError(path, row["source"], f"duplicate sentence id {row['sentence_id']!r}")
                 seen.add(row["sentence_id"])
@@ -281,5 +279,5 @@ def import_corpus(fmt: str, inputs: list[Path | str], out: Path | str, max_token
                     writer.write(buffer)
                     buffer = []
         writer.write(buffer)
-    log.info("imported %d rows from %s (%s)", stats.rows_kept, ", ".join(map(str, inputs)), stats.as_dict())
+    log.info("imported %d rows from %s (%s)", stats.rows_kept, ", ".join(map(str, cfg.inputs)), stats.as_dict())
     return stats

@@ -76,7 +76,7 @@ def chain_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def select_stage(aligned_path: Path | str, out: Path | str) -> int:
+def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 8192) -> int:
     """CLI stage: an ALIGNED shard -> the iteration's CHAIN shard (best beam per seed).
 
     All beams of one request are contiguous in the shard (the paraphrase stage writes them
@@ -84,7 +84,7 @@ def select_stage(aligned_path: Path | str, out: Path | str) -> int:
     """
     with artifacts.open_writer(out, artifacts.CHAIN) as writer:
         pending: list[dict[str, Any]] = []
-        for table in artifacts.iter_batches(aligned_path, artifacts.ALIGNED):
+        for table in artifacts.iter_batches(aligned_path, artifacts.ALIGNED, chunk_rows):
             rows = pending + table.to_pylist()
             if not rows:
                 continue

@@ -9,21 +9,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug.core.errors import ConfigError
+from spanaug.core.config import SeedSettings
 
 
-def select_seeds(table: pa.Table, mode: str, n_frames: int = 20, lus_per_frame: int = 3,
-                 per_lu: int = 3) -> tuple[pa.Table, dict[str, Any]]:
+def select_seeds(table: pa.Table, cfg: SeedSettings) -> tuple[pa.Table, dict[str, Any]]:
     """Choose the seed rows: ``all``, or ``from_scratch`` as in the paper's §6.1.
 
     ``from_scratch`` takes the first ``n_frames`` frames (by name) with at least ``lus_per_frame``
     annotated LUs, the first LUs of each and the first annotations of each LU by creation date;
     rows without dates fall back on their order in the input.
     """
-    if mode == "all":
-        return table, {"mode": mode, "seeds": table.num_rows}
-    if mode != "from_scratch":
-        raise ConfigError(f"seeds.mode must be 'all' or 'from_scratch', not {mode!r}")
+    if cfg.mode == "all":
+        return table, {"mode": cfg.mode, "seeds": table.num_rows}
     dates = table.column("annotation_date").to_pylist()
     orders = table.column("order").to_pylist()
     uses_order = all(d is None for d in dates)
@@ -38,18 +35,18 @@ def select_seeds(table: pa.Table, mode: str, n_frames: int = 20, lus_per_frame: 
     chosen_frames: list[str] = []
     for frame in sorted(by_frame):
         lu_rows = by_frame[frame]
-        if len(lu_rows) < lus_per_frame:
+        if len(lu_rows) < cfg.lus_per_frame:
             continue
         # LUs in the order of their first annotation.
         first_lus = sorted(lu_rows, key=lambda lu: rank[lu_rows[lu][0]])
-        for lu in first_lus[:lus_per_frame]:
-            chosen.extend(lu_rows[lu][:per_lu])
+        for lu in first_lus[:cfg.lus_per_frame]:
+            chosen.extend(lu_rows[lu][:cfg.annotations_per_lu])
         chosen_frames.append(frame)
-        if len(chosen_frames) == n_frames:
+        if len(chosen_frames) == cfg.n_frames:
             break
     seeds = table.take(pa.array(sorted(chosen), type=pa.int64()))
     report = {
-        "mode": mode,
+        "mode": cfg.mode,
         "seeds": seeds.num_rows,
         "frames": chosen_frames,
         "ordering": "input order stands in for annotation dates" if uses_order else "annotation date",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from spanaug.core.metrics import prf
 from spanaug.downstream.frameid.data import NULL, Sentence, Span, candidate_spans
 
 
@@ -16,10 +17,8 @@ def triple_scores(gold: Sequence[Sentence], pred: Sequence[dict[Span, str]]) -> 
         n_gold += len(sent.triggers)
         n_pred += len(p)
         tp += sum(1 for span, frame in p.items() if sent.triggers.get(span) == frame)
-    precision = tp / n_pred if n_pred else 0.0
-    recall = tp / n_gold if n_gold else 0.0
-    return {"precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+    precision, recall, f1 = prf(tp, n_pred, n_gold)
+    return {"precision": precision, "recall": recall, "f1": f1,
             "n_gold": n_gold, "n_pred": n_pred}
 
 

@@ -11,7 +11,9 @@ from typing import Any
 import pyarrow as pa
 
 from spanaug.core import artifacts, files
+from spanaug.core.config import SplitSettings
 from spanaug.core.errors import InputError
+from spanaug.core.splits import assign_parts
 
 NULL = "NULL"
 MAX_SPAN = 3
@@ -64,16 +66,21 @@ def read_training_file(path: Path | str) -> list[Sentence]:
                                  "(no sentence_id/output_id/augmenter column)")
 
 
+def read_sentences(paths: Sequence[Path | str]) -> list[Sentence]:
+    """The sentences of several training files, in order."""
+    return [sent for path in paths for sent in read_training_file(path)]
+
+
 def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
     return [(s, s + k) for s in range(n) for k in range(max_len) if s + k < n]
 
 
-def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2) -> dict[str, int]:
+def split_conll(path: Path | str, out_dir: Path | str, cfg: SplitSettings) -> dict[str, int]:
     """Train/dev/test CoNLL files by contiguous sentence ranges (documents stay mostly whole).
 
     The open-SESAME files number sentences in document order but do not mark documents, so
-    contiguous ranges stand in for held-out documents: the last ``test_share`` of sentences is
-    the test split, the ``dev_share`` before it the dev split.
+    contiguous ranges stand in for held-out documents: the last ``cfg.test_share`` of sentences is
+    the test split, the ``cfg.dev_share`` before it the dev split.
     """
     blocks: list[tuple[str, list[str]]] = []
     current: list[str] = []
@@ -87,9 +94,7 @@ def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, t
     if current:
         blocks.append((current[0].split("\t")[6], current))
     sent_ids = list(dict.fromkeys(s for s, _ in blocks))
-    n_test, n_dev = round(len(sent_ids) * test_share), round(len(sent_ids) * dev_share)
-    part = {s: ("train" if i < len(sent_ids) - n_test - n_dev else "dev" if i < len(sent_ids) - n_test else "test")
-            for i, s in enumerate(sent_ids)}
+    part = assign_parts(sent_ids, [("train", None), ("dev", cfg.dev_share), ("test", cfg.test_share)])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {}
@@ -103,25 +108,27 @@ def split_conll(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, t
     return counts
 
 
-def split_sentences(path: Path | str, out_dir: Path | str, dev_share: float = 0.1, test_share: float = 0.2,
-                    parts: Sequence[str] = ("exemplar", "fulltext")) -> dict[str, int]:
-    """Train/dev/test Parquet from the imported sentences of ``parts``, whole documents (full text)
-    or sentences (exemplars) at a time, ordered by a stable hash so that no frame's exemplars
+#: Imported corpus parts by the split's part names: CoNLL (open-SESAME) and JSONL rows are full-text
+#: annotations (every trigger of a sentence is labelled, so its other spans are negatives).
+PARTS = {"fulltext": ("fulltext", "conll", "jsonl"), "exemplar": ("exemplar",)}
+
+
+def split_sentences(path: Path | str, out_dir: Path | str, cfg: SplitSettings) -> dict[str, int]:
+    """Train/dev/test Parquet from the imported sentences of ``cfg.parts``, whole documents (full
+    text) or sentences (exemplars) at a time, ordered by a stable hash so that no frame's exemplars
     cluster in one split."""
-    import hashlib
 
     import pyarrow.compute as pc
 
     table = artifacts.read_table(path, artifacts.SENTENCES)
-    table = table.filter(pc.is_in(table.column("corpus_part"), value_set=pa.array(list(parts))))
+    parts = [part for name in cfg.parts for part in PARTS[name]]
+    table = table.filter(pc.is_in(table.column("corpus_part"), value_set=pa.array(parts)))
     if not table.num_rows:
-        raise InputError(path, None, f"no sentences of the parts {list(parts)} to split")
+        raise InputError(path, None, f"no sentences of the parts {list(cfg.parts)} to split")
     rows = table.select(["tokens", "corpus_part", "document"]).to_pylist()
-    groups = [r["document"] if r["corpus_part"] == "fulltext" and r["document"] else " ".join(r["tokens"])
+    groups = [r["document"] if r["corpus_part"] != "exemplar" and r["document"] else " ".join(r["tokens"])
               for r in rows]
-    order = sorted(dict.fromkeys(groups), key=lambda g: hashlib.md5(g.encode()).hexdigest())
-    n_test, n_dev = round(len(order) * test_share), round(len(order) * dev_share)
-    part = {g: ("test" if i < n_test else "dev" if i < n_test + n_dev else "train") for i, g in enumerate(order)}
+    part = assign_parts(groups, [("test", cfg.test_share), ("dev", cfg.dev_share), ("train", None)], order="hash")
     counts = {}
     for name in ("train", "dev", "test"):
         keep = [part[g] == name for g in groups]

@@ -7,13 +7,12 @@ Training uses cross-entropy with label smoothing 0.2 on the NULL (negative) span
 sentences supply negatives; exemplar and augmented sentences contribute only their triggers.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from spanaug.core import modeldir
@@ -21,19 +20,16 @@ from spanaug.core.devices import choose_device
 from spanaug.core.encoders import frozen_encoder
 from spanaug.core.errors import InputError
 from spanaug.downstream.frameid.baseline import non_overlapping
-from spanaug.downstream.frameid.data import (
-    MAX_SPAN,
-    NULL,
-    Sentence,
-    Span,
-    candidate_spans,
-)
+from spanaug.downstream.frameid.data import MAX_SPAN, NULL, Sentence, Span, candidate_spans
 from spanaug.downstream.frameid.lexicon import FrameLexicon
 
 
 @dataclasses.dataclass
 class FrameIdConfig:
-    encoder: str = "bert-base-cased"
+    """A trained Frame ID model's inventories and sizes (saved as its config.json)."""
+
+    encoder: str
+    encoder_dim: int = 0  # the encoder's hidden size, set when the model is built
     frames: list[str] = dataclasses.field(default_factory=list)  # index 0 is NULL
     pos_tags: list[str] = dataclasses.field(default_factory=list)  # index 0 is unknown
     chars: list[str] = dataclasses.field(default_factory=list)  # index 0 pad, 1 unknown
@@ -80,13 +76,18 @@ def glove_dimension(path: Path | str) -> int:
     raise InputError(path, None, "no vectors in the file")
 
 
-class FrameIdNet(nn.Module):
-    def __init__(self, cfg: FrameIdConfig, encoder_dim: int):
+# No `from __future__ import annotations` in this module: the hub mixin reads the type of
+# `config` from the signature to rebuild the dataclass on load.
+class FrameIdNet(nn.Module, PyTorchModelHubMixin):
+    """The trained part of Frame ID: character CNN, POS embedding, BiLSTM, span LSTM, frame scores."""
+
+    def __init__(self, config: FrameIdConfig):
         super().__init__()
+        self.config = cfg = config
         self.char_emb = nn.Embedding(len(cfg.chars), cfg.char_dim, padding_idx=0)
         self.char_cnn = nn.Conv1d(cfg.char_dim, cfg.char_filters, kernel_size=3, padding=1)
         self.pos_emb = nn.Embedding(max(len(cfg.pos_tags), 1), cfg.pos_dim)
-        word_dim = encoder_dim + cfg.char_filters + cfg.pos_dim + cfg.glove_dim
+        word_dim = cfg.encoder_dim + cfg.char_filters + cfg.pos_dim + cfg.glove_dim
         self.bilstm = nn.LSTM(word_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, bidirectional=True,
                               batch_first=True, dropout=0.1 if cfg.lstm_layers > 1 else 0.0)
         self.span_lstm = nn.LSTM(2 * cfg.lstm_hidden, cfg.span_hidden, batch_first=True)
@@ -123,18 +124,16 @@ class FrameIdNet(nn.Module):
 class FrameIdentifier:
     """Frozen encoder + trained Frame ID network; ``save_pretrained``/``from_pretrained`` a directory."""
 
-    CONFIG = "frameid_config.json"
-    WEIGHTS = "frameid.pt"
-
-    def __init__(self, cfg: FrameIdConfig, device: str | None = "auto"):
+    def __init__(self, cfg: FrameIdConfig, device: str | None = "auto", net: FrameIdNet | None = None):
         self.cfg = cfg
         self.device = choose_device(device)
         self.tokenizer, self.encoder = frozen_encoder(cfg.encoder, self.device)
+        cfg.encoder_dim = self.encoder.config.hidden_size
         # Only the vectors of words actually seen are read from the GloVe file (see _load_glove).
         self.glove: dict[str, torch.Tensor] = {}
         self._glove_checked: set[str] = set()
         self.lexicon = FrameLexicon(cfg.frame_lexicon) if cfg.frame_lexicon is not None else None
-        self.net = FrameIdNet(cfg, self.encoder.config.hidden_size).to(self.device)
+        self.net = (net or FrameIdNet(cfg)).to(self.device)
         self._frame_index = {f: i for i, f in enumerate(cfg.frames)}
         self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
         self._char_index = {ch: i for i, ch in enumerate(cfg.chars)}
@@ -144,14 +143,13 @@ class FrameIdentifier:
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        modeldir.save_model_dir(out, self.WEIGHTS, self.net.state_dict(), self.CONFIG, dataclasses.asdict(self.cfg))
+        with modeldir.atomic_dir(out) as tmp:
+            self.net.save_pretrained(tmp, config=self.cfg)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "FrameIdentifier":
-        model = cls(FrameIdConfig(**modeldir.read_model_config(path, cls.CONFIG, "Frame ID model")), device=device)
-        model.net.load_state_dict(modeldir.load_weights(Path(path) / cls.WEIGHTS, model.device))
-        model.net.eval()
-        return model
+        net = modeldir.load_head(FrameIdNet, path, choose_device(device), "Frame ID model")
+        return cls(net.config, device=device, net=net)
 
     # -- inputs
     @torch.no_grad()

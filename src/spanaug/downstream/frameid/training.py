@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 from collections.abc import Sequence
@@ -12,25 +11,14 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from spanaug.core.config import FrameIdTrainConfig
 from spanaug.core.errors import ConfigError
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import NULL, Sentence
 from spanaug.downstream.frameid.lexicon import FrameLexicon
-from spanaug.downstream.frameid.model import (
-    FrameIdConfig,
-    FrameIdentifier,
-    glove_dimension,
-)
+from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier, glove_dimension
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class FrameIdTrainConfig:
-    epochs: int = 10
-    batch_size: int = 16
-    learning_rate: float = 1e-3
-    seed: int = 0
 
 
 def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None,

@@ -8,64 +8,40 @@ candidate start, candidate length), and scored by one 770-unit PReLU + batch-nor
 sigmoid output, trained with binary cross-entropy against soft labels 2^-d (SBCE).
 """
 
-from __future__ import annotations
-
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
+from spanaug.core.config import AlignerConfig
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 
 FEATURES = ("df", "mx", "cue")
-CONFIG_NAME = "aligner_config.json"
-WEIGHTS_NAME = "scorer.pt"
+#: Where an aligner with a tuned encoder saves it, inside the model directory.
 ENCODER_DIR = "encoder"
 
 
-@dataclasses.dataclass
-class AlignerConfig:
-    """Everything needed to rebuild a trained aligner; saved beside its weights."""
+# No `from __future__ import annotations` in this module: the hub mixin reads the type of
+# `config` from the signature to rebuild the dataclass on load.
+class SpanScorer(nn.Module, PyTorchModelHubMixin):
+    """The trained part of the aligner: one hidden layer of ``config.hidden`` units, PReLU, batch
+    norm, and a sigmoid output (as logits) over the features of ``config``."""
 
-    encoder: str = "bert-base-cased"
-    features: tuple[str, ...] = FEATURES
-    loss: str = "soft"
-    k: int = 5
-    hidden: int = 770
-    threshold: float = 0.0
-    max_length: int = 512
-    #: L2-normalise span vectors before the features. Not in the paper; on Edinburgh++ with MiniLM
-    #: it raised held-out soft F1 from 0.649 to 0.694 (see README). False reproduces the paper.
-    normalize_spans: bool = True
-    #: Fine-tune the encoder's top N transformer layers with the scorer (0: frozen, as in the
-    #: paper). The tuned encoder is saved with the model.
-    finetune_layers: int = 0
-
-    def __post_init__(self) -> None:
-        self.features = tuple(self.features)
-        unknown = set(self.features) - set(FEATURES)
-        if unknown or not self.features:
-            raise ConfigError(f"aligner features must be a non-empty subset of {FEATURES}, got {self.features}")
-        if self.loss not in ("soft", "hard"):
-            raise ConfigError(f"aligner loss must be 'soft' (SBCE) or 'hard', not {self.loss!r}")
-
-
-class SpanScorer(nn.Module):
-    """One hidden layer of ``hidden`` units, PReLU, batch norm, sigmoid output (as logits)."""
-
-    def __init__(self, in_dim: int, hidden: int = 770):
+    def __init__(self, config: AlignerConfig):
         super().__init__()
-        self.hidden = nn.Linear(in_dim, hidden)
+        self.config = config
+        width = {"df": config.encoder_dim, "mx": config.encoder_dim, "cue": 4}
+        self.hidden = nn.Linear(sum(width[f] for f in config.features), config.hidden)
         self.act = nn.PReLU()
-        self.norm = nn.BatchNorm1d(hidden)
-        self.out = nn.Linear(hidden, 1)
+        self.norm = nn.BatchNorm1d(config.hidden)
+        self.out = nn.Linear(config.hidden, 1)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(self.act(self.hidden(features)))).squeeze(-1)
@@ -115,30 +91,33 @@ class SpanAligner:
         if config.finetune_layers:
             for layer in encoder_layers(self.encoder)[-config.finetune_layers :]:
                 layer.requires_grad_(True)
-        hidden = self.encoder.config.hidden_size
-        self.in_dim = hidden * (("df" in config.features) + ("mx" in config.features)) + 4 * ("cue" in config.features)
-        self.scorer = (scorer or SpanScorer(self.in_dim, config.hidden)).to(self.device)
+        dim = self.encoder.config.hidden_size
+        if config.encoder_dim not in (0, dim):
+            raise ConfigError(f"the aligner was trained on a {config.encoder_dim}-dimensional encoder; "
+                              f"{config.encoder} has {dim} dimensions")
+        config.encoder_dim = dim
+        self.scorer = (scorer or SpanScorer(config)).to(self.device)
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        modeldir.save_model_dir(out, WEIGHTS_NAME, self.scorer.state_dict(), CONFIG_NAME, dataclasses.asdict(self.config))
-        if self.config.finetune_layers:
-            self.encoder.save_pretrained(Path(out) / ENCODER_DIR)
-            self.tokenizer.save_pretrained(Path(out) / ENCODER_DIR)
+        """The scorer (config.json, model.safetensors) and, when tuned, the encoder, written atomically."""
+        with modeldir.atomic_dir(out) as tmp:
+            self.scorer.save_pretrained(tmp, config=self.config)
+            if self.config.finetune_layers:
+                self.encoder.save_pretrained(tmp / ENCODER_DIR)
+                self.tokenizer.save_pretrained(tmp / ENCODER_DIR)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto", encoder: str | None = None) -> "SpanAligner":
         """Load a trained aligner; ``encoder`` overrides the saved encoder name or path."""
         path = Path(path)
-        cfg = modeldir.read_model_config(path, CONFIG_NAME, "aligner")
+        dev = choose_device(device)
+        scorer = modeldir.load_head(SpanScorer, path, dev, "aligner")
         if encoder:
-            cfg["encoder"] = encoder
-        elif (path / ENCODER_DIR / "config.json").is_file():
-            cfg["encoder"] = str(path / ENCODER_DIR)
-        aligner = cls(AlignerConfig(**cfg), device=device)
-        aligner.scorer.load_state_dict(modeldir.load_weights(path / WEIGHTS_NAME, aligner.device))
-        aligner.scorer.eval()
-        return aligner
+            scorer.config.encoder = encoder
+        elif (path / ENCODER_DIR / modeldir.CONFIG_FILE).is_file():
+            scorer.config.encoder = str(path / ENCODER_DIR)
+        return cls(scorer.config, scorer=scorer, device=device)
 
     # -- encoding
     @property

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 from collections.abc import Iterator, Sequence
@@ -13,23 +12,13 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from spanaug.core.config import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.instances import Instance, pair_key
-from spanaug.pipeline.aligner.model import AlignerConfig, SpanAligner, soft_labels
+from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    epochs: int = 10
-    batch_size: int = 32
-    learning_rate: float = 1e-3
-    seed: int = 0
-    tune_threshold_on: str = "soft_f1"
-    #: Learning rate of the encoder's tuned layers (AlignerConfig.finetune_layers).
-    encoder_learning_rate: float = 2e-5
 
 
 def tune_threshold(gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]],
@@ -48,7 +37,7 @@ def _batches(items: list, size: int) -> Iterator[list]:
     return (items[i : i + size] for i in range(0, len(items), size))
 
 
-def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig, dev: Sequence[Instance] | None = None,
+def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, dev: Sequence[Instance] | None = None,
                   device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None,
                   extra: Sequence[Instance] = ()) -> tuple[SpanAligner, dict[str, Any]]:
     """Train the scorer (and the top encoder layers when configured); tune the null threshold on ``dev``.
@@ -89,13 +78,13 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConf
     summary: dict[str, Any] = {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
     if dev:
         scored = aligner.predict(dev, threshold=0.0)
-        threshold, metrics = tune_threshold([d.target_span for d in dev], scored, tcfg.tune_threshold_on)
+        threshold, metrics = tune_threshold([d.target_span for d in dev], scored)
         aligner.config.threshold = threshold
         summary.update({"threshold": threshold, "dev_metrics": metrics})
     return aligner, summary
 
 
-def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig,
+def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings,
                     rng: random.Random, progress: bool):  # noqa: ANN202
     """With a frozen encoder, candidates, features and labels never change: build them once."""
     pairs = list(dict.fromkeys(pair_key(i) for i in train))
@@ -116,7 +105,7 @@ def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: Aligne
     return epoch
 
 
-def _finetune_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: TrainConfig,
+def _finetune_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings,
                       rng: random.Random):  # noqa: ANN202
     """With a tuned encoder, each batch re-encodes its sentence pairs (once per pair) with gradients."""
     order = list(train)

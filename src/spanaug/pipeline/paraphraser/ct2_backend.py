@@ -9,9 +9,10 @@ from typing import Any
 
 import torch
 
+from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser.banned import banned_sequences
-from spanaug.pipeline.paraphraser.hf_backend import DecodeConfig, Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 
 
 class CT2Paraphraser(Paraphraser):
@@ -50,7 +51,7 @@ class CT2Paraphraser(Paraphraser):
     def _pieces(self, text: str, prefix: str = "") -> list[str]:
         return self.tokenizer.convert_ids_to_tokens(self.tokenizer(prefix + text)["input_ids"])
 
-    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeConfig, batch_index: int) -> list[list[str]]:
+    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
         import ctranslate2
 
         groups: dict[tuple[str, ...], list[int]] = {}

@@ -15,45 +15,17 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
-from spanaug.core.errors import ConfigError
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violations
-from spanaug.pipeline.paraphraser.banned import (
-    PerSentenceBannedSequences,
-    banned_sequences,
-)
+from spanaug.pipeline.paraphraser.banned import PerSentenceBannedSequences, banned_sequences
 
 
-def default_batch_size(device: torch.device, mode: str, width: int) -> int:
+def default_batch_size(device: torch.device, width: int) -> int:
     """Sentences per batch, so that batch * beams stays near what each device handles well."""
     rows = 2048 if device.type == "cuda" else 128
     return max(1, rows // max(1, width))
-
-
-@dataclasses.dataclass
-class DecodeConfig:
-    """How to decode: beam search (``beam``) or top-k sampling (``sample``)."""
-
-    mode: str = "beam"
-    beam_size: int = 20
-    return_top: int = 3
-    top_k: int = 20
-    num_samples: int = 3
-    seed: int = 0
-    batch_size: int | None = None
-    max_new_tokens: int | None = None
-    prefix: str = ""
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("beam", "sample"):
-            raise ConfigError(f"paraphrase.mode must be 'beam' or 'sample', not {self.mode!r}")
-        if self.mode == "beam" and not 1 <= self.return_top <= self.beam_size:
-            raise ConfigError("paraphrase.return_top must be between 1 and paraphrase.beam_size")
-
-    @property
-    def width(self) -> int:
-        return self.beam_size if self.mode == "beam" else self.num_samples
 
 
 @dataclasses.dataclass
@@ -101,7 +73,7 @@ class Paraphraser:
         return (-(token_logp.sum(-1)) / mask.sum(-1).clamp(min=1)).tolist()
 
     @torch.inference_mode()
-    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeConfig, batch_index: int) -> list[list[str]]:
+    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
         enc = self._encode([r["source_text"] for r in requests], cfg.prefix)
         banned = [banned_sequences(self.tokenizer, r["constraints"]) for r in requests]
         processor = PerSentenceBannedSequences(banned, self.model.config.vocab_size, self.device)
@@ -118,11 +90,11 @@ class Paraphraser:
         width = cfg.width
         return [texts[i * width : (i + 1) * width] for i in range(len(requests))]
 
-    def paraphrase(self, requests: Sequence[dict[str, Any]], cfg: DecodeConfig, stats: DecodeStats | None = None,
+    def paraphrase(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, stats: DecodeStats | None = None,
                    progress: bool = True) -> Iterator[dict[str, Any]]:
         """Decode every request; yield PARAPHRASES rows (request keys + beam outputs), in input order."""
         stats = stats if stats is not None else DecodeStats()
-        batch_size = cfg.batch_size or default_batch_size(self.device, cfg.mode, cfg.width)
+        batch_size = cfg.batch_size or default_batch_size(self.device, cfg.width)
         order = sorted(range(len(requests)), key=lambda i: len(requests[i]["source_tokens"]))
         results: dict[int, list[dict[str, Any]]] = {}
         batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

@@ -8,47 +8,20 @@ Hugging Face BART model so the ``hf`` decoding backend loads it with ``from_pret
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-import math
-import random
-import shutil
 import time
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
+from spanaug.core import files
+from spanaug.core.config import ParaphraserArchitecture, ParaphraserTrainSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import InputError
 
 log = logging.getLogger(__name__)
 
 SPECIAL = {"pad": "<pad>", "eos": "</s>", "unk": "<unk>", "bos": "<s>"}
-
-
-@dataclasses.dataclass
-class ParaphraserConfig:
-    """Architecture and optimisation; the defaults are the paper's architecture."""
-
-    vocab_size: int = 32000
-    d_model: int = 512
-    encoder_layers: int = 6
-    decoder_layers: int = 4
-    attention_heads: int = 8
-    ffn_dim: int = 2048
-    max_positions: int = 256
-    dropout: float = 0.1
-    label_smoothing: float = 0.1
-    learning_rate: float = 3e-4
-    warmup_steps: int = 4000
-    weight_decay: float = 0.0
-    batch_size: int = 64
-    max_steps: int = 100000
-    max_minutes: float | None = None
-    checkpoint_every: int = 1000
-    keep_checkpoints: int = 2
-    seed: int = 0
 
 
 def read_bitext(path: Path | str) -> list[tuple[str, str]]:
@@ -78,14 +51,7 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
     import io
 
     import sentencepiece as spm
-    from tokenizers import (
-        Regex,
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-    )
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 
@@ -106,7 +72,7 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
                                    unk_token=SPECIAL["unk"], bos_token=SPECIAL["bos"])
 
 
-def build_model(cfg: ParaphraserConfig, tokenizer):  # noqa: ANN001, ANN201
+def build_model(cfg: ParaphraserArchitecture, tokenizer):  # noqa: ANN001, ANN201
     from transformers import BartConfig, BartForConditionalGeneration
 
     config = BartConfig(
@@ -128,102 +94,83 @@ def build_model(cfg: ParaphraserConfig, tokenizer):  # noqa: ANN001, ANN201
     return model
 
 
-def _lr_lambda(warmup: int):  # noqa: ANN202
-    """Linear warm-up then inverse square-root decay (the Transformer schedule)."""
-    def f(step: int) -> float:
-        step = max(step, 1)
-        return min(step / max(warmup, 1), math.sqrt(max(warmup, 1) / step))
-    return f
+class PairCollator:
+    """Tokenizes a batch of (source, paraphrase) pairs when the batch is drawn, padded per batch.
+
+    The decoder inputs are made here from the labels (the trainer computes a label-smoothed loss
+    itself, so the model is not given the labels).
+    """
+
+    def __init__(self, tokenizer, model, max_length: int):  # noqa: ANN001
+        self.tokenizer = tokenizer
+        self.model = model
+        self.max_length = max_length
+
+    def __call__(self, batch: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+        enc = dict(self.tokenizer([s for s, _ in batch], text_target=[t for _, t in batch], padding=True,
+                                  truncation=True, max_length=self.max_length, return_tensors="pt"))
+        enc["decoder_input_ids"] = self.model.prepare_decoder_input_ids_from_labels(labels=enc["labels"])
+        enc["labels"] = enc["labels"].masked_fill(enc["labels"] == self.tokenizer.pad_token_id, -100)
+        return enc
 
 
-def _last_checkpoint(out: Path) -> Path | None:
-    ckpts = sorted((out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
-    return ckpts[-1] if ckpts else None
+def _deadline_callback(minutes: float):  # noqa: ANN202
+    """A trainer callback that stops training once ``minutes`` of it have passed."""
+    from transformers import TrainerCallback
+
+    class Deadline(TrainerCallback):
+        def __init__(self) -> None:
+            self.deadline = time.monotonic() + minutes * 60
+
+        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003, ANN201
+            if time.monotonic() > self.deadline:
+                control.should_training_stop = True
+            return control
+
+    return Deadline()
 
 
-def _save_checkpoint(out: Path, model, tokenizer, optimizer, scheduler, step: int, keep: int) -> None:  # noqa: ANN001
-    ckpt_root = out / "checkpoints"
-    tmp = ckpt_root / f".step-{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-                "rng": torch.get_rng_state(), "py_rng": random.getstate()}, tmp / "trainer_state.pt")
-    final = ckpt_root / f"step-{step}"
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-    for old in sorted(ckpt_root.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))[:-keep]:
-        shutil.rmtree(old)
+def train_paraphraser(cfg: ParaphraserTrainSettings, out: Path | str, device: str = "auto", progress: bool = True) -> dict:
+    """Train (or resume) a paraphraser with transformers' ``Seq2SeqTrainer``; saved into ``out``.
 
-
-def train_paraphraser(bitext: Path | str, out: Path | str, cfg: ParaphraserConfig, device: str | None = "auto",
-                      progress: bool = True) -> dict:
-    """Train (or resume) a paraphraser; saves it with ``save_pretrained`` into ``out``."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    The paper's optimisation: AdamW (0.9, 0.98), linear warm-up then inverse square-root decay,
+    label smoothing, gradient clipping at 1. Checkpoints go to ``out/checkpoints`` every
+    ``checkpoint_every`` steps; a rerun resumes from the last one.
+    """
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, Seq2SeqTrainer, Seq2SeqTrainingArguments, set_seed
+    from transformers.trainer_utils import get_last_checkpoint
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    pairs = read_bitext(bitext)
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
+    checkpoints = out / "checkpoints"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    pairs = read_bitext(cfg.bitext)
+    set_seed(cfg.seed)
     dev = choose_device(device)
-    ckpt = _last_checkpoint(out)
-    if ckpt is not None:
-        log.info("resuming from %s", ckpt)
-        tokenizer = AutoTokenizer.from_pretrained(ckpt)
-        model = AutoModelForSeq2SeqLM.from_pretrained(ckpt)
+    last = get_last_checkpoint(str(checkpoints))
+    if last is not None:
+        log.info("resuming from %s", last)
+        tokenizer = AutoTokenizer.from_pretrained(last)
+        model = AutoModelForSeq2SeqLM.from_pretrained(last)
     else:
-        # Train on both directions: paraphrase is symmetric, and it doubles tiny bitexts.
         tokenizer = train_tokenizer([t for pair in pairs for t in pair], cfg.vocab_size)
         model = build_model(cfg, tokenizer)
-    model.to(dev).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, betas=(0.9, 0.98), eps=1e-9,
-                                  weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg.warmup_steps))
-    step = 0
-    if ckpt is not None:
-        state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step = state["step"]
-        torch.set_rng_state(state["rng"])
-        random.setstate(state["py_rng"])
-    data = pairs + [(b, a) for a, b in pairs]
-    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=cfg.label_smoothing)
-    deadline = time.monotonic() + cfg.max_minutes * 60 if cfg.max_minutes is not None else math.inf
-    losses: list[float] = []
-    bar = tqdm(total=cfg.max_steps, initial=step, desc="train paraphraser", disable=not progress)
-    while step < cfg.max_steps:
-        random.shuffle(data)
-        for i in range(0, len(data), cfg.batch_size):
-            batch = data[i : i + cfg.batch_size]
-            enc = tokenizer([s for s, _ in batch], padding=True, truncation=True, max_length=cfg.max_positions,
-                            return_tensors="pt").to(dev)
-            labels = tokenizer(text_target=[t for _, t in batch], padding=True, truncation=True,
-                               max_length=cfg.max_positions, return_tensors="pt")["input_ids"].to(dev)
-            labels = labels.masked_fill(labels == tokenizer.pad_token_id, -100)
-            logits = model(**enc, labels=labels).logits
-            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            losses.append(loss.item())
-            bar.update(1)
-            if step % cfg.checkpoint_every == 0:
-                _save_checkpoint(out, model, tokenizer, optimizer, scheduler, step, cfg.keep_checkpoints)
-            if step >= cfg.max_steps or time.monotonic() > deadline:
-                break
-        if time.monotonic() > deadline:
-            break
-    bar.close()
-    model.eval()
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    summary = {"steps": step, "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])) if losses else None,
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(checkpoints), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="inverse_sqrt", warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay, adam_beta1=0.9, adam_beta2=0.98, adam_epsilon=1e-9, max_grad_norm=1.0,
+        label_smoothing_factor=cfg.label_smoothing, save_strategy="steps", save_steps=cfg.checkpoint_every,
+        save_total_limit=cfg.keep_checkpoints, seed=cfg.seed, data_seed=cfg.seed, logging_steps=10, report_to=[],
+        remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=not progress, use_cpu=dev.type == "cpu",
+        bf16=dev.type == "cuda" and torch.cuda.is_bf16_supported())
+    # Train on both directions: paraphrase is symmetric, and it doubles tiny bitexts.
+    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=pairs + [(b, a) for a, b in pairs],
+                             data_collator=PairCollator(tokenizer, model, cfg.max_positions), processing_class=tokenizer,
+                             callbacks=[_deadline_callback(cfg.max_minutes)] if cfg.max_minutes is not None else [])
+    result = trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(str(out))
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    summary = {"steps": trainer.state.global_step, "final_loss": losses[-1] if losses else result.training_loss,
                "pairs": len(pairs), "config": dataclasses.asdict(cfg)}
-    (out / "training_summary.json").write_text(json.dumps(summary, indent=2))
+    files.write_json(summary, out / "training_summary.json")
     log.info("paraphraser trained: %s", summary)
     return summary

@@ -3,7 +3,7 @@ import json
 import pytest
 from conftest import shared_file
 
-from spanaug.cli import main
+from spanaug.cli.main import main
 from spanaug.core.errors import InputError
 from spanaug.evaluation.word_alignment import alignment_scores
 from spanaug.pipeline.aligner.instances import read_instances

@@ -3,16 +3,11 @@ import pytest
 from conftest import REPO, shared_file
 
 from spanaug.core import artifacts
+from spanaug.core.config import ImportSettings, SeedSettings
 from spanaug.core.errors import InputError
 from spanaug.core.text import tokenize_around_span
 from spanaug.pipeline.framenet_writer import write_release
-from spanaug.pipeline.importers import (
-    ImportStats,
-    import_corpus,
-    read_conll,
-    read_framenet,
-    read_jsonl_sentences,
-)
+from spanaug.pipeline.importers import ImportStats, import_corpus, read_conll, read_framenet, read_jsonl_sentences
 from spanaug.pipeline.seeds import select_seeds, shard_of
 
 SPEC = {
@@ -112,11 +107,11 @@ def test_import_failure_keeps_previous_output(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text('{"tokens": ["ok"], "span": [0, 0], "frame": "F"}\n')
     out = tmp_path / "s.parquet"
-    import_corpus("jsonl", [good], out)
+    import_corpus(ImportSettings(format="jsonl", inputs=[str(good)]), out)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"tokens": ["a", "b"], "span": [0, 0], "frame": "F"}\n{"tokens": ["a"], "span": [2, 2], "frame": "F"}\n')
     with pytest.raises(InputError):
-        import_corpus("jsonl", [bad], out)
+        import_corpus(ImportSettings(format="jsonl", inputs=[str(bad)]), out)
     assert artifacts.read_table(out, artifacts.SENTENCES).num_rows == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "good.jsonl", "s.parquet"]
 
@@ -124,9 +119,10 @@ def test_import_failure_keeps_previous_output(tmp_path):
 def test_from_scratch_seed_selection(tmp_path):
     root = write_release(SPEC, tmp_path / "fn")
     out = tmp_path / "s.parquet"
-    import_corpus("framenet", [root], out)
+    import_corpus(ImportSettings(inputs=[str(root)]), out)
     table = artifacts.read_table(out, artifacts.SENTENCES)
-    seeds, report = select_seeds(table, "from_scratch", n_frames=1, lus_per_frame=2, per_lu=1)
+    seeds, report = select_seeds(table, SeedSettings(mode="from_scratch", n_frames=1, lus_per_frame=2,
+                                                     annotations_per_lu=1))
     # Activity_stop sorts first and has 2 LUs; one annotation each, earliest first.
     assert report["frames"] == ["Activity_stop"]
     assert sorted(seeds.column("lexical_unit").to_pylist()) == ["give up.v", "stop.v"]

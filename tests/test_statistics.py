@@ -3,39 +3,13 @@
 import json
 
 import pytest
+from conftest import output, seed, write_augmented
 
 from spanaug.core import artifacts
 from spanaug.core.errors import InputError
 from spanaug.core.tagging import LexiconTagger, load_tagger
-from spanaug.evaluation.statistics import (
-    StatsConfig,
-    intrinsic_stats,
-    lexicon_recovery,
-    pos_diversity,
-    with_sources,
-)
+from spanaug.evaluation.statistics import StatsConfig, intrinsic_stats, lexicon_recovery, pos_diversity, with_sources
 from spanaug.pipeline.framenet import read_lexicon
-from spanaug.pipeline.iterations import assemble
-
-
-def seed(sid, tokens, start, end, frame, lu):
-    return {"sentence_id": sid, "tokens": tokens, "text": " ".join(tokens), "span_start": start, "span_end": end,
-            "frame": frame, "lexical_unit": lu, "pos_tags": None, "source": "test", "corpus_part": "exemplar",
-            "document": None, "annotation_date": None, "order": 0}
-
-
-def output(sid, iteration, tokens, start, end, frame, lu, lemma):
-    return {"seed_id": sid, "frame": frame, "lexical_unit": lu, "seed_trigger": "x", "iteration": iteration,
-            "paraphrase_tokens": tokens, "paraphrase_text": " ".join(tokens), "aligned_start": start,
-            "aligned_end": end, "aligned_text": " ".join(tokens[start : end + 1]) if start is not None else None,
-            "aligned_lemma": lemma, "paraphrase_score": 0.5, "aligner_score": 0.9, "beam_rank": 0, "constraints": ["x"]}
-
-
-def write_augmented(tmp_path, seeds, chain):
-    """Seeds and one CHAIN table on disk, assembled into augmented.parquet."""
-    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
-    artifacts.write_table(chain, tmp_path / "iter.parquet", artifacts.CHAIN)
-    assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
 
 
 @pytest.fixture

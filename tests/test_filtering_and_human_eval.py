@@ -4,17 +4,12 @@ import csv
 import random
 
 import pytest
-from test_evaluate import output, seed
+from conftest import output, seed
 
-from spanaug.cli import main
+from spanaug.cli.main import main
 from spanaug.core import artifacts
 from spanaug.core.errors import ConfigError, InputError
-from spanaug.evaluation.filtering import (
-    DEFAULT_FILTERS,
-    check_filters,
-    heuristic_mask,
-    read_judgments,
-)
+from spanaug.evaluation.filtering import DEFAULT_FILTERS, check_filters, heuristic_mask, read_judgments
 from spanaug.evaluation.human_eval import export_task, fleiss_kappa, import_judgments
 from spanaug.pipeline.iterations import assemble
 
@@ -128,7 +123,7 @@ def test_human_loop_export_and_import(run):
 
 
 def test_import_rejects_unknown_items(run, tmp_path):
-    export_task(run / "augmented.parquet", run / "seeds.parquet", run / "task.csv", run / "key.csv", n_items=2)
+    export_task(run / "augmented.parquet", run / "seeds.parquet", run / "task.csv", run / "key.csv", n_items=2, seed=0)
     (tmp_path / "r.csv").write_text("item_id,worker_id,candidate_1_score\nnope,w,50\n")
     with pytest.raises(InputError, match=r"r\.csv, line 2: item 'nope'"):
         import_judgments(tmp_path / "r.csv", run / "key.csv", tmp_path / "o")

@@ -3,37 +3,15 @@ import random
 
 import pytest
 import torch
-from conftest import shared_file
+from conftest import WORDS, copy_task, shared_file
 
-from spanaug.cli import main
+from spanaug.cli.main import main
+from spanaug.core.config import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.metrics import span_metrics
-from spanaug.pipeline.aligner.instances import (
-    Instance,
-    instances_from_bitext,
-    read_instances,
-)
-from spanaug.pipeline.aligner.model import (
-    AlignerConfig,
-    SpanAligner,
-    candidate_spans,
-    soft_labels,
-)
-from spanaug.pipeline.aligner.training import TrainConfig, train_aligner
-
-WORDS = "Abby bought a car from Robin last week The company purchased steel three suppliers children walked".split()
-
-
-def copy_task(n, seed):
-    """Identity pairs: the gold target span is the source span itself."""
-    rng = random.Random(seed)
-    out = []
-    for k in range(n):
-        toks = rng.sample(WORDS, rng.randint(5, 9))
-        s = rng.randrange(len(toks))
-        e = min(len(toks) - 1, s + rng.randint(0, 1))
-        out.append(Instance(f"copy:{seed}:{k}", toks, list(toks), (s, e), (s, e)))
-    return out
+from spanaug.pipeline.aligner.instances import Instance, instances_from_bitext, read_instances
+from spanaug.pipeline.aligner.model import SpanAligner, candidate_spans, soft_labels
+from spanaug.pipeline.aligner.training import train_aligner
 
 
 def test_candidates_within_k_of_source_length():
@@ -67,7 +45,7 @@ def test_config_rejects_unknown_feature():
 def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     train, test = copy_task(200, 0), copy_task(60, 1)
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=64)
-    aligner, summary = train_aligner(train, cfg, TrainConfig(epochs=15, batch_size=16), dev=copy_task(40, 2),
+    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=15, batch_size=16), dev=copy_task(40, 2),
                                      device="cpu", progress=False)
     assert summary["loss_history"][-1] < summary["loss_history"][0]
     preds = aligner.predict(test)
@@ -117,9 +95,10 @@ def test_cli_train_predict_eval(tiny_encoder, tmp_path, capsys):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(20, 4)))
     model, pred = tmp_path / "model", tmp_path / "pred.jsonl"
-    assert main(["align", "train", "--train", str(train), "--encoder", tiny_encoder, "--out", str(model),
-                 "--dev", str(gold), "--features", "df,cue", "--loss", "hard", "--k", "2", "--epochs", "2", "--seed", "1"]) == 0
-    assert json.loads((model / "aligner_config.json").read_text())["features"] == ["df", "cue"]
+    assert main(["align", "train", "--instances", str(train), "--encoder", tiny_encoder, "--out", str(model),
+                 "--dev", str(gold), "--features", "df", "cue", "--loss", "hard", "--k", "2", "--epochs", "2",
+                 "--seed", "1"]) == 0
+    assert json.loads((model / "config.json").read_text())["features"] == ["df", "cue"]
     assert main(["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred)]) == 0
     first = json.loads(pred.read_text().splitlines()[0])
     assert set(first) == {"id", "target_span", "score"}
@@ -154,7 +133,7 @@ def test_finetuning_top_layer_moves_only_that_layer_and_round_trips(tiny_encoder
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32, finetune_layers=1)
     aligner = SpanAligner(cfg, device="cpu")
     before = {n: p.detach().clone() for n, p in aligner.encoder.named_parameters()}
-    aligner, _ = train_aligner(copy_task(60, 7), cfg, TrainConfig(epochs=2, batch_size=8, encoder_learning_rate=1e-3),
+    aligner, _ = train_aligner(copy_task(60, 7), cfg, AlignerTrainSettings(epochs=2, batch_size=8, encoder_learning_rate=1e-3),
                                aligner=aligner, device="cpu", progress=False)
     top = {id(p) for p in encoder_layers(aligner.encoder)[-1].parameters()}
     changed = {id(p) for n, p in aligner.encoder.named_parameters() if not torch.equal(p, before[n])}
@@ -177,7 +156,7 @@ def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
     path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in train))
     extra_path = tmp_path / "extra.jsonl"
     extra_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in extra))
-    assert main(["align", "train", "--train", str(path), "--extra", str(extra_path), "--encoder", tiny_encoder,
+    assert main(["align", "train", "--instances", str(path), "--extra-instances", str(extra_path), "--encoder", tiny_encoder,
                  "--out", str(tmp_path / "m"), "--k", "2", "--epochs", "1", "--device", "cpu"]) == 0
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     assert summary["train_instances"] == 60 and summary["extra_instances"] == 30

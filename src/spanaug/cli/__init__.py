@@ -1,0 +1,1 @@
+"""``spanaug <command>``: every pipeline stage as a plain command (the Snakemake rules call these)."""

@@ -1,0 +1,87 @@
+"""``spanaug augment ...``: the augmenters compared downstream (§6.3) and the chain-graph instances."""
+
+from __future__ import annotations
+
+from spanaug.cli.options import command, emit, group
+from spanaug.core.config import FilteringSection, GecaConfig, LexsubSettings, inherit, setting, settings
+
+group("augment", "augmenters compared downstream")
+
+
+@settings
+class FilteredFiles:
+    augmented: str = setting(help="the augmented dataset")
+    seeds: str = setting(help="the run's seeds")
+    out: str = setting(help="EXAMPLES Parquet (graph: span instances JSONL)")
+    counts: str | None = setting(None, "JSON summary (default: standard output)")
+    filter: str | None = setting(None, "a filter's name (default: every aligned output)")
+    filters: dict | None = inherit(FilteringSection, "filters")
+
+
+@settings
+class LexsubFiles(FilteredFiles):
+    pos_tagger: str = inherit(LexsubSettings, "pos_tagger")
+
+
+def _inputs(files: FilteredFiles) -> tuple:
+    from spanaug.core import artifacts
+    from spanaug.evaluation.filtering import named_filter
+
+    return (artifacts.read_table(files.augmented, artifacts.AUGMENTED),
+            artifacts.read_table(files.seeds, artifacts.SENTENCES), named_filter(files.filter, files.filters))
+
+
+def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None) -> None:
+    from spanaug.core import artifacts
+
+    artifacts.write_table(rows, out, artifacts.EXAMPLES)
+    emit({"examples": len(rows), **counts}, counts_path)
+
+
+@command("augment", "paraphrastic", help="the pipeline's outputs under a named filter")
+def paraphrastic(files: FilteredFiles) -> None:
+    from spanaug.downstream.augmenters import paraphrastic_examples
+
+    rows = paraphrastic_examples(*_inputs(files))
+    _write_examples(rows, {"filter": files.filter or "none"}, files.out, files.counts)
+
+
+@command("augment", "lexsub", help="aligned triggers put back into their seed sentences (POS must match)")
+def lexsub(files: LexsubFiles) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.core.tagging import load_tagger
+    from spanaug.downstream.augmenters import lexsub_examples
+
+    tagger, why = load_tagger(files.pos_tagger)
+    if tagger is None:
+        raise ConfigError(f"lexsub needs a POS tagger: {why}")
+    augmented, seeds, bounds = _inputs(files)
+    rows, counts = lexsub_examples(augmented, seeds, tagger, bounds)
+    _write_examples(rows, {"filter": files.filter or "none", "pos_tagger": files.pos_tagger, **counts}, files.out,
+                    files.counts)
+
+
+@command("augment", "graph", help="span-alignment instances between all members of each paraphrase chain")
+def graph(files: FilteredFiles) -> None:
+    from spanaug.core.files import write_jsonl
+    from spanaug.downstream.augmenters import chain_members, graph_instances
+
+    instances, counts = graph_instances(chain_members(*_inputs(files)))
+    write_jsonl((i.as_json() for i in instances), files.out)
+    emit({"filter": files.filter or "none", **counts}, files.counts)
+
+
+@settings
+class GecaFiles:
+    train: list[str] = setting(help="CoNLL or Parquet sentences")
+    out: str = setting(help="EXAMPLES Parquet")
+    counts: str | None = setting(None, "JSON summary (default: standard output)")
+
+
+@command("augment", "geca", help="Good-Enough Compositional Augmentation over trigger spans")
+def geca(files: GecaFiles, geca: GecaConfig) -> None:
+    from spanaug.downstream.augmenters import geca_examples
+    from spanaug.downstream.frameid.data import read_sentences
+
+    rows, counts = geca_examples(read_sentences(files.train), geca)
+    _write_examples(rows, counts, files.out, files.counts)

@@ -1,0 +1,160 @@
+"""``spanaug frameid ...``: the downstream Frame ID model and the augmenter comparison (Figure 8)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+from spanaug.cli.options import command, emit, group
+from spanaug.core.config import (
+    FrameIdSection,
+    FrameIdTrainConfig,
+    GecaConfig,
+    Runtime,
+    SplitSettings,
+    inherit,
+    setting,
+    settings,
+)
+
+log = logging.getLogger(__name__)
+group("frameid", "the downstream Frame ID model")
+
+
+def _sentences(paths: list[str]) -> list:
+    from spanaug.downstream.frameid.data import read_sentences
+
+    return read_sentences(paths)
+
+
+def _lexicon(path: str | None) -> dict | None:
+    """Frame -> LUs from a lexicon JSON or a FrameNet release (None when unset)."""
+    if not path:
+        return None
+    from spanaug.pipeline.framenet import read_lexicon
+
+    return read_lexicon(path)
+
+
+@settings
+class TrainFiles:
+    train: list[str] = setting(help="open-SESAME CoNLL or Parquet (sentences, augmented outputs or examples)")
+    out: str = setting(help="the model directory")
+    encoder: str = inherit(FrameIdSection, "encoder")
+    dev: str | None = setting(None, "dev sentences: the best epoch on them is kept")
+    glove: str | None = setting(None, "GloVe-format word vectors")
+    lexicon: str | None = inherit(FrameIdSection, "lexicon")
+
+
+@command("frameid", "train", help="train the Frame ID model")
+def train(files: TrainFiles, training: FrameIdTrainConfig, runtime: Runtime) -> None:
+    from spanaug.core.files import write_json
+    from spanaug.downstream.frameid.training import train_frameid
+
+    model, summary = train_frameid(_sentences(files.train), files.encoder, training,
+                                   dev=_sentences([files.dev]) if files.dev else None, glove=files.glove,
+                                   device=runtime.device, lexicon=_lexicon(files.lexicon))
+    model.save_pretrained(files.out)
+    write_json(summary, Path(files.out) / "training_summary.json")
+
+
+@settings
+class EvalFiles:
+    model: str = setting(help="a trained Frame ID directory")
+    test: str = setting(help="test sentences (CoNLL or Parquet)")
+    out: str | None = setting(None, "the scores (JSON; default: standard output)")
+
+
+@command("frameid", "eval", help="precision, recall and F1 over (sentence, span, frame) triples")
+def evaluate(files: EvalFiles, runtime: Runtime) -> None:
+    from spanaug.downstream.frameid.baseline import triple_scores
+    from spanaug.downstream.frameid.model import FrameIdentifier
+
+    test = _sentences([files.test])
+    model = FrameIdentifier.from_pretrained(files.model, device=runtime.device)
+    emit(triple_scores(test, model.predict(test)), files.out)
+
+
+@settings
+class BaselineFiles:
+    train: list[str] = setting(help="training sentences")
+    test: str = setting(help="test sentences")
+    out: str | None = setting(None, "the scores (JSON; default: standard output)")
+
+
+@command("frameid", "baseline", help="most frequent frame per trigger string")
+def baseline(files: BaselineFiles) -> None:
+    from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
+
+    test = _sentences([files.test])
+    emit(triple_scores(test, LexiconBaseline().fit(_sentences(files.train)).predict(test)), files.out)
+
+
+@settings
+class SplitFiles:
+    out_dir: str = setting(help="train/dev/test files")
+    conll: str | None = setting(None, "open-SESAME CoNLL: writes train/dev/test.conll (contiguous sentence ranges)")
+    sentences: str | None = setting(None, "imported sentences Parquet: writes train/dev/test.parquet (documents)")
+
+
+@command("frameid", "split", help="train/dev/test CoNLL (contiguous sentence ranges) or Parquet (documents)")
+def split(files: SplitFiles, split: SplitSettings) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.downstream.frameid.data import split_conll, split_sentences
+
+    if (files.conll is None) == (files.sentences is None):
+        raise ConfigError("give exactly one of --conll and --sentences")
+    if files.conll:
+        emit(split_conll(files.conll, files.out_dir, split), None)
+    else:
+        emit(split_sentences(files.sentences, files.out_dir, split), None)
+
+
+@settings
+class PointFiles:
+    train: list[str] = setting(help="the pool of training sentences to sample from")
+    test: str = setting(help="the fixed test split")
+    out: str = setting(help="the point's result (JSON)")
+    fraction: float = setting(help="share of the training sentences", exclusiveMinimum=0, maximum=1)
+    seed: int = setting(0, "the sample's and the training's seed")
+    augmenter: Literal["none", "paraphrastic", "lexsub", "geca"] = setting("none", "whose examples are added")
+    dev: str | None = setting(None, "dev sentences: the best epoch on them is kept")
+    examples: str | None = setting(None, "the augmenter's EXAMPLES Parquet (paraphrastic, lexsub)")
+    geca_window: int = inherit(GecaConfig, "window")
+    encoder: str = inherit(FrameIdSection, "encoder")
+    lexicon: str | None = inherit(FrameIdSection, "lexicon")
+    epochs: int = inherit(FrameIdTrainConfig, "epochs")
+    batch_size: int = inherit(FrameIdTrainConfig, "batch_size")
+    learning_rate: float = inherit(FrameIdTrainConfig, "learning_rate")
+
+
+@command("frameid", "point", help="one point of the augmenter comparison (Figure 8)")
+def point(files: PointFiles, runtime: Runtime) -> None:
+    from spanaug.core import artifacts
+    from spanaug.downstream.augmenter_comparison import run_point
+
+    examples = artifacts.read_table(files.examples, artifacts.EXAMPLES).to_pylist() if files.examples else None
+    result = run_point(_sentences(files.train), _sentences([files.test]), files.fraction, files.seed, files.augmenter,
+                       files.encoder, FrameIdTrainConfig(epochs=files.epochs, batch_size=files.batch_size,
+                                                         learning_rate=files.learning_rate),
+                       examples=examples, dev=_sentences([files.dev]) if files.dev else None,
+                       lexicon=_lexicon(files.lexicon), geca=GecaConfig(window=files.geca_window),
+                       device=runtime.device)
+    emit(result, files.out)
+
+
+@settings
+class CurvesFiles:
+    points: list[str] = setting(help="point results (JSON)")
+    out_table: str = setting(help="F1 mean and s.d. per augmenter and share (CSV)")
+    out_plot: str = setting(help="the curves (PNG)")
+
+
+@command("frameid", "curves", help="average point results over seeds: table and figure")
+def curves(files: CurvesFiles) -> None:
+    from spanaug.downstream.augmenter_comparison import curves_stage
+
+    for row in curves_stage(files.points, files.out_table, files.out_plot):
+        log.info("%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)", row["augmenter"], 100 * row["fraction"], row["f1_mean"],
+                 row["f1_std"], row["seeds"])

@@ -1,0 +1,82 @@
+"""The configuration: one dataclass per section, the generated schema, and the config files."""
+
+import dataclasses
+
+import pytest
+import yaml
+from conftest import REPO
+
+from spanaug.cli.config import schema_text
+from spanaug.core.config import (
+    AlignerTrainSection,
+    DecodeSettings,
+    FilteringSection,
+    ImportSettings,
+    RunConfig,
+    config_schema,
+    load_run_config,
+)
+from spanaug.core.errors import ConfigError
+
+
+def test_the_committed_schema_is_generated_from_the_dataclasses():
+    committed = (REPO / "workflow/schemas/config.schema.yaml").read_text()
+    assert committed == schema_text(), "run `make schema` after changing src/spanaug/core/config.py"
+
+
+def test_every_default_and_bound_comes_from_its_dataclass():
+    schema = config_schema()["properties"]
+    beam = schema["paraphraser"]["properties"]["beam_size"]
+    assert (beam["default"], beam["minimum"]) == (DecodeSettings().beam_size, 1)
+    k = schema["aligner"]["properties"]["train"]["properties"]["k"]
+    assert k["default"] == AlignerTrainSection().k == 5
+    # Sections documented as "null: off" default to null; the others to their filled-in defaults.
+    assert schema["baselines"]["default"] is None and "null" in schema["baselines"]["type"]
+    assert schema["aligner"]["default"]["train"]["epochs"] == 10
+
+
+@pytest.mark.parametrize("path", ["config.yaml", "config/demo.yaml"])
+def test_the_config_files_load_with_every_default_filled(path):
+    config = load_run_config(yaml.safe_load((REPO / path).read_text()))
+    assert isinstance(config, RunConfig)
+    assert isinstance(config.paraphraser.beam_size, int) and isinstance(config.data, ImportSettings)
+    assert config.aligner.train is not None and config.aligner.train.loss in ("soft", "hard")
+
+
+def test_a_config_file_holds_no_default_twice():
+    """config.yaml names only what differs from the defaults (each default is written once)."""
+
+    def same_as_default(values, schema, path=()):
+        for key, value in values.items():
+            prop = schema["properties"][key]
+            if isinstance(value, dict) and "properties" in prop:
+                yield from same_as_default(value, prop, (*path, key))
+            elif "default" in prop and value == prop["default"]:
+                yield ".".join((*path, key))
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert list(same_as_default(config, config_schema())) == []
+
+
+def test_bounds_and_cross_checks_are_errors_naming_the_setting():
+    with pytest.raises(ConfigError, match="beam_size: 0 is less than the minimum of 1"):
+        DecodeSettings(beam_size=0)
+    with pytest.raises(ConfigError, match="return_top"):
+        DecodeSettings(beam_size=2, return_top=3)
+    with pytest.raises(ConfigError, match="filters.lax"):
+        FilteringSection(filters={"lax": {"min_aligner_score": 2}})
+    with pytest.raises(ConfigError, match="Additional properties"):
+        load_run_config({"data": {"inputs": ["x"]}, "paraphraser": {"beam_szie": 4}})
+
+
+def test_every_setting_has_help():
+    """The help becomes the schema's description and the option's --help text."""
+    import inspect
+
+    import spanaug.core.config as module
+
+    classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
+               if dataclasses.is_dataclass(c) and c.__module__ == module.__name__]
+    assert len(classes) > 20
+    missing = [f"{c.__name__}.{f.name}" for c in classes for f in dataclasses.fields(c) if not f.metadata.get("help")]
+    assert missing == []

@@ -1,0 +1,71 @@
+# The span aligner: trained here unless the config names a trained one; then every beam is aligned.
+# External data (instances, dev, bitext) are params, not inputs, so a dry run plans without them;
+# after changing them, force a retrain with -R train_aligner.
+
+
+rule make_alignment_instances:
+    output:
+        instances=made_instances(),
+        pairs=made_pairs(),
+    log:
+        f"{LOGS}/make_alignment_instances.log",
+    benchmark:
+        f"{BENCH}/make_alignment_instances.tsv"
+    params:
+        bitext=aligner_bitext,
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug align make-instances --bitext {params.bitext} --out {output.instances} --pairs-out {output.pairs}"
+        " > {log} 2>&1"
+
+
+rule train_aligner:
+    input:
+        aligner_training_input,
+    output:
+        directory(f"{RES}/models/aligner"),
+    log:
+        f"{LOGS}/train_aligner.log",
+    benchmark:
+        f"{BENCH}/train_aligner.tsv"
+    params:
+        instances=aligner_training_instances,
+        encoder=config["aligner"]["encoder"],
+        options=section_options("aligner", "train", skip=("instances", "bitext")),
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug align train --instances {params.instances} --encoder {params.encoder} --out {output}"
+        " {params.options} --device {params.device} > {log} 2>&1"
+
+
+rule align:
+    input:
+        paraphrases=rules.paraphrase.output.paraphrases,
+        model=aligner_input,
+    output:
+        f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+    log:
+        f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/align.shard{{j}}.tsv"
+    params:
+        model=aligner_model,
+        batch_size=config["aligner"]["batch_size"],
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output}"
+        " --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"

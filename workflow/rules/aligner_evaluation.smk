@@ -1,0 +1,74 @@
+# The span aligner on held-out data: the Table 2 ablations (with Figures 4-5 and the memorisation
+# split), the same with the chain-graph instances added (a self-training row), and the word
+# aligners of Tables 1-2. Null data paths fall back on what make_alignment_instances derives
+# from the aligner's bitext.
+
+
+rule align_ablation:
+    input:
+        unpack(ablation_inputs),
+    output:
+        table=report(f"{RES}/aligner_eval/{{ablation}}/ablation.csv", caption="../report/ablation.rst",
+                     category="Span aligner", subcategory="{ablation}"),
+        plot=report(f"{RES}/aligner_eval/{{ablation}}/ablation.png", caption="../report/ablation.rst",
+                    category="Span aligner", subcategory="{ablation}"),
+        memo=report(f"{RES}/aligner_eval/{{ablation}}/memorisation.csv", caption="../report/memorisation.rst",
+                    category="Span aligner", subcategory="{ablation}"),
+        by_len=report(f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv", caption="../report/breakdowns.rst",
+                      category="Span aligner", subcategory="{ablation}"),
+        by_pos=report(f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
+                      caption="../report/breakdowns.rst", category="Span aligner", subcategory="{ablation}"),
+        figs=report(f"{RES}/aligner_eval/{{ablation}}/breakdowns.png", caption="../report/breakdowns.rst",
+                    category="Span aligner", subcategory="{ablation}"),
+        summary=f"{RES}/aligner_eval/{{ablation}}/summary.json",
+    log:
+        f"{LOGS}/align_ablation.{{ablation}}.log",
+    benchmark:
+        f"{BENCH}/align_ablation.{{ablation}}.tsv"
+    params:
+        out_dir=out_dir,
+        data=ablation_data,
+        encoder=config["aligner"]["encoder"],
+        k=aligner_k_option,
+        options=section_options("aligner", "evaluation", skip=("data",)),
+        rows=ablation_options,
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug align ablate --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
+        " {params.options} {params.rows} --device {params.device} > {log} 2>&1"
+
+
+rule compare_aligners:
+    input:
+        baseline_inputs,
+    output:
+        table=report(f"{RES}/aligner_eval/comparison.csv", caption="../report/comparison.rst", category="Span aligner"),
+        plot=report(f"{RES}/aligner_eval/comparison.png", caption="../report/comparison.rst", category="Span aligner"),
+        summary=f"{RES}/aligner_eval/comparison.json",
+    log:
+        f"{LOGS}/compare_aligners.log",
+    benchmark:
+        f"{BENCH}/compare_aligners.tsv"
+    params:
+        out_dir=out_dir,
+        instances=baseline_instances,
+        gold_pairs=baseline_pairs,
+        encoder=config["aligner"]["encoder"],
+        k=aligner_k_option,
+        options=section_options("baselines", skip=("instances", "gold_pairs", "fastalign")),
+        fastalign=section_options("baselines", "fastalign"),
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug baseline compare --instances {params.instances} --gold-pairs {params.gold_pairs}"
+        " --encoder {params.encoder} {params.k} --out-dir {params.out_dir} {params.options} {params.fastalign}"
+        " --device {params.device} > {log} 2>&1"

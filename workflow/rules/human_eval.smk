@@ -1,0 +1,72 @@
+# The human-evaluation loop (§6.2): the annotation task, then the crowd's judgments. The demo has
+# no annotators: with human_eval.simulate, simulated judgments (clearly labelled) run the loop.
+
+
+rule human_export:
+    input:
+        augmented=rules.assemble.output,
+        sentences=rules.import_corpus.output.sentences,
+    output:
+        task=report(f"{RES}/human_eval/task.csv", caption="../report/human_task.rst", category="Human evaluation"),
+        key=f"{RES}/human_eval/task.key.csv",
+    log:
+        f"{LOGS}/human_export.log",
+    benchmark:
+        f"{BENCH}/human_export.tsv"
+    params:
+        options=section_options("human_eval", skip=("results", "simulate", "raters")),
+        framenet=framenet_definitions_option(),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human export --augmented {input.augmented} --sentences {input.sentences} --out-task {output.task}"
+        " --out-key {output.key} {params.options} {params.framenet} > {log} 2>&1"
+
+
+rule human_simulate:
+    input:
+        key=rules.human_export.output.key,
+    output:
+        f"{RES}/human_eval/results.simulated.csv",
+    log:
+        f"{LOGS}/human_simulate.log",
+    benchmark:
+        f"{BENCH}/human_simulate.tsv"
+    params:
+        options=section_options("human_eval", skip=("results", "simulate", "n_items")),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human simulate --key {input.key} --out {output} {params.options} > {log} 2>&1"
+
+
+rule human_import:
+    input:
+        key=rules.human_export.output.key,
+        simulated=human_import_inputs,
+    output:
+        summary=report(f"{RES}/human_eval/human_eval.json", caption="../report/human_eval.rst",
+                       category="Human evaluation"),
+        hist=report(f"{RES}/human_eval/score_histogram.png", caption="../report/human_eval.rst",
+                    category="Human evaluation"),
+        judgments=f"{RES}/human_eval/judgments.csv",
+    log:
+        f"{LOGS}/human_import.log",
+    benchmark:
+        f"{BENCH}/human_import.tsv"
+    params:
+        out_dir=out_dir,
+        results=human_results,
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human import --results {params.results} --key {input.key} --out-dir {params.out_dir} > {log} 2>&1"

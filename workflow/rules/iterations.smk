@@ -1,0 +1,77 @@
+# One iteration, shard by shard: constraint expansion, the best-aligned beam per seed; then the
+# per-iteration gathers and the released dataset. (Paraphrasing and alignment: paraphraser.smk, aligner.smk.)
+
+
+rule expand_constraints:
+    input:
+        chain=previous_chain,
+    output:
+        f"{RES}/iterations/iter{{i}}/shard{{j}}.requests.parquet",
+    log:
+        f"{LOGS}/iter{{i}}/expand_constraints.shard{{j}}.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/expand_constraints.shard{{j}}.tsv"
+    params:
+        options=flags(config["constraints"]),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug constraints --chain {input.chain} --out {output} --iteration {wildcards.i} {params.options}"
+        " > {log} 2>&1"
+
+
+rule select_best:
+    input:
+        aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+    output:
+        f"{RES}/iterations/iter{{i}}/shard{{j}}.chain.parquet",
+    log:
+        f"{LOGS}/iter{{i}}/select_best.shard{{j}}.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/select_best.shard{{j}}.tsv"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug select --aligned {input.aligned} --out {output} > {log} 2>&1"
+
+
+rule gather_iteration:
+    input:
+        iteration_chain_shards,
+    output:
+        f"{RES}/iterations/iter{{i}}.chain.parquet",
+    log:
+        f"{LOGS}/iter{{i}}/gather_iteration.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/gather_iteration.tsv"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug gather --schema chain --inputs {input} --out {output} > {log} 2>&1"
+
+
+rule assemble:
+    input:
+        iteration_outputs(),
+    output:
+        f"{RES}/augmented.parquet",
+    log:
+        f"{LOGS}/assemble.log",
+    benchmark:
+        f"{BENCH}/assemble.tsv"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug assemble --inputs {input} --out {output} > {log} 2>&1"

@@ -1,0 +1,47 @@
+# The paraphraser: optionally trained here (the paper's architecture), then constrained decoding.
+# The bitext is a param, not an input (external data: a dry run plans without it; after changing
+# it, force a retrain with -R train_paraphraser).
+
+
+rule train_paraphraser:
+    output:
+        directory(f"{RES}/models/paraphraser"),
+    log:
+        f"{LOGS}/train_paraphraser.log",
+    benchmark:
+        f"{BENCH}/train_paraphraser.tsv"
+    params:
+        options=section_options("paraphraser", "train"),
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug paraphraser train --out {output} {params.options} --device {params.device} > {log} 2>&1"
+
+
+rule paraphrase:
+    input:
+        requests=rules.expand_constraints.output,
+        model=paraphraser_input,
+    output:
+        paraphrases=f"{RES}/iterations/iter{{i}}/shard{{j}}.paraphrases.parquet",
+        stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.paraphrase_stats.json",
+    log:
+        f"{LOGS}/iter{{i}}/paraphrase.shard{{j}}.log",
+    benchmark:
+        f"{BENCH}/iter{{i}}/paraphrase.shard{{j}}.tsv"
+    params:
+        model=paraphraser_model,
+        options=flags(config["paraphraser"], skip=("model", "train")),
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug paraphrase --requests {input.requests} --out {output.paraphrases} --stats {output.stats}"
+        " --model {params.model} {params.options} --device {params.device} > {log} 2>&1"
