@@ -32,12 +32,14 @@ say() { echo "cluster.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 need_root() { [[ $(id -u) == 0 ]] || die "$1 needs root (slurmd runs jobs as their users)"; }
 
-# A pid file whose process is alive and is the expected program (not a recycled pid).
+# A pid file whose process is alive and is the expected program (not a recycled pid, not a zombie
+# waiting for a container's PID 1 to reap it).
 running() {  # running NAME PIDFILE
     local pid
     [[ -s $2 ]] || return 1
     pid=$(<"$2")
-    [[ -r /proc/$pid/comm && $(</proc/"$pid"/comm) == "$1"* ]]
+    [[ -r /proc/$pid/comm && $(</proc/"$pid"/comm) == "$1"* ]] || return 1
+    [[ $(cut -d' ' -f3 /proc/"$pid"/stat 2>/dev/null) != Z ]]
 }
 
 pidfile() {
