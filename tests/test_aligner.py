@@ -121,6 +121,7 @@ def test_instances_from_bitext_differences():
     assert [(i.source_span, i.target_span) for i in insts] == [((1, 1), (1, 1))]
 
 
+@pytest.mark.integration
 def test_real_edinburgh_instances_load():
     insts = read_instances(shared_file("edinburgh-train.spans.jsonl"))
     assert len(insts) == 2358

@@ -95,6 +95,7 @@ def test_split_keeps_sentences_whole_and_contiguous(tmp_path):
     assert len(test) == 10
 
 
+@pytest.mark.integration
 def test_real_split_beats_nothing():
     conll = shared_file("fn1.7.dev.syntaxnet.conll")
     sents = read_training_file(conll)

@@ -134,6 +134,7 @@ def test_shards_are_stable():
     assert len({shard_of(f"s{i}", 4) for i in range(100)}) == 4
 
 
+@pytest.mark.integration
 def test_real_conll_dev_split():
     path = shared_file("fn1.7.dev.syntaxnet.conll")
     stats = ImportStats(max_tokens=80)

@@ -73,6 +73,7 @@ def test_span_tsv_exclusive_ends(tmp_path):
     assert spans(read_span_tsv(path)) == {((1, 1), (1, 1)), ((1, 1), None)}
 
 
+@pytest.mark.integration
 def test_cli_reproduces_shared_instances(tmp_path):
     gold = shared_file("edinburgh-train.gold.json")
     out = tmp_path / "i.jsonl"
