@@ -12,13 +12,12 @@ import contextlib
 import io
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from spanaug.core.errors import ConfigError
-from spanaug.core.files import apply_umask
+from spanaug.core.files import apply_umask, temporary_beside
 
 #: The file a head's config is saved to (huggingface_hub's name).
 CONFIG_FILE = "config.json"
@@ -26,18 +25,15 @@ CONFIG_FILE = "config.json"
 
 @contextlib.contextmanager
 def atomic_dir(path: Path | str) -> Iterator[Path]:
-    """A temporary folder beside ``path`` that replaces ``path`` when the block succeeds."""
+    """A temporary folder (see :func:`spanaug.core.files.temporary_beside`) that replaces ``path``
+    when the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
+    with temporary_beside(path, directory=True) as tmp:
         yield tmp
         apply_umask(tmp, directory=True)
         if path.is_dir():
             shutil.rmtree(path)
         os.replace(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_head(cls: Any, path: Path | str, device: Any, what: str) -> Any:
