@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
 
-.PHONY: venv demo demo-slurm test test-fast schema lint dag clean-demo bench
+.PHONY: venv demo demo-slurm test test-fast schema envs lint dag clean-demo bench
 
 venv: $(STAMP)
 
@@ -49,6 +49,10 @@ test-fast: $(STAMP)
 # The config schema is generated from src/spanaug/core/config.py (tests check it is current).
 schema: $(STAMP)
 	$(BIN)/spanaug config schema --out workflow/schemas/config.schema.yaml
+
+# The rules' conda environments are generated from pyproject.toml's dependencies (tests check they are current).
+envs: $(STAMP)
+	$(BIN)/spanaug config envs --out-dir envs
 
 lint: $(STAMP)
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml

@@ -43,7 +43,7 @@ rule augment_lexsub:
     resources:
         **CPU,
     conda:
-        "../../envs/cpu.yaml"
+        tagger_env(config["augmenters"]["lexsub"]["pos_tagger"] if config["augmenters"] else None)
     shell:
         "spanaug augment lexsub --augmented {input.augmented} --seeds {input.seeds} {params.filters} {params.tagger}"
         " --out {output.examples} --counts {output.counts} > {log} 2>&1"

@@ -21,7 +21,7 @@ rule intrinsic_stats:
     resources:
         **CPU,
     conda:
-        "../../envs/cpu.yaml"
+        tagger_env(config["stats"]["pos_tagger"])
     shell:
         "spanaug stats --augmented {input.augmented} --seeds {input.seeds} --out-json {output.json}"
         " --out-csv {output.csv} --out-plot {output.plot} --out-dist-plot {output.dists} {params.options} > {log} 2>&1"
