@@ -5,9 +5,10 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-# config.yaml holds the production settings; a --configfile given on the command line replaces it
-# whole (rather than being merged into it), so each config file is complete and self-describing.
-if not config:
+# config.yaml holds the production settings. Config files given with --configfile replace it (several
+# are merged in order, nested keys too: a small override file on top of a complete one), and
+# --config KEY=VALUE overrides either.
+if not workflow.overwrite_configfiles:
 
     configfile: "config.yaml"
 
@@ -51,3 +52,17 @@ rule all:
     input:
         final_outputs(),
     default_target: True
+
+
+# When jobs are about to run: stop if the config changed under this run_name, else record it; note
+# that a Snakemake runs here (stale-lock detection from other hosts). See src/spanaug/workflow/rundir.py.
+onstart:
+    guard_results()
+
+
+onsuccess:
+    rundir.unregister_owner(".")
+
+
+onerror:
+    rundir.unregister_owner(".")

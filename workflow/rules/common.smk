@@ -1,5 +1,5 @@
 # Functions the other files of rules share (config validation, paths, options, input functions,
-# resources); only functions here, as snakemake --lint wants.
+# resources); only functions here, as snakemake --lint wants, and the checks that run before the DAG.
 import dataclasses
 import json
 import os
@@ -7,24 +7,92 @@ import shlex
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
+from snakemake.logging import logger
+from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import update_config
 
-from spanaug.core.config import load_run_config
+from spanaug.core.config import coerce_overrides, load_run_config
+from spanaug.core.errors import SpanaugError
+from spanaug.core.files import remove_stale_temporaries
+from spanaug.workflow import envs, preflight, rundir
 
-# The schema is generated from the settings dataclasses (src/spanaug/core/config.py). The config is
-# validated against it, then every setting it leaves out takes its default from the dataclasses
-# (null sections, "off", included), so rules read config keys without fallbacks.
-SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
-validate(config, schema=str(SCHEMA), set_default=False)
-config.update(dataclasses.asdict(load_run_config(config)))
+
+
+def stop(exc):
+    """A problem the user can fix: one message (the CLI's form), no traceback."""
+    logger.error(f"spanaug: error: {exc}")
+    sys.exit(1)
+
+
+# The config is validated against the schema generated from the settings dataclasses
+# (src/spanaug/core/config.py, workflow/schemas/config.schema.yaml), then every setting it leaves out
+# takes its default from them (null sections, "off", included), so rules read config keys without
+# fallbacks. Snakemake reads the nested values of --config with YAML's BaseLoader (as strings): the
+# schema gives them their types back.
+update_config(config, coerce_overrides(dict(workflow.config_settings.config)))
+try:
+    RUN = load_run_config(config)
+except SpanaugError as exc:
+    stop(f"config: {exc}")
+config.update(dataclasses.asdict(RUN))
 
 # Rules call the installed `spanaug` console script. With `--sdm conda` each rule's environment puts
-# its own first on PATH; otherwise the one installed beside this Snakemake is found at the end of
-# PATH, so the README's `.venv/bin/snakemake ...` runs with no virtual environment activated (a
-# SLURM job runs Snakemake from the same installation, which sets the same prefix there).
+# its own first on PATH (an environment installs this checkout, found through SPANAUG_SOURCE: see
+# envs/*.yaml); otherwise the one installed beside this Snakemake is found at the end of PATH, so the
+# README's `.venv/bin/snakemake ...` runs with no virtual environment activated (a SLURM job runs
+# Snakemake from the same installation, which sets the same prefix there).
 shell.prefix(f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; ')
+os.environ.setdefault(envs.SOURCE_VAR, str(Path(workflow.basedir).resolve()))
 
 RES = f"{config['results_dir']}/{config['run_name']}"
+CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
+def preflight_check():
+    """Before the DAG: every file, model, tagger and dependency the config names (spanaug.workflow.preflight).
+
+    SPANAUG_PREFLIGHT=warn reports the problems without stopping (to plan a run before its data exists).
+    """
+    has_module = envs.conda_has_module(Path(workflow.basedir) / "envs") if CONDA else preflight.installed
+    problems = preflight.check_run(RUN, has_module)
+    if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
+        logger.info(f"augmenters: null (off), so Figure 8 compares none with {frameid_augmenters() or 'nothing'}")
+    if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
+        logger.warning("preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems)))
+    elif problems:
+        try:
+            preflight.preflight(RUN, has_module)
+        except SpanaugError as exc:
+            stop(exc)
+
+
+def tidy_workdir():
+    """Locks a killed Snakemake left here, and the temporaries of this run's killed jobs (those of this
+    host whose process is gone, and other hosts' older than the longest job runtime)."""
+    note = rundir.remove_stale_locks(".")
+    if note:
+        logger.info(note)
+    longest = 60 * max(config["resources"]["gpu"]["runtime"], config["resources"]["cpu"]["runtime"])
+    removed = remove_stale_temporaries(RES, max_age_s=longest)
+    if removed:
+        logger.info(f"removed {len(removed)} temporary file(s) that killed jobs left in {RES}")
+
+
+def guard_results():
+    """When jobs start (onstart): a changed config under this run_name stops the run, unless -R/-F asked
+    for reruns; the config the results come from is recorded in results/<run>/config.effective.yaml."""
+    dag = workflow.dag_settings
+    rundir.guard_record(config, RES, forced=bool(dag.forcerun or dag.forceall or dag.forcetargets))
+    rundir.register_owner(".")
+
+
+def dry_run_notes():
+    """A dry run says what a run would refuse (the config changed under this run_name)."""
+    changes = rundir.check_record(config, RES)
+    if changes and workflow.dryrun:
+        logger.warning(rundir.changed_config_message(RES, changes))
+
+
 LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
 SHARDS = [f"{j:03d}" for j in range(config["n_shards"])]
@@ -278,10 +346,25 @@ def geca_window_option(wildcards):
     return opt("--geca-window", config["augmenters"]["geca"]["window"] if config["augmenters"] else None)
 
 
+def frameid_augmenters():
+    """The augmenters Figure 8 compares: with the augmenters section off (null), only GECA, which the
+    experiment runs on each sample itself, still has examples."""
+    f = config["frameid"]
+    return f["augmenters"] if config["augmenters"] else [a for a in f["augmenters"] if a == "geca"]
+
+
 def frameid_points():
     f = config["frameid"]
     return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *f["augmenters"]] for fraction in f["fractions"] for seed in f["seeds"]]
+            for augmenter in ["none", *frameid_augmenters()] for fraction in f["fractions"] for seed in f["seeds"]]
+
+
+# -- software: each rule's conda environment (--sdm conda), generated from pyproject.toml (make envs)
+
+
+def tagger_env(spec):
+    """The conda environment for POS tagging with ``spec`` (spaCy's for a spaCy model, else the CPU one)."""
+    return "../../envs/spacy.yaml" if spec and spec.startswith("spacy:") else "../../envs/cpu.yaml"
 
 
 # -- resources: GPU rules ask SLURM for gres/memory/runtime from config; CPU rules for memory/runtime
@@ -303,3 +386,10 @@ GPU = job_resources("gpu")
 CPU = job_resources("cpu")
 GPU_THREADS = config["resources"]["gpu"]["cpus"]
 CPU_THREADS = config["resources"]["cpu"]["cpus"]
+
+
+# Jobs (on SLURM, a Snakemake of their own per job) skip what the main process has checked.
+if workflow.is_main_process:
+    preflight_check()
+    tidy_workdir()
+    dry_run_notes()

@@ -1,11 +1,12 @@
-"""``spanaug config ...``: the JSON schema of config files, generated from the settings dataclasses."""
+"""``spanaug config ...``: the JSON schema of config files (generated from the settings dataclasses), the
+preflight check of a run's config, and the rules' conda environments (generated from pyproject.toml)."""
 
 from __future__ import annotations
 
 from spanaug.cli.options import command, group
 from spanaug.core.config import setting, settings
 
-group("config", "the configuration's schema")
+group("config", "the configuration: its schema, checks of a run's config, the rules' environments")
 
 HEADER = """\
 # The JSON schema of spanaug config files (config.yaml, config/demo.yaml), with every default.
@@ -37,3 +38,53 @@ def schema(files: SchemaFiles) -> None:
 
     with atomic_path(files.out, ".yaml") as tmp:
         tmp.write_text(schema_text(), encoding="utf-8")
+
+
+@settings
+class CheckFiles:
+    configfile: list[str] = setting(factory=lambda: ["config.yaml"], help="config files, merged in order as "
+                                    "Snakemake's --configfile merges them (nested keys too)")
+
+
+@command("config", "check", help="check a run's config before running it: settings, and every file, model, "
+                                 "tagger and optional dependency it names (what Snakemake checks first)")
+def check(files: CheckFiles) -> None:
+    import yaml
+
+    from spanaug.core.config import load_run_config, merge_configs
+    from spanaug.core.errors import InputError
+    from spanaug.workflow.preflight import preflight
+
+    raw: dict = {}
+    for path in files.configfile:
+        try:
+            text = open(path, encoding="utf-8").read()
+        except OSError as exc:
+            raise InputError(path, None, exc.strerror) from None
+        try:
+            raw = merge_configs(raw, yaml.safe_load(text) or {})
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise InputError(path, mark.line + 1 if mark else None, f"malformed YAML: {exc}") from None
+    cfg = load_run_config(raw)
+    preflight(cfg)
+    print(f"{', '.join(files.configfile)}: every setting, file, model and dependency is in place "
+          f"(results go to {cfg.results_dir}/{cfg.run_name})")
+
+
+@settings
+class EnvFiles:
+    out_dir: str = setting("envs", "where the environment files go")
+    source: str = setting(".", "the checkout whose pyproject.toml lists the dependencies")
+
+
+@command("config", "envs", help="write the rules' conda environment files from pyproject.toml")
+def envs(files: EnvFiles) -> None:
+    from pathlib import Path
+
+    from spanaug.core.files import atomic_path
+    from spanaug.workflow.envs import ENVS, render
+
+    for name in ENVS:
+        with atomic_path(Path(files.out_dir) / f"{name}.yaml", ".yaml") as tmp:
+            tmp.write_text(render(name, files.source), encoding="utf-8")
