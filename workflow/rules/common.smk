@@ -56,7 +56,7 @@ def preflight_check():
     has_module = envs.conda_has_module(Path(workflow.basedir) / "envs") if CONDA else preflight.installed
     problems = preflight.check_run(RUN, has_module)
     if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
-        logger.info(f"augmenters: null (off), so Figure 8 compares none with {frameid_augmenters() or 'nothing'}")
+        logger.info(f"augmenters: null (off), so Figure 8 compares none with {', '.join(frameid_augmenters()) or 'nothing else'}")
     if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
         logger.warning("preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems)))
     elif problems:
@@ -350,11 +350,15 @@ def frameid_augmenters():
     """The augmenters Figure 8 compares: with the augmenters section off (null), only GECA, which the
     experiment runs on each sample itself, still has examples."""
     f = config["frameid"]
+    if not f:
+        return []
     return f["augmenters"] if config["augmenters"] else [a for a in f["augmenters"] if a == "geca"]
 
 
 def frameid_points():
     f = config["frameid"]
+    if not f:  # the experiment is off; rule frameid_curves is never asked for
+        return []
     return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
             for augmenter in ["none", *frameid_augmenters()] for fraction in f["fractions"] for seed in f["seeds"]]
 
