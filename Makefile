@@ -28,7 +28,8 @@ demo: $(STAMP)
 # The demo through profiles/slurm on a one-node SLURM cluster on this machine (scripts/slurm/cluster.sh:
 # Debian 12, root; it installs SLURM when missing). Results go to results/demo-slurm/. Status checks
 # every 5 s instead of 40 s: the demo's jobs are short. SLURM's own job logs are kept in
-# results/demo-slurm/slurm_logs/ (rule_*/<SLURM job id>.log), and the last line checks that there are some.
+# results/demo-slurm/slurm_logs/ (rule_*/<SLURM job id>.log), and the last lines check that there are some
+# and, after `make demo`, that the augmented rows are the local run's.
 SLURM_RES := results/demo-slurm
 demo-slurm: $(STAMP)
 	command -v slurmctld >/dev/null || scripts/slurm/cluster.sh install
@@ -38,6 +39,9 @@ demo-slurm: $(STAMP)
 		--slurm-logdir $(SLURM_RES)/slurm_logs --slurm-keep-successful-logs
 	@n=$$(find $(SLURM_RES)/slurm_logs -name '[0-9]*.log' | wc -l); \
 		echo "demo-slurm: $$n SLURM job logs in $(SLURM_RES)/slurm_logs"; test "$$n" -gt 0
+	@if [ -f results/demo/augmented.parquet ]; then \
+		$(BIN)/python scripts/same_rows.py results/demo/augmented.parquet $(SLURM_RES)/augmented.parquet; \
+	else echo "demo-slurm: no results/demo/augmented.parquet (make demo) to compare the rows with"; fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
