@@ -5,8 +5,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +21,12 @@ pytestmark = pytest.mark.workflow
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 
 
-def _run(workdir, config, *args, check=True):
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", str(config), "--cores", "2", *args]
+def _run(workdir, config, *args, check=True, env=None):
+    # As the README runs it: no virtual environment on PATH (rules find the spanaug beside Snakemake).
+    env = {**os.environ, **(env or {})}
+    configs = [str(c) for c in (config if isinstance(config, list) else [config])]
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", *configs,
+           "--cores", "2", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stdout[-3000:] + proc.stderr[-6000:])
@@ -133,13 +138,105 @@ def test_optional_sections_can_be_switched_off(run, tmp_path):
 
 
 def test_production_config_dry_runs_with_gpu_resources(tmp_path):
+    """The production config plans (its data absent: SPANAUG_PREFLIGHT=warn reports instead of stopping)."""
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
     proc = subprocess.run([SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    warning = "preflight (SPANAUG_PREFLIGHT=warn): data.inputs: data/fndata-1.7: no such directory"
+    assert warning in proc.stdout + proc.stderr
     counts = _job_counts(proc.stdout)
     assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
     block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
     assert "gres=gpu:1" in block and "mem_mb=32000" in block
+
+
+def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):
+    """The preflight: a dry run and a real run both stop while the DAG is built, with every problem."""
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    config["data"]["inputs"] = [str(tmp_path / "fndata-1.7")]
+    config["paraphraser"] = {"model": str(tmp_path / "t5-paraphraser"), "prefix": "paraphrase: "}
+    config["aligner"]["encoder"] = "bert-base-cased"
+    config["stats"]["pos_tagger"] = "spacy:en_core_web_sm"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    for args in (["-n"], []):
+        # An empty Hugging Face cache: bert-base-cased is then missing wherever the test runs.
+        env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf")}
+        proc = _run(tmp_path, path, *args, check=False, env=env)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "spanaug: error: the config names things that are missing (4)" in out
+        for key in ("data.inputs", "paraphraser.model", "aligner.encoder", "stats.pos_tagger"):
+            assert f"  - {key}: " in out, key
+        assert "Traceback" not in out and "File \"" not in out
+    assert not (tmp_path / "results").exists()  # no job ran
+
+
+def test_overrides_keep_their_types_and_a_second_configfile_merges(run, tmp_path):
+    work, config, _ = run
+    proc = _run(work, config, "-n", "-p", "--config", "paraphraser={beam_size: 4, return_top: 2}", "augmenters=null",
+                "run_name=typed")
+    assert "--beam-size 4 --return-top 2" in proc.stdout and "results/typed/" in proc.stdout
+    assert "Figure 8 compares none with geca" in proc.stdout + proc.stderr
+    override = tmp_path / "ablation.yaml"
+    override.write_text("run_name: k3\naligner: {train: {k: 3}}\n")
+    proc = _run(work, [config, override], "-n", "-p")
+    train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
+    assert "results/k3/models/aligner" in train and "--k 3" in train and "--epochs 2" in train  # merged, typed
+
+
+def test_a_changed_config_under_the_same_run_name_is_refused(run, tmp_path):
+    work, config, res = run
+    before = (res / "augmented.parquet").stat().st_mtime_ns
+    changed = yaml.safe_load(Path(config).read_text())
+    changed["paraphraser"]["beam_size"] = 2
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(changed))
+    assert "paraphraser.beam_size: 3 -> 2" in _run(work, path, "-n").stdout  # a dry run warns
+    proc = _run(work, path, check=False)
+    assert proc.returncode != 0 and "paraphraser.beam_size: 3 -> 2" in proc.stdout + proc.stderr
+    assert "run_name" in proc.stdout + proc.stderr
+    assert (res / "augmented.parquet").stat().st_mtime_ns == before  # nothing was rerun
+
+
+def _killed_then_rerun(tmp_path, reference, config, when):
+    """Run the workflow as the README does, kill -9 its whole process group once ``when`` exists, rerun
+    the README's command; returns the rerun's output."""
+    work = tmp_path / "killed"
+    work.mkdir()
+    path = work / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(work),
+           "--profile", str(REPO / "profiles/local"), "--configfile", str(path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    target = work / "results" / config["run_name"] / when
+    deadline = time.time() + 900
+    while not target.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before the kill"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert list((work / ".snakemake" / "locks").iterdir())  # what made the next run fail before
+    rerun = subprocess.run(cmd, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-6000:]
+    res = work / "results" / config["run_name"]
+    rows = artifacts.read_table(res / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
+    assert rows == artifacts.read_table(reference / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
+    assert not list(res.rglob(".spanaug-tmp"))
+    return rerun.stdout + rerun.stderr
+
+
+def test_kill_9_then_the_documented_rerun_gives_the_same_rows(run, tmp_path):
+    """kill -9 of the whole process group mid-run (iteration 1 half paraphrased, jobs running), then the
+    README's command again: the stale lock goes, incomplete outputs are redone, the rows are the same."""
+    _, config, res = run
+    killed = yaml.safe_load(Path(config).read_text())
+    # The augmented rows depend on the pipeline only: the evaluation sections are off to save time.
+    killed["augmenters"] = killed["frameid"] = killed["baselines"] = killed["human_eval"] = None
+    killed["aligner"]["evaluation"] = None
+    out = _killed_then_rerun(tmp_path, res, killed, "iterations/iter1/shard000.paraphrases.parquet")
+    assert "removed the locks a killed Snakemake left" in out
