@@ -15,7 +15,9 @@ spanaug.pipeline.paraphraser.standins) with a tokenizer trained on the demo corp
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -60,12 +62,16 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     reqs = requests(args.repeat)
     if args.standin:
+        import os
         import tempfile
 
         from spanaug.pipeline.paraphraser.standins import T5_CPU, save_standin
 
-        args.model = save_standin(tempfile.mkdtemp(prefix="standin-"), "t5", [r["source_text"] for r in reqs], T5_CPU,
-                                  vocab_size=2000)
+        # Removed at exit, with its CTranslate2 conversion (a new random model every run).
+        work = Path(tempfile.mkdtemp(prefix="standin-"))
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
+        os.environ.setdefault("SPANAUG_CT2_CACHE", str(work / "ct2"))
+        args.model = save_standin(work / "model", "t5", [r["source_text"] for r in reqs], T5_CPU, vocab_size=2000)
     if not Path(args.model).exists() and "/" not in args.model.strip("/"):
         sys.exit(f"no model at {args.model}: run `make demo` first, or pass --model")
     rates = {}
