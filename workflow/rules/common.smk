@@ -355,7 +355,7 @@ def frameid_augmenters():
     return f["augmenters"] if config["augmenters"] else [a for a in f["augmenters"] if a == "geca"]
 
 
-def frameid_points():
+def frameid_points(wildcards=None):
     f = config["frameid"]
     if not f:  # the experiment is off; rule frameid_curves is never asked for
         return []
