@@ -69,9 +69,9 @@ def changed_config_message(results: Path | str, changes: list[str]) -> str:
     shown = "\n".join(f"  {c}" for c in changes[:20]) + (f"\n  ... {len(changes) - 20} more" if len(changes) > 20 else "")
     return (f"{results} was made with another config ({Path(results) / RECORD}); changed:\n{shown}\n"
             f"Snakemake would rerun the jobs whose settings changed and replace their results. To keep both, "
-            f"give this config its own run_name (--config run_name=NAME; with --cache the unchanged upstream "
-            f"outputs are reused, see the README). To replace them, rerun with -R and the rules you changed "
-            f"(or delete {Path(results) / RECORD}).")
+            f"give this config its own run_name (--config run_name=NAME; it can reuse this run's trained models, "
+            f"e.g. aligner.model: {Path(results) / 'models/aligner'}: see the README's ablations). To replace "
+            f"them, rerun with -R and the rules you changed (or delete {Path(results) / RECORD}).")
 
 
 def guard_record(config: Mapping[str, Any], results: Path | str, forced: bool) -> None:
