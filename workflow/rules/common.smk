@@ -82,14 +82,19 @@ def guard_results():
     """When jobs start (onstart): a changed config under this run_name stops the run, unless -R/-F asked
     for reruns; the config the results come from is recorded in results/<run>/config.effective.yaml."""
     dag = workflow.dag_settings
-    rundir.guard_record(config, RES, forced=bool(dag.forcerun or dag.forceall or dag.forcetargets))
+    try:
+        rundir.guard_record(config, RES, forced=bool(dag.forcerun or dag.forceall or dag.forcetargets))
+    except SpanaugError as exc:
+        stop(exc)
     rundir.register_owner(".")
 
 
 def dry_run_notes():
-    """A dry run says what a run would refuse (the config changed under this run_name)."""
+    """Says, while the DAG is built, what a run would refuse (the config changed under this run_name), so a
+    dry run shows it too. Snakemake 9 knows of a dry run only after parsing (workflow.dryrun is False
+    here), so every run says it; a real one then stops in onstart unless -R/-F asked for the reruns."""
     changes = rundir.check_record(config, RES)
-    if changes and workflow.dryrun:
+    if changes:
         logger.warning(rundir.changed_config_message(RES, changes))
 
 
