@@ -83,7 +83,7 @@ def evaluate(files: EvalFiles) -> None:
     from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
     gold = read_instances(files.gold)
-    preds = read_predictions(files.pred)
+    preds = read_predictions(files.pred, {g.id: len(g.target_tokens) for g in gold})
     missing = [g.id for g in gold if g.id not in preds]
     if missing:
         raise InputError(files.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
