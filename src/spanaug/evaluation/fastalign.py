@@ -16,7 +16,6 @@ from spanaug.core.files import iter_lines
 from spanaug.evaluation.word_alignment import Pair, grow_diag_final_and, parse_pharaoh
 from spanaug.pipeline.aligner.word_aligned import Link
 
-
 #: fast_align's corpus line separates the two sentences with this token.
 SEPARATOR = "|||"
 
