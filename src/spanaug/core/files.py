@@ -69,6 +69,30 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: Path | str) -> int:
     return n
 
 
+def read_csv(path: Path | str, required: Sequence[str] = ()) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) of a UTF-8 CSV with a header (a byte-order mark, as spreadsheets write,
+    is dropped); the header must name ``required``, and every row must have the header's fields."""
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise InputError(path, None, f"empty file (expected a CSV header with {', '.join(required) or 'columns'})")
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(path, 1, f"the header lacks column(s) {missing} (found {header})")
+        rows = []
+        for row in reader:
+            if None in row or None in row.values():
+                raise InputError(path, reader.line_num, f"the row's fields do not match the {len(header)} of the header")
+            rows.append((reader.line_num, row))
+        return rows
+    except csv.Error as exc:
+        raise InputError(path, reader.line_num, f"malformed CSV ({exc})") from None
+
+
 def os_error(path: Path | str, exc: OSError) -> InputError:
     """An input that cannot be opened, as an error naming it."""
     if isinstance(exc, FileNotFoundError):
