@@ -126,6 +126,15 @@ def _problems(table: pa.Table) -> list[Problem]:
             out.append((row, f"aligned_text is {_value(table, 'aligned_text', row)!r} while aligned_start is "
                              f"{_value(table, 'aligned_start', row)} (expected text exactly when a span is aligned)"))
     out += _iteration_problems(table, names)
+    out += _duplicate_problems(table, names)
+    if {"output_id", "seed_id", "iteration"} <= names:
+        # The released id is seed_id#iteration; judgments and filters refer to outputs by it.
+        expected = pc.binary_join_element_wise(table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()),
+                                               "#")
+        row = _first(pc.not_equal(table.column("output_id"), expected))
+        if row >= 0:
+            out.append((row, f"output_id is {_value(table, 'output_id', row)!r} (expected {expected[row].as_py()!r}, "
+                             "seed_id#iteration)"))
     if "constraints" in names:
         out += _constraint_problems(table, names)
     if "beam_rank" in names:
@@ -144,6 +153,29 @@ def _problems(table: pa.Table) -> list[Problem]:
         if row >= 0:
             out.append((row, "paraphrase_score is NaN (expected a number)"))
     return out
+
+
+def _key_columns(names: set[str]) -> list[str]:
+    """The columns that identify a row: an id, or a seed's request or output of one iteration (and beam)."""
+    for column in ("output_id", "example_id", "sentence_id"):
+        if column in names:
+            return [column]
+    if {"seed_id", "iteration"} <= names:
+        return ["seed_id", "iteration"] + (["beam_rank"] if "source_tokens" in names and "beam_rank" in names else [])
+    return []
+
+
+def _duplicate_problems(table: pa.Table, names: set[str]) -> list[Problem]:
+    keys = _key_columns(names)
+    if not keys or table.select(keys).group_by(keys).aggregate([]).num_rows == table.num_rows:
+        return []
+    seen: dict[tuple, int] = {}  # only on the error path: which row repeats which
+    for row, key in enumerate(zip(*(table.column(k).to_pylist() for k in keys))):
+        if key in seen:
+            shown = ", ".join(f"{k} {v!r}" for k, v in zip(keys, key))
+            return [(row, f"{shown} repeats row {seen[key]} (expected each once)")]
+        seen[key] = row
+    return []
 
 
 def _has_null_item(lists: Any) -> Any:
