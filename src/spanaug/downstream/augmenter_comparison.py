@@ -32,6 +32,8 @@ def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> li
     """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must be in (0, 1], got {fraction}")
+    if not pool:
+        raise ConfigError("train: the pool holds no training sentence to sample from")
     k = max(1, round(fraction * len(pool)))
     order = sorted(range(len(pool)), key=lambda i: sentence_key(pool[i].tokens))  # independent of input order
     return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]

@@ -75,8 +75,13 @@ def framenet_definitions(root: Path | str) -> dict[str, str]:
 
 
 def _guarded(path: Path, load, reader=None):  # noqa: ANN001, ANN202
-    """Run an NLTK load, turning any failure into an error naming the file at fault: ``path``, or
-    the file NLTK opened last when the failure came from inside NLTK while it loaded that file."""
+    """Run an NLTK load, turning any failure into an error naming the file at fault.
+
+    NLTK loads lazily: reading ``path`` may open a frame file or an index. When parsing such a file
+    fails, that file is at fault and named. When NLTK fails after parsing (a reference one file makes
+    and another does not define, such as an LU's frame id), either may be wrong: ``path`` is named,
+    with the file NLTK had opened last.
+    """
     if reader is not None:
         reader.last_file = None
     try:
@@ -84,15 +89,22 @@ def _guarded(path: Path, load, reader=None):  # noqa: ANN001, ANN202
     except InputError:
         raise
     except Exception as exc:  # NLTK raises assorted errors on malformed XML
-        culprit = path
-        if reader is not None and reader.last_file is not None and _raised_in_nltk(exc):
-            culprit = reader.last_file
-        raise InputError(culprit, None, f"malformed FrameNet XML: {type(exc).__name__}: {exc}") from exc
+        opened = reader.last_file if reader is not None else None
+        what = f"{type(exc).__name__}: {exc}"
+        if opened is not None and opened != path:
+            if _raised_in(exc, _XML_PARSING):
+                raise InputError(opened, None, f"malformed FrameNet XML: {what}") from exc
+            if _raised_in(exc, (f"{os.sep}nltk{os.sep}",)):
+                raise InputError(path, None, f"malformed FrameNet XML (NLTK was reading {opened}): {what}") from exc
+        raise InputError(path, None, f"malformed FrameNet XML: {what}") from exc
 
 
-def _raised_in_nltk(exc: BaseException) -> bool:
-    marker = f"{os.sep}nltk{os.sep}"
-    return any(marker in frame.f_code.co_filename for frame, _ in traceback.walk_tb(exc.__traceback__))
+#: Where in a traceback an XML file's own parsing failed (NLTK's XML views, ElementTree, expat).
+_XML_PARSING = ("xmldocs.py", f"{os.sep}xml{os.sep}etree{os.sep}", "expat")
+
+
+def _raised_in(exc: BaseException, markers: tuple[str, ...]) -> bool:
+    return any(m in frame.f_code.co_filename for frame, _ in traceback.walk_tb(exc.__traceback__) for m in markers)
 
 
 def read_lexicon(path: Path | str) -> dict[str, set[str]]:
