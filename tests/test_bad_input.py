@@ -204,3 +204,70 @@ def test_the_align_stage_counts_pairs_over_the_limit_and_an_empty_shard(tiny_enc
     assert align_stage(tmp_path / "aligner", tmp_path / "p.parquet", tmp_path / "a.parquet", device="cpu",
                        stats_path=tmp_path / "stats.json") == 0
     assert json.loads((tmp_path / "stats.json").read_text())["empty_shard"]
+
+
+def test_a_lone_surrogate_and_a_missing_file_are_named(tmp_path):
+    from spanaug.pipeline.importers import read_conll, read_jsonl_sentences
+
+    (tmp_path / "x.jsonl").write_text('{"tokens": ["He", "\\ud800"], "span": [0, 0], "frame": "F"}\n')
+    with pytest.raises(InputError, match=r"x\.jsonl, line 1: .*surrogate"):
+        list(read_jsonl_sentences(tmp_path / "x.jsonl"))
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'missing.conll'}: no such file$"):
+        list(read_conll(tmp_path / "missing.conll"))
+
+
+def test_select_refuses_an_aligned_span_outside_the_paraphrase(tmp_path):
+    from spanaug.pipeline.iterations import select_stage
+
+    request = {"seed_id": "s", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
+               "source_tokens": ["He", "bought", "it"], "source_text": "He bought it", "source_span_start": 1,
+               "source_span_end": 1, "constraints": ["bought"], "beam_rank": 0,
+               "paraphrase_tokens": ["He", "purchased", "it"], "paraphrase_text": "He purchased it",
+               "paraphrase_score": 0.5, "aligned_start": 3, "aligned_end": 4, "aligner_score": 0.9}
+    loose = pa.schema([f.with_nullable(True) for f in artifacts.ALIGNED])
+    pq.write_table(pa.Table.from_pylist([request], schema=loose), tmp_path / "aligned.parquet")
+    with pytest.raises(ArtifactError, match=r"aligned\.parquet, row 0: .*\[3, 4\] is not inside the 3 tokens"):
+        select_stage(tmp_path / "aligned.parquet", tmp_path / "chain.parquet")  # it wrote an empty aligned text
+    assert not (tmp_path / "chain.parquet").exists()
+
+
+def test_an_empty_shard_is_written_with_a_warning(tmp_path, caplog):
+    from spanaug.core.config import ConstraintSettings
+    from spanaug.pipeline.constraints import expand_stage
+    from spanaug.pipeline.iterations import select_stage
+
+    artifacts.write_table([], tmp_path / "aligned.parquet", artifacts.ALIGNED)
+    assert select_stage(tmp_path / "aligned.parquet", tmp_path / "chain.parquet") == 0
+    expand_stage(tmp_path / "chain.parquet", tmp_path / "req.parquet", 2, ConstraintSettings())
+    assert artifacts.read_table(tmp_path / "req.parquet", artifacts.REQUESTS).num_rows == 0
+    assert "empty shard" in caplog.text and "shard is empty" in caplog.text
+
+
+def test_the_cli_turns_an_unexpected_exception_into_one_line(tmp_path, capsys, monkeypatch):
+    import spanaug.pipeline.importers
+    from spanaug.cli.main import main
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("a library fault")
+
+    monkeypatch.setattr(spanaug.pipeline.importers, "import_corpus", boom)
+    assert main(["import", "--format", "jsonl", "--inputs", str(tmp_path / "x.jsonl"),
+                 "--out", str(tmp_path / "s.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert err == "spanaug: error: import: RuntimeError: a library fault (rerun with -v for the traceback)\n"
+
+
+def test_frame_id_windows_a_sentence_over_the_encoder_limit(tiny_encoder):
+    import torch
+
+    from spanaug.downstream.frameid.data import Sentence
+    from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier
+
+    model = FrameIdentifier(FrameIdConfig(encoder=tiny_encoder, frames=["NULL", "F"], pos_tags=["?"],
+                                            chars=["", "?", "A"], max_length=24), device="cpu")
+    long = Sentence(["Abby", "bought", "a", "car", "from", "Robin", "last", "week"] * 4, {(1, 1): "F"})
+    model._encode([long, Sentence(["Abby", "bought", "it"], {(1, 1): "F"})])
+    vectors = model._cache[tuple(long.tokens)]
+    assert model.windowed == 1 and vectors.shape[0] == 32
+    assert all(bool(v.abs().sum() > 0) for v in vectors)  # no word past a cut left with a zero vector
+    assert torch.isfinite(vectors).all()
