@@ -71,7 +71,7 @@ rule frameid_point:
 
 rule frameid_curves:
     input:
-        frameid_points(),
+        frameid_points,
     output:
         table=report(f"{RES}/frameid/curves.csv", caption="../report/frameid_curves.rst", category="Frame ID"),
         plot=report(f"{RES}/frameid/curves.png", caption="../report/frameid_curves.rst", category="Frame ID"),
