@@ -193,6 +193,8 @@ class AlignerConfig(Settings):
     max_length: int = setting(512, "encoder input limit in word pieces", minimum=8)
     threshold: float = setting(0.0, "aligner score under which a span has no alignment (tuned on dev data)",
                                minimum=0, maximum=1)
+    threshold_source: str = setting("untuned", "how the threshold was set: 'dev instances', 'held-out N% of "
+                                               "training pairs (...)' or 'untuned' (0: never 'no alignment')")
     encoder_dim: int = setting(0, "the encoder's hidden size (set when the aligner is built)", minimum=0)
 
 
@@ -206,6 +208,11 @@ class AlignerTrainSettings(Settings):
     encoder_learning_rate: float = setting(2e-5, "learning rate of the tuned encoder layers (finetune_layers)",
                                            exclusiveMinimum=0)
     seed: int = setting(0, "training seed")
+    threshold_holdout: float = setting(0.1, "without dev instances, this share of the training sentence pairs is "
+                                            "held out (seeded) to tune the null threshold; 0: threshold 0, never "
+                                            "'no alignment'", minimum=0, exclusiveMaximum=1)
+    refit_after_holdout: bool = setting(False, "after tuning the threshold on the held-out pairs, train again on "
+                                               "all pairs (keeping the threshold)")
 
 
 @settings
