@@ -19,16 +19,18 @@ from spanaug.core.config import (
 )
 
 log = logging.getLogger(__name__)
-group("align", "the discriminative span aligner")
+group("align", "the span aligners: the paper's discriminative one and the cross encoder")
 
 
 @settings
 class TrainFiles:
     out: str = setting(help="the trained aligner's directory")
     encoder: str = inherit(AlignerConfig, "encoder")
+    kind: Literal["paper", "cross"] = inherit(AlignerSection, "kind")
+    pretrain: list[str] = setting(factory=list, help="cross: instances trained on first (e.g. align synthetic)")
 
 
-@command("align", "train", help="train the span aligner (instances, or a bitext's token differences)")
+@command("align", "train", help="train a span aligner (instances, or a bitext's token differences)")
 def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_json
@@ -43,9 +45,19 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         raise ConfigError("--instances or --bitext: the aligner needs training data")
     dev = read_instances(train.dev) if train.dev else None
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
-    aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
-                                     device=runtime.device, extra=extra)
+    if files.kind == "cross":
+        from spanaug.core.config import CrossTrainSection
+        from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+
+        cross = train.cross or CrossTrainSection()
+        pretrain = [inst for path in files.pretrain for inst in read_instances(path)]
+        aligner, summary = train_cross_aligner(instances, cross.architecture(files.encoder, train.k), cross.training(),
+                                               dev=dev, device=runtime.device, extra=extra, pretrain=pretrain)
+    else:
+        aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
+                                         device=runtime.device, extra=extra)
     aligner.save_pretrained(files.out)
+    log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
     write_json(summary, Path(files.out) / "training_summary.json")
 
 
@@ -56,13 +68,13 @@ class PredictFiles:
     out: str = setting(help="predictions JSONL: {id, target_span, score}")
 
 
-@command("align", "predict", help="predict target spans")
+@command("align", "predict", help="predict target spans (an aligner of either kind)")
 def predict(files: PredictFiles, runtime: Runtime) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.instances import read_instances
-    from spanaug.pipeline.aligner.model import SpanAligner
+    from spanaug.pipeline.aligner.loading import load_aligner
 
-    aligner = SpanAligner.from_pretrained(files.model, device=runtime.device)
+    aligner = load_aligner(files.model, device=runtime.device)
     insts = read_instances(files.instances)
     preds = aligner.predict(insts, progress=True)
     write_jsonl(({"id": i.id, "target_span": list(s) if s else None, "score": sc}
@@ -74,12 +86,13 @@ class EvalFiles:
     gold: str = setting(help="span-alignment JSONL with gold target spans")
     pred: str = setting(help="predictions JSONL (align predict)")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
+    calibration: bool = setting(False, "also the ECE of the scores and the predicted and gold null shares")
 
 
 @command("align", "eval", help="soft and exact span precision, recall and F1")
 def evaluate(files: EvalFiles) -> None:
     from spanaug.core.errors import InputError
-    from spanaug.core.metrics import span_metrics
+    from spanaug.core.metrics import prediction_metrics, span_metrics
     from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
     gold = read_instances(files.gold)
@@ -87,7 +100,11 @@ def evaluate(files: EvalFiles) -> None:
     missing = [g.id for g in gold if g.id not in preds]
     if missing:
         raise InputError(files.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
-    emit(span_metrics([g.target_span for g in gold], [preds[g.id][0] for g in gold]), files.out)
+    gold_spans = [g.target_span for g in gold]
+    if files.calibration:
+        emit(prediction_metrics(gold_spans, [(preds[g.id][0], preds[g.id][1] or 0.0) for g in gold]), files.out)
+    else:
+        emit(span_metrics(gold_spans, [preds[g.id][0] for g in gold]), files.out)
 
 
 @settings

@@ -45,9 +45,22 @@ def inherit(cls: type, name: str, **changes: Any) -> Any:
 
 
 class Settings:
-    """Base of every settings dataclass: values are checked against the generated schema when made."""
+    """Base of every settings dataclass: values are checked against the generated schema when made.
+
+    A nested section given as a mapping (a command option holding JSON, such as ``--cross``)
+    becomes its dataclass.
+    """
 
     def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, dict):
+                tp = hints[field.name]
+                inner = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+                section = next((a for a in inner if dataclasses.is_dataclass(a)), None)
+                if section is not None:
+                    setattr(self, field.name, _build(section, value))
         check(self)
 
 
@@ -216,6 +229,82 @@ class AlignerTrainSettings(Settings):
 
 
 @settings
+class CrossAlignerConfig(Settings):
+    """The cross-encoder span aligner (``aligner.kind: cross``), saved with a trained one (``config.json``)."""
+
+    kind: Literal["cross"] = setting("cross", "the aligner kind (tells a saved model directory's kind)")
+    encoder: str = setting("bert-base-cased", "the encoder fine-tuned with the span head: a hub name or path "
+                                              "('minilm': the offline all-MiniLM-L6-v2)")
+    k: int = inherit(AlignerConfig, "k")
+    max_length: int = inherit(AlignerConfig, "max_length")
+    markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens added around the source span",
+                                 minItems=2, maxItems=2, uniqueItems=True)
+    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="existing tokens whose embeddings "
+                                            "initialise the markers' (null: the embedding resize's own)",
+                                            minItems=2, maxItems=2)
+    pooling: Literal["first", "mean"] = setting("first", "a word's vector: its first piece's, or its pieces' mean")
+    loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against 2^-distance labels normalised over "
+                                                    "the candidates; hard: against the exact span")
+    tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all of it, end to end)",
+                                      minimum=0)
+    head_dim: int = setting(256, "units of the span head", minimum=1)
+    threshold: float = setting(0.5, "'no alignment' when the null option's probability reaches this (above 1: "
+                                    "never); tuned on held-out data", minimum=0)
+    threshold_source: str = inherit(AlignerConfig, "threshold_source")
+    temperature: float = setting(1.0, "softmax temperature of the scores (fitted on held-out data)", exclusiveMinimum=0)
+    temperature_source: str = setting("untuned", "how the temperature was set")
+    encoder_dim: int = inherit(AlignerConfig, "encoder_dim")
+
+
+@settings
+class CrossTrainSettings(Settings):
+    """How the cross aligner is trained."""
+
+    epochs: int = setting(5, "training epochs (the best on the held-out pairs is kept)", minimum=1)
+    batch_size: int = setting(16, "training instances per step", minimum=1)
+    learning_rate: float = setting(5e-5, "learning rate of the encoder's tuned parameters", exclusiveMinimum=0)
+    head_learning_rate: float = setting(1e-3, "learning rate of the span head", exclusiveMinimum=0)
+    warmup: float = setting(0.1, "share of the steps with a linear warm-up (then linear decay to 0)",
+                            minimum=0, maximum=1)
+    weight_decay: float = setting(0.01, "AdamW weight decay", minimum=0)
+    max_grad_norm: float = setting(1.0, "gradient clipping norm", exclusiveMinimum=0)
+    seed: int = setting(0, "training seed")
+    threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout",
+                                       help="without dev instances, this share of the training sentence pairs is "
+                                            "held out (seeded) to choose the epoch, fit the temperature and tune "
+                                            "the threshold")
+    select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
+    tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
+    calibrate: bool = setting(True, "fit the softmax temperature on the held-out data (least NLL)")
+    max_minutes: float | None = setting(None, "stop training after this many minutes (null: no limit)",
+                                        exclusiveMinimum=0)
+    prefix_cache_dir: str | None = setting(None, "with tune_layers N: keep the frozen layers' outputs here between "
+                                                 "runs (null: not kept)")
+    pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic), before the data",
+                                   minimum=1)
+
+
+@settings
+class CrossTrainSection(CrossTrainSettings):
+    """Config section ``aligner.train.cross``: training and architecture of the cross aligner."""
+
+    pooling: Literal["first", "mean"] = inherit(CrossAlignerConfig, "pooling")
+    loss: Literal["soft", "hard"] = inherit(CrossAlignerConfig, "loss")
+    tune_layers: int | None = inherit(CrossAlignerConfig, "tune_layers")
+    head_dim: int = inherit(CrossAlignerConfig, "head_dim")
+
+    def architecture(self, encoder: str, k: int) -> CrossAlignerConfig:
+        """The cross aligner to train on ``encoder``."""
+        return CrossAlignerConfig(encoder=encoder, k=k, pooling=self.pooling, loss=self.loss,
+                                  tune_layers=self.tune_layers, head_dim=self.head_dim)
+
+    def training(self) -> CrossTrainSettings:
+        """The training settings alone."""
+        names = {f.name for f in dataclasses.fields(CrossTrainSettings)}
+        return CrossTrainSettings(**{n: getattr(self, n) for n in names})
+
+
+@settings
 class AlignerTrainSection(AlignerTrainSettings):
     """Config section ``aligner.train``: the training data and the architecture to train."""
 
@@ -230,6 +319,10 @@ class AlignerTrainSection(AlignerTrainSettings):
     k: int = inherit(AlignerConfig, "k")
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
+    cross: CrossTrainSection | None = setting(factory=CrossTrainSection,
+                                              help="aligner.kind cross: its training and architecture (the rest of "
+                                                   "this section, but for the data, is the paper aligner's); null: "
+                                                   "the defaults")
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""
@@ -253,7 +346,10 @@ class AblationSettings(Settings):
 class AlignerSection(Settings):
     """Config section ``aligner``."""
 
-    model: str | None = setting(None, "a trained aligner directory (null: train one with aligner.train)")
+    model: str | None = setting(None, "a trained aligner directory, of either kind (null: train one with "
+                                      "aligner.train)")
+    kind: Literal["paper", "cross"] = setting("paper", "paper: frozen encoder + span scorer (§4.1); cross: the "
+                                                       "fine-tuned cross-encoder span extractor (aligner.train.cross)")
     encoder: str = inherit(AlignerConfig, "encoder")
     train: AlignerTrainSection | None = setting(factory=AlignerTrainSection,
                                                 help="training data and settings (null: use aligner.model)")

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from spanaug.core import artifacts
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.model import SpanAligner
+from spanaug.pipeline.aligner.loading import load_aligner
 
 
 def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str, encoder: str | None = None,
                 device: str | None = "auto", chunk_rows: int = 4096, batch_size: int = 64) -> int:
     """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam)."""
-    aligner = SpanAligner.from_pretrained(model, device=device, encoder=encoder)
+    aligner = load_aligner(model, device=device, encoder=encoder)  # either kind
     with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
             rows = table.to_pylist()
