@@ -11,6 +11,7 @@ from spanaug.core.config import (
     AblationSettings,
     AlignerConfig,
     AlignerSection,
+    AlignerSystemsSettings,
     AlignerTrainSection,
     Runtime,
     inherit,
@@ -149,6 +150,51 @@ def ablate(files: AblateFiles, evaluation: AblationSettings, runtime: Runtime) -
 
 
 @settings
+class SystemsFiles:
+    out_dir: str = setting(help="systems.csv, systems_summary.json, systems.jsonl and each row's predictions")
+    encoder: str = inherit(AlignerConfig, "encoder")
+    k: int = inherit(AlignerConfig, "k")
+    resume: bool = setting(False, "keep the rows already in OUT_DIR/systems.jsonl (a killed run goes on)")
+
+
+@command("align", "systems", help="aligner kinds and extra training data on one held-out split (ECE, null shares)")
+def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runtime) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.evaluation.aligner_systems import data_sources, format_table, run_systems
+    from spanaug.pipeline.aligner.instances import read_instances
+
+    if not systems.data:
+        raise ConfigError("--data: span-alignment JSONL to split by sentence pair")
+    summary = run_systems(read_instances(systems.data), systems, files.encoder, files.out_dir,
+                          sources=data_sources(systems), k=files.k, device=runtime.device, resume=files.resume)
+    print(format_table(summary["table"]))
+
+
+@settings
+class SyntheticFiles:
+    conll: str = setting(help="open-SESAME CoNLL with frame annotations (and PTB tags)")
+    lexicon: str = setting(help="lexicon JSON (frame -> lexical units, lemma.pos) or a FrameNet release")
+    out: str = setting(help="span-alignment JSONL")
+    per_span: int = setting(1, "rewrites per labelled span", minimum=1)
+    seed: int = setting(0, "which units and perturbations are drawn")
+
+
+@command("align", "synthetic", help="pre-training instances: FrameNet triggers rewritten as other units of their frame")
+def synthetic(files: SyntheticFiles) -> None:
+    from spanaug.core.files import write_jsonl
+    from spanaug.pipeline.aligner.training_data import synthetic_instances
+    from spanaug.pipeline.framenet import read_lexicon
+    from spanaug.pipeline.importers import read_conll
+
+    lexicon = {frame: sorted(units) for frame, units in read_lexicon(files.lexicon).items()}
+    rows = read_conll(files.conll)
+    insts = synthetic_instances(((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
+                                lexicon, per_span=files.per_span, seed=files.seed)
+    n = write_jsonl((i.as_json() for i in insts), files.out)
+    log.info("%d synthetic span instances from %s", n, files.conll)
+
+
+@settings
 class MakeInstancesFiles:
     bitext: str = setting(help="paraphrase TSV: source<TAB>paraphrase")
     out: str = setting(help="span-alignment JSONL")
@@ -177,6 +223,8 @@ class ImportAlignedFiles:
     out: str = setting(help="span-alignment JSONL")
     null_share: float = setting(0.10, "share of instances with no counterpart", minimum=0, maximum=1)
     seed: int = setting(0, "which null instances are kept")
+    phrases: Literal["minimal", "all"] = setting("minimal", "Edinburgh++: minimal content-word phrases (the shared "
+                                                            "data's rule) or every consistent phrase pair")
 
 
 @command("align", "import-aligned", help="span instances from a word-aligned corpus or a span TSV")
@@ -184,7 +232,14 @@ def import_aligned(files: ImportAlignedFiles) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.word_aligned import import_instances
 
-    insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
+    if files.phrases == "all":
+        from spanaug.pipeline.aligner.training_data import phrase_pair_instances
+        from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+        insts = phrase_pair_instances(read_aligned_json(files.input), null_share=files.null_share, seed=files.seed,
+                                      prefix=Path(files.input).name.split(".")[0])
+    else:
+        insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
     n = write_jsonl((i.as_json() for i in insts), files.out)
     log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts),
              files.input)

@@ -45,22 +45,16 @@ def inherit(cls: type, name: str, **changes: Any) -> Any:
 
 
 class Settings:
-    """Base of every settings dataclass: values are checked against the generated schema when made.
-
-    A nested section given as a mapping (a command option holding JSON, such as ``--cross``)
-    becomes its dataclass.
-    """
+    """Base of every settings dataclass: values are checked against the generated schema when made; a
+    nested section given as a mapping (an option holding JSON, such as ``--cross``) becomes its dataclass."""
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, dict):
-                tp = hints[field.name]
-                inner = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
-                section = next((a for a in inner if dataclasses.is_dataclass(a)), None)
-                if section is not None:
-                    setattr(self, field.name, _build(section, value))
+            tp, value = hints[field.name], getattr(self, field.name)
+            section = next((a for a in typing.get_args(tp) or [tp] if dataclasses.is_dataclass(a)), None)
+            if isinstance(value, dict) and section is not None:
+                setattr(self, field.name, _build(section, value))
         check(self)
 
 
@@ -233,23 +227,17 @@ class CrossAlignerConfig(Settings):
     """The cross-encoder span aligner (``aligner.kind: cross``), saved with a trained one (``config.json``)."""
 
     kind: Literal["cross"] = setting("cross", "the aligner kind (tells a saved model directory's kind)")
-    encoder: str = setting("bert-base-cased", "the encoder fine-tuned with the span head: a hub name or path "
-                                              "('minilm': the offline all-MiniLM-L6-v2)")
+    encoder: str = inherit(AlignerConfig, "encoder", help="the encoder tuned with the span head ('minilm': offline)")
     k: int = inherit(AlignerConfig, "k")
     max_length: int = inherit(AlignerConfig, "max_length")
-    markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens added around the source span",
-                                 minItems=2, maxItems=2, uniqueItems=True)
-    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="existing tokens whose embeddings "
-                                            "initialise the markers' (null: the embedding resize's own)",
-                                            minItems=2, maxItems=2)
+    markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens around the span", minItems=2, maxItems=2)
+    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="tokens whose embeddings initialise the "
+                                            "markers' (null: random)")
     pooling: Literal["first", "mean"] = setting("first", "a word's vector: its first piece's, or its pieces' mean")
-    loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against 2^-distance labels normalised over "
-                                                    "the candidates; hard: against the exact span")
-    tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all of it, end to end)",
-                                      minimum=0)
+    loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against normalised 2^-distance labels; hard")
+    tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all, end to end)", minimum=0)
     head_dim: int = setting(256, "units of the span head", minimum=1)
-    threshold: float = setting(0.5, "'no alignment' when the null option's probability reaches this (above 1: "
-                                    "never); tuned on held-out data", minimum=0)
+    threshold: float = setting(0.5, "null when the null option's probability reaches this (tuned)", minimum=0)
     threshold_source: str = inherit(AlignerConfig, "threshold_source")
     temperature: float = setting(1.0, "softmax temperature of the scores (fitted on held-out data)", exclusiveMinimum=0)
     temperature_source: str = setting("untuned", "how the temperature was set")
@@ -264,24 +252,17 @@ class CrossTrainSettings(Settings):
     batch_size: int = setting(16, "training instances per step", minimum=1)
     learning_rate: float = setting(5e-5, "learning rate of the encoder's tuned parameters", exclusiveMinimum=0)
     head_learning_rate: float = setting(1e-3, "learning rate of the span head", exclusiveMinimum=0)
-    warmup: float = setting(0.1, "share of the steps with a linear warm-up (then linear decay to 0)",
-                            minimum=0, maximum=1)
+    warmup: float = setting(0.1, "share of the steps warming up linearly (then linear decay)", minimum=0, maximum=1)
     weight_decay: float = setting(0.01, "AdamW weight decay", minimum=0)
     max_grad_norm: float = setting(1.0, "gradient clipping norm", exclusiveMinimum=0)
     seed: int = setting(0, "training seed")
-    threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout",
-                                       help="without dev instances, this share of the training sentence pairs is "
-                                            "held out (seeded) to choose the epoch, fit the temperature and tune "
-                                            "the threshold")
+    threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout")
     select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
     tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
     calibrate: bool = setting(True, "fit the softmax temperature on the held-out data (least NLL)")
-    max_minutes: float | None = setting(None, "stop training after this many minutes (null: no limit)",
-                                        exclusiveMinimum=0)
-    prefix_cache_dir: str | None = setting(None, "with tune_layers N: keep the frozen layers' outputs here between "
-                                                 "runs (null: not kept)")
-    pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic), before the data",
-                                   minimum=1)
+    max_minutes: float | None = setting(None, "stop after this many minutes (null: no limit)", exclusiveMinimum=0)
+    prefix_cache_dir: str | None = setting(None, "tune_layers N: keep the frozen layers' outputs here (null: no)")
+    pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic) first", minimum=1)
 
 
 @settings
@@ -299,9 +280,7 @@ class CrossTrainSection(CrossTrainSettings):
                                   tune_layers=self.tune_layers, head_dim=self.head_dim)
 
     def training(self) -> CrossTrainSettings:
-        """The training settings alone."""
-        names = {f.name for f in dataclasses.fields(CrossTrainSettings)}
-        return CrossTrainSettings(**{n: getattr(self, n) for n in names})
+        return CrossTrainSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CrossTrainSettings)})
 
 
 @settings
@@ -319,10 +298,8 @@ class AlignerTrainSection(AlignerTrainSettings):
     k: int = inherit(AlignerConfig, "k")
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
-    cross: CrossTrainSection | None = setting(factory=CrossTrainSection,
-                                              help="aligner.kind cross: its training and architecture (the rest of "
-                                                   "this section, but for the data, is the paper aligner's); null: "
-                                                   "the defaults")
+    cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training "
+                                              "(the rest of this section is the paper aligner's); null: defaults")
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""
@@ -342,6 +319,30 @@ class AblationSettings(Settings):
     extra_reversed: bool = setting(False, "add a row trained with reversed instances too")
 
 
+#: Rows of ``spanaug align systems`` (evaluation.aligner_systems.SYSTEMS says how each is trained).
+ALIGNER_SYSTEMS = ("paper", "paper-untuned", "paper-holdout", "paper-holdout-refit", "paper+phrases", "paper+reversed",
+                   "cross", "cross-holdout", "cross+phrases", "cross+reversed", "cross+chains", "cross+synthetic",
+                   "cross+phrases+reversed", "cross+all")
+
+
+@settings
+class AlignerSystemsSettings(Settings):
+    """Aligner kinds and data sources on one held-out split (``aligner.systems``; ``spanaug align systems``)."""
+
+    data: str | None = setting(None, "span-alignment JSONL, split by pair (null: as aligner.evaluation.data)")
+    rows: list[Literal[ALIGNER_SYSTEMS]] = setting(factory=lambda: ["paper", "paper-holdout", "cross"],
+                                                   help="systems to train and test", minItems=1, uniqueItems=True)
+    gold_pairs: str | None = setting(None, "the instances' word-aligned pairs (Edinburgh++ JSON): phrases, chains rows")
+    synthetic: str | None = setting(None, "pre-training instances (spanaug align synthetic): the synthetic rows")
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split and training seed")
+    phrase_max_len: int = setting(4, "phrases rows: longest source phrase", minimum=1)
+    phrase_max_per_pair: int | None = setting(None, "phrases rows: a seeded sample of this many per pair (null: all)",
+                                              minimum=1)
+    phrase_keep_identical: bool = setting(False, "phrases rows: keep phrases copied unchanged")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+
 @settings
 class AlignerSection(Settings):
     """Config section ``aligner``."""
@@ -354,6 +355,7 @@ class AlignerSection(Settings):
     train: AlignerTrainSection | None = setting(factory=AlignerTrainSection,
                                                 help="training data and settings (null: use aligner.model)")
     evaluation: AblationSettings | None = setting(None, "held-out ablations (null: off)")
+    systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
 
 
