@@ -207,8 +207,7 @@ class AlignerConfig(Settings):
     max_length: int = setting(512, "encoder input limit in word pieces", minimum=8)
     threshold: float = setting(0.0, "aligner score under which a span has no alignment (tuned on dev data)",
                                minimum=0, maximum=1)
-    threshold_source: str = setting("untuned", "how the threshold was set: 'dev instances', 'held-out N% of "
-                                               "training pairs (...)' or 'untuned' (0: never 'no alignment')")
+    threshold_source: str = setting("untuned", "how the threshold was set (dev, held-out pairs or untuned)")
     encoder_dim: int = setting(0, "the encoder's hidden size (set when the aligner is built)", minimum=0)
 
 
@@ -222,11 +221,9 @@ class AlignerTrainSettings(Settings):
     encoder_learning_rate: float = setting(2e-5, "learning rate of the tuned encoder layers (finetune_layers)",
                                            exclusiveMinimum=0)
     seed: int = setting(0, "training seed")
-    threshold_holdout: float = setting(0.1, "without dev instances, this share of the training sentence pairs is "
-                                            "held out (seeded) to tune the null threshold; 0: threshold 0, never "
-                                            "'no alignment'", minimum=0, exclusiveMaximum=1)
-    refit_after_holdout: bool = setting(False, "after tuning the threshold on the held-out pairs, train again on "
-                                               "all pairs (keeping the threshold)")
+    threshold_holdout: float = setting(0.1, "without dev data, this share of the training pairs is held out to tune "
+                                            "the null threshold (0: never null)", minimum=0, exclusiveMaximum=1)
+    refit_after_holdout: bool = setting(False, "then train again on all pairs, keeping the threshold")
 
 
 @settings
@@ -238,8 +235,7 @@ class CrossAlignerConfig(Settings):
     k: int = inherit(AlignerConfig, "k")
     max_length: int = inherit(AlignerConfig, "max_length")
     markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens around the span", minItems=2, maxItems=2)
-    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="tokens whose embeddings initialise the "
-                                            "markers' (null: random)")
+    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="tokens initialising the markers")
     pooling: Literal["first", "mean"] = setting("first", "a word's vector: its first piece's, or its pieces' mean")
     loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against normalised 2^-distance labels; hard")
     tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all, end to end)", minimum=0)
@@ -282,7 +278,6 @@ class CrossTrainSection(CrossTrainSettings):
     head_dim: int = inherit(CrossAlignerConfig, "head_dim")
 
     def architecture(self, encoder: str, k: int) -> CrossAlignerConfig:
-        """The cross aligner to train on ``encoder``."""
         return CrossAlignerConfig(encoder=encoder, k=k, pooling=self.pooling, loss=self.loss,
                                   tune_layers=self.tune_layers, head_dim=self.head_dim)
 
@@ -305,8 +300,7 @@ class AlignerTrainSection(AlignerTrainSettings):
     k: int = inherit(AlignerConfig, "k")
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
-    cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training "
-                                              "(the rest of this section is the paper aligner's); null: defaults")
+    cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training")
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""
@@ -344,8 +338,7 @@ class AlignerSystemsSettings(Settings):
     epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
     seed: int = setting(0, "split and training seed")
     phrase_max_len: int = setting(4, "phrases rows: longest source phrase", minimum=1)
-    phrase_max_per_pair: int | None = setting(None, "phrases rows: a seeded sample of this many per pair (null: all)",
-                                              minimum=1)
+    phrase_max_per_pair: int | None = setting(None, "phrases rows: a seeded sample of N per pair", minimum=1)
     phrase_keep_identical: bool = setting(False, "phrases rows: keep phrases copied unchanged")
     cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
 
