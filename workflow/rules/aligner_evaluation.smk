@@ -1,6 +1,6 @@
 # The span aligner on held-out data: the Table 2 ablations (with Figures 4-5 and the memorisation
 # split), the same with the chain-graph instances added (a self-training row), and the word
-# aligners of Tables 1-2. Null data paths fall back on what make_alignment_instances derives
+# aligners of Tables 1-2, and the aligner kinds and data sources beyond the paper (aligner.systems). Null data paths fall back on what make_alignment_instances derives
 # from the aligner's bitext.
 
 
@@ -72,3 +72,30 @@ rule compare_aligners:
         "spanaug baseline compare --instances {params.instances} --gold-pairs {params.gold_pairs}"
         " --encoder {params.encoder} {params.k} --out-dir {params.out_dir} {params.options} {params.fastalign}"
         " --device {params.device} > {log} 2>&1"
+
+
+rule align_systems:
+    input:
+        systems_inputs,
+    output:
+        table=report(f"{RES}/aligner_eval/systems/systems.csv", caption="../report/systems.rst", category="Span aligner"),
+        summary=f"{RES}/aligner_eval/systems/systems_summary.json",
+    log:
+        f"{LOGS}/align_systems.log",
+    benchmark:
+        f"{BENCH}/align_systems.tsv"
+    params:
+        out_dir=out_dir,
+        data=systems_data,
+        encoder=config["aligner"]["encoder"],
+        k=aligner_k_option,
+        options=systems_options,
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug align systems --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
+        " {params.options} --device {params.device} > {log} 2>&1"

@@ -102,6 +102,8 @@ def final_outputs():
            f"{RES}/report/per_iteration.png", f"{RES}/filtering/filters.csv"]
     if config["aligner"]["evaluation"]:
         out.append(f"{RES}/aligner_eval/table2/ablation.csv")
+    if config["aligner"]["systems"]:
+        out.append(f"{RES}/aligner_eval/systems/systems.csv")
     if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
     if config["augmenters"]:
@@ -180,6 +182,31 @@ def ablation_options(wildcards, input):
     if wildcards.ablation == "selftrain":
         return f"--systems Df+Mx+Cue+SBCE --extra-instances {input.extra}"
     return ""
+
+
+def systems_data(wildcards=None):
+    """aligner.systems' instances: its own, aligner.evaluation's, or those made from the bitext."""
+    evaluation = config["aligner"]["evaluation"]
+    return config["aligner"]["systems"]["data"] or (evaluation and evaluation["data"]) or made_instances()
+
+
+def systems_pairs(wildcards=None):
+    """The word-aligned pairs of aligner.systems' instances: named in the config, or made with them."""
+    pairs = config["aligner"]["systems"]["gold_pairs"]
+    return pairs or (made_pairs() if systems_data() == made_instances() else None)
+
+
+def systems_inputs(wildcards):
+    return [made_instances(), made_pairs()] if systems_data() == made_instances() else []
+
+
+def systems_options(wildcards):
+    """aligner.systems' settings as options; its cross rows train as aligner.train.cross unless it says."""
+    section = config["aligner"]["systems"]
+    train = config["aligner"]["train"]
+    cross = section["cross"] or (train["cross"] if train else None)
+    return " ".join([flags(section, skip=("data", "gold_pairs", "cross")), opt("--gold-pairs", systems_pairs()),
+                     opt("--cross", json.dumps(cross) if cross else None)])
 
 
 def baseline_instances(wildcards=None):

@@ -22,7 +22,7 @@ from spanaug.core.errors import ArtifactError
 from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
-from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.aligner.training_data import graph_instances  # noqa: F401 (the graph augmenter)
 from spanaug.pipeline.constraints import head_positions, lu_upos
 
 log = logging.getLogger(__name__)
@@ -181,27 +181,3 @@ def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, flo
             members.append((list(r["paraphrase_tokens"]), (r["aligned_start"], r["aligned_end"])))
         chains[seed["sentence_id"]] = members
     return chains
-
-
-def graph_instances(chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]],
-                    ) -> tuple[list[Instance], dict[str, int]]:
-    """Span-alignment instances between every two members of each chain (Chen et al.'s graph view).
-
-    Adjacent members were aligned by the aligner itself ('direct', and their 'reversed' pairs);
-    members two or more steps apart are aligned by composing those alignments ('composed').
-    """
-    out: list[Instance] = []
-    counts = {"chains": 0, "direct": 0, "reversed": 0, "composed": 0}
-    for seed_id, members in chains.items():
-        if len(members) < 2:
-            continue
-        counts["chains"] += 1
-        for i, (src, src_span) in enumerate(members):
-            for j, (tgt, tgt_span) in enumerate(members):
-                if i == j or src == tgt:
-                    continue
-                kind = "direct" if j == i + 1 else "reversed" if j == i - 1 else "composed"
-                counts[kind] += 1
-                out.append(Instance(f"graph:{seed_id}:{i}>{j}", src, tgt, src_span, tgt_span))
-    counts["instances"] = len(out)
-    return out, counts

@@ -9,7 +9,7 @@ from typing import Any
 
 from spanaug.core import artifacts, files
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.model import SpanAligner
+from spanaug.pipeline.aligner.loading import load_aligner
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str
     encoder, which were encoded one sentence at a time (see ``PairEncoder.encode_batch``). An
     empty shard is legitimate (every chain of the shard has ended) and is said so.
     """
-    aligner = SpanAligner.from_pretrained(model, device=device, encoder=encoder)
+    aligner = load_aligner(model, device=device, encoder=encoder)  # either kind
     stats: dict[str, Any] = {"beams": 0, "aligned": 0, "unaligned": 0}
     with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
@@ -36,8 +36,7 @@ def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str
                 stats["aligned" if span is not None else "unaligned"] += 1
             stats["beams"] += len(rows)
             writer.write(rows)
-    stats["pairs_over_encoder_limit"] = aligner.pairs.windowed
-    stats["encoder_limit_word_pieces"] = aligner.pairs.limit
+    stats.update(aligner.limit_stats())
     stats["empty_shard"] = stats["beams"] == 0
     if stats["empty_shard"]:
         log.warning("%s holds no paraphrase (every chain of this shard has ended): empty shard", paraphrases_path)
