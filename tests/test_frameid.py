@@ -217,9 +217,8 @@ def test_cli_training_defaults_are_the_dataclass_defaults(tmp_path, monkeypatch)
     point = ["frameid", "point", "--train", str(tmp_path / "t.conll"), "--test", str(tmp_path / "t.conll"),
              "--fraction", "0.5", "--encoder", "e", "--out", str(tmp_path / "p.json"), "--seed", "3"]
     changed = [*train, "--no-refit", "--learning-rate", "0.01", "--patience", "0", "--holdout-share", "0.2"]
-    for argv in (train, point, changed):
-        with pytest.raises(Stop):
-            main(argv)
+    for argv in (train, point, changed):  # the CLI turns Stop into its one-line error
+        assert main(argv) != 0
     assert seen == [FrameIdTrainConfig(), FrameIdTrainConfig(seed=3),
                     FrameIdTrainConfig(learning_rate=0.01, patience=0, holdout_share=0.2, refit=False)]
 

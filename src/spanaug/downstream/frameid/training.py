@@ -82,7 +82,8 @@ def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainCon
             model, again = _train([*train, *dev], [], encoder, dataclasses.replace(tcfg, epochs=summary["best_epoch"]),
                                   glove, device, progress, lexicon)
             summary["refit"] = {"train_sentences": again["train_sentences"], "epochs": again["epochs_run"],
-                                "seconds": again["total_seconds"]}
+                                "seconds": again["total_seconds"],
+                                "sentences_windowed": again["sentences_windowed"]}
     finally:
         torch.set_num_threads(threads)
     summary["total_seconds"] = round(time.perf_counter() - start, 2)
@@ -140,5 +141,5 @@ def _train(train: list[Sentence], dev: list[Sentence], encoder: str, tcfg: Frame
                "best_epoch": best_epoch if dev else epochs_run, "best_dev_f1": best_f1 if dev else None,
                "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
                "setup_seconds": round(setup_seconds, 2), "total_seconds": round(time.perf_counter() - start, 2),
-               "history": history}
+               "sentences_windowed": model.windowed, "history": history}
     return model, summary
