@@ -56,7 +56,7 @@ rule frameid_point:
     params:
         files=frameid_point_files,
         geca_window=geca_window_option,
-        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate")),
+        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate", "patience")),
         device=config["device"],
     threads: GPU_THREADS
     resources:

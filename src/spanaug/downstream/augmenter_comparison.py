@@ -62,7 +62,11 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
               encoder: str, tcfg: FrameIdTrainConfig, examples: Sequence[Mapping[str, Any]] | None = None,
               dev: Sequence[Sentence] | None = None, lexicon: dict[str, set[str]] | None = None,
               geca: GecaConfig | None = None, device: str | None = "auto") -> dict[str, Any]:
-    """Train on a sample (plus the augmenter's examples of it) and score on ``test``."""
+    """Train on a sample (plus the augmenter's examples of it) and score on ``test``.
+
+    Without ``dev``, train_frameid holds out a share of the sampled (full-text) sentences for early
+    stopping, as ``frameid train`` does; their augmenter examples stay in training.
+    """
     sample = sample_sentences(pool, fraction, seed)
     extra = examples_for(sample, augmenter, examples, geca)
     model, summary = train_frameid(sample + extra, encoder, dataclasses.replace(tcfg, seed=seed), dev=dev,
@@ -71,7 +75,8 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
     log.info("point %s %.0f%% seed %d: %d sentences + %d examples: F1 %.3f", augmenter, 100 * fraction, seed,
              len(sample), len(extra), scores["f1"])
     return {"augmenter": augmenter, "fraction": fraction, "seed": seed, "train_sentences": len(sample),
-            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"]}
+            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"],
+            "best_epoch": summary["best_epoch"], "dev": summary["dev"]["source"], "refit": summary["refit"] is not None}
 
 
 def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,22 @@ def read_training_file(path: Path | str) -> list[Sentence]:
 def read_sentences(paths: Sequence[Path | str]) -> list[Sentence]:
     """The sentences of several training files, in order."""
     return [sent for path in paths for sent in read_training_file(path)]
+
+
+def hold_out_dev(sentences: Sequence[Sentence], share: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
+    """(train, dev): ``share`` of the full-text sentences, drawn by ``seed``, become dev.
+
+    Only full-text sentences can be scored (their unannotated spans are known negatives), so dev
+    is drawn from them; exemplar and augmented sentences stay in training. Dev is empty when the
+    share rounds to no sentence, or would leave no full-text sentence to train on.
+    """
+    full = [i for i, s in enumerate(sentences) if s.full]
+    n_dev = round(share * len(full))
+    if n_dev == 0 or n_dev >= len(full):
+        return list(sentences), []
+    chosen = set(random.Random(seed).sample(full, n_dev))
+    return ([s for i, s in enumerate(sentences) if i not in chosen],
+            [s for i, s in enumerate(sentences) if i in chosen])
 
 
 def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:

@@ -48,7 +48,9 @@ class FrameIdConfig:
     span_hidden: int = 128
     label_smoothing: float = 0.2
     max_length: int = 512
-    # Lemma -> frames, when a lexicon restricts each span to its candidate frames (FrameLexicon).
+    # Span text or lemma -> its candidate frames (FrameLexicon: training triggers, plus the lexicon's
+    # LUs when one is given). None (models saved before candidates were always built): every span
+    # chooses among all frames.
     frame_lexicon: dict[str, list[str]] | None = None
 
 
