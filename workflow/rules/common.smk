@@ -111,10 +111,67 @@ def final_outputs():
     if config["frameid"]:
         out += [f"{RES}/frameid/curves.csv", f"{RES}/frameid/lexicon_baseline.json"]
     if config["human_eval"]:
-        out.append(f"{RES}/human_eval/task.csv")
+        out += [f"{RES}/human_eval/task.csv", f"{RES}/human_eval/span_task.csv"]
         if human_results():
             out.append(f"{RES}/human_eval/human_eval.json")
+        if span_results():
+            out.append(f"{RES}/human_eval/span_agreement.json")
+    out += [f"{RES}/release/README.md", f"{RES}/release/augmented.conll"]
     return out
+
+
+# -- what ran (the dataset card and the report say it); the span-alignment task (human_eval.smk)
+
+
+def is_demo():
+    """A run on the bundled demo corpus (its report and card say that the numbers are mechanics only)."""
+    demo = (Path(workflow.basedir) / "resources" / "demo").resolve()
+    inputs = [Path(p).resolve() for p in config["data"]["inputs"]]
+    return bool(inputs) and all(p == demo or demo in p.parents for p in inputs)
+
+
+def simulated_judgments():
+    h = config["human_eval"]
+    return bool(h and h["simulate"] and not h["results"])
+
+
+def run_description():
+    """What ran, for the report's summary and the dataset card: data, models and the main settings."""
+    p, a = config["paraphraser"], config["aligner"]
+    if p["train"]:
+        paraphraser = f"trained in this run on {p['train']['bitext']} (the paper's architecture, d_model {p['train']['d_model']})"
+    else:
+        paraphraser = p["model"]
+    decoding = (f"beam {p['beam_size']}, top {p['return_top']} aligned" if p["mode"] == "beam"
+                else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples")
+    if a["model"]:
+        aligner = a["model"]
+    else:
+        data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
+        aligner = f"trained in this run on {data}" + ("" if a["train"]["dev"] else " (null threshold not tuned: no dev)")
+    return {"run_name": config["run_name"], "inputs": config["data"]["inputs"], "format": config["data"]["format"],
+            "seeds_mode": config["seeds"]["mode"], "iterations": config["iterations"], "n_shards": config["n_shards"],
+            "paraphraser": paraphraser, "paraphraser_model": None if p["train"] else p["model"],
+            "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None, "decoding": decoding,
+            "aligner": aligner, "encoder": a["encoder"], "demo": is_demo(), "simulated_judgments": simulated_judgments()}
+
+
+def run_option():
+    """``--run JSON``: the run's description for a command."""
+    return f"--run {shlex.quote(json.dumps(run_description()))}"
+
+
+def span_results(wildcards=None):
+    """The span-alignment answers: the user's, the simulated ones (demo), or None."""
+    h = config["human_eval"]
+    if h["span_results"]:
+        return h["span_results"]
+    return f"{RES}/human_eval/span_results.simulated.csv" if h["simulate"] else None
+
+
+def span_import_inputs(wildcards):
+    h = config["human_eval"]
+    return [span_results()] if h["simulate"] and not h["span_results"] else []
 
 
 # -- models: a trained artifact of this run, or a name/path given in the config
