@@ -15,8 +15,8 @@ if not config:
 report: "workflow/report/workflow.rst"
 
 
-# Rule files follow the package: the pipeline, its evaluation, the downstream comparison and the
-# release.
+# Rule files follow the package: the pipeline, its evaluation, the downstream comparison, the release
+# and the report's own pages.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/iterations.smk"
@@ -29,6 +29,7 @@ include: "workflow/rules/human_eval.smk"
 include: "workflow/rules/augmenters.smk"
 include: "workflow/rules/frameid.smk"
 include: "workflow/rules/export.smk"
+include: "workflow/rules/report.smk"
 
 
 wildcard_constraints:
@@ -48,6 +49,9 @@ localrules:
     human_simulate,
     span_task_simulate,
     frameid_curves,
+    report_warnings,
+    report_chains,
+    report_summary,
 
 
 rule all:

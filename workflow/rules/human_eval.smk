@@ -7,7 +7,7 @@ rule human_export:
         augmented=rules.assemble.output,
         sentences=rules.import_corpus.output.sentences,
     output:
-        task=report(f"{RES}/human_eval/task.csv", caption="../report/human_task.rst", category="Human evaluation"),
+        task=f"{RES}/human_eval/task.csv",
         key=f"{RES}/human_eval/task.key.csv",
     log:
         f"{LOGS}/human_export.log",
@@ -51,8 +51,7 @@ rule human_import:
         key=rules.human_export.output.key,
         simulated=human_import_inputs,
     output:
-        summary=report(f"{RES}/human_eval/human_eval.json", caption="../report/human_eval.rst",
-                       category="Human evaluation"),
+        summary=f"{RES}/human_eval/human_eval.json",
         hist=report(f"{RES}/human_eval/score_histogram.png", caption="../report/human_eval.rst",
                     category="Human evaluation"),
         judgments=f"{RES}/human_eval/judgments.csv",
