@@ -15,7 +15,9 @@ from spanaug.core import files
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json
 
-#: The fragment sits in Snakemake's own page: its rules are scoped to it.
+#: The fragment sits in Snakemake's own page: its rules are scoped to it. Snakemake's prose style wraps
+#: <code> in backticks, and the landing page (workflow.rst) says what ran in its own words, so the
+#: fragment hides the run's paragraph that the summary page shows.
 FRAGMENT_STYLE = """
 .spanaug-summary table { border-collapse: collapse; margin: .3em 0 .8em; font-size: 13px; }
 .spanaug-summary th, .spanaug-summary td { border: 1px solid #d5dbe1; padding: .15em .5em; text-align: left; }
@@ -24,6 +26,8 @@ FRAGMENT_STYLE = """
 .spanaug-summary .banner.demo { background: #fff4ce; border: 1px solid #e0c060; }
 .spanaug-summary .banner.warn { background: #fde8e8; border: 1px solid #e0a0a0; }
 .spanaug-summary .banner.ok { background: #e6f4ea; border: 1px solid #9ccfa8; }
+.spanaug-summary code::before, .spanaug-summary code::after { content: none; }
+.spanaug-summary p.run { display: none; }
 """
 
 
@@ -31,7 +35,7 @@ def run_description(run: Mapping[str, Any]) -> str:
     """What ran, in words that fit the run: the demo's caveat, or the real run's data and models."""
     inputs = ", ".join(f"<code>{html.esc(p)}</code>" for p in run.get("inputs", []))
     para = run.get("paraphraser") or "?"
-    what = (f"<p>Run <strong>{html.esc(run.get('run_name', '?'))}</strong>: the corpus {inputs} expanded by iterative "
+    what = (f"<p class=\"run\">Run <strong>{html.esc(run.get('run_name', '?'))}</strong>: the corpus {inputs} expanded by iterative "
             f"paraphrastic augmentation (Culkin et al., TACL 2021) over {run.get('iterations', '?')} iterations in "
             f"{run.get('n_shards', '?')} shards; paraphraser {html.esc(para)}, span aligner on the encoder "
             f"<code>{html.esc(run.get('encoder', '?'))}</code>.</p>")
@@ -132,7 +136,7 @@ def frameid_section(curves: Sequence[Mapping[str, Any]], baseline: Mapping[str, 
         return ""
     top = max(float(r["fraction"]) for r in curves)
     rows = [{"augmenter": r["augmenter"], "F1 (mean)": r["f1_mean"], "s.d.": r["f1_std"], "seeds": r["seeds"],
-             "augmented examples": r["augmented_examples"]} for r in curves if float(r["fraction"]) == top]
+             "augmented examples": int(float(r["augmented_examples"]))} for r in curves if float(r["fraction"]) == top]
     text = f"<h2>Frame ID at {top:.0%} of the training sentences (Figure 8)</h2>" + html.table(rows)
     if baseline:
         text += f'<p class="note">Lexicon lookup baseline: F1 {html.fmt(baseline.get("f1"))}.</p>'
