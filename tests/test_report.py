@@ -8,7 +8,7 @@ import pytest
 from conftest import output, seed, write_augmented
 
 from spanaug.cli.main import main
-from spanaug.core import files
+from spanaug.core import files, modeldir
 from spanaug.core.degraded import warn
 from spanaug.downstream.augmenters import empty_warnings
 from spanaug.downstream.curve_checks import same_as_baseline
@@ -138,7 +138,7 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
     stats = [_shard_stats(res, 1, 0, requests=10, outputs=24, violations_dropped=40, requests_without_output=2),
              _shard_stats(res, 1, 1, requests=10, outputs=30), _shard_stats(res, 2, 0), _shard_stats(res, 2, 1)]
     (res / "models/aligner").mkdir(parents=True)
-    (res / "models/aligner/aligner_config.json").write_text(json.dumps({"threshold": 0.0}))
+    (res / "models/aligner" / modeldir.CONFIG_FILE).write_text(json.dumps({"threshold": 0.0}))
     files.write_csv([{"iteration": 1, "outputs": 4, "aligned": 4}], res / "per_iteration.csv")
     files.write_csv([{"augmenter": a, "fraction": 1.0, "seeds": 1, "f1_mean": 0.5, "f1_std": 0.0,
                       "train_sentences": 4, "augmented_examples": e} for a, e in [("none", 0), ("geca", 0)]],

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug.core import files
+from spanaug.core import files, modeldir
 from spanaug.core.errors import InputError
 from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
 from spanaug.report import html
@@ -122,7 +122,7 @@ def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | 
 
 def aligner_warnings(model_dir: Path | str, outputs_per_iteration: Path | str | None = None) -> list[dict[str, Any]]:
     """An aligner whose null threshold is 0 (not tuned on dev data) never predicts 'no counterpart'."""
-    path = Path(model_dir) / "aligner_config.json"
+    path = Path(model_dir) / modeldir.CONFIG_FILE
     if not path.is_file():
         return []
     threshold = read_json(path).get("threshold", 0.0)
