@@ -5,12 +5,19 @@ Decodes the same requests (the demo corpus's seed sentences, each under its trig
 constraints) with each backend and prints sentences/s and the ct2/hf ratio, measured in one run.
 
     .venv/bin/python scripts/bench_paraphrase.py --model results/demo/models/paraphraser [--repeat 4]
+    .venv/bin/python scripts/bench_paraphrase.py --standin t5-cpu --threads 1   # no trained model needed
+
+``--standin t5-cpu`` builds a random-weight T5 (d_model 256, 3+3 layers, vocabulary 32,128;
+spanaug.pipeline.paraphraser.standins) with a tokenizer trained on the demo corpus; ct2 runs with
+``ct2_batching`` exact and union.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -44,29 +51,52 @@ def main() -> None:
     ap.add_argument("--return-top", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--standin", choices=["t5-cpu"], help="decode with a random-weight stand-in model instead")
+    ap.add_argument("--threads", type=int, help="torch CPU threads (ct2 uses one thread per concurrent call)")
+    ap.add_argument("--max-new-tokens", type=int, default=48)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    reqs = requests(args.repeat)
+    if args.standin:
+        import os
+        import tempfile
+
+        from spanaug.pipeline.paraphraser.standins import T5_CPU, save_standin
+
+        # Removed at exit, with its CTranslate2 conversion (a new random model every run).
+        work = Path(tempfile.mkdtemp(prefix="standin-"))
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
+        os.environ.setdefault("SPANAUG_CT2_CACHE", str(work / "ct2"))
+        args.model = save_standin(work / "model", "t5", [r["source_text"] for r in reqs], T5_CPU, vocab_size=2000)
     if not Path(args.model).exists() and "/" not in args.model.strip("/"):
         sys.exit(f"no model at {args.model}: run `make demo` first, or pass --model")
-    reqs = requests(args.repeat)
-    cfg = DecodeSettings(beam_size=args.beam_size, return_top=args.return_top, batch_size=args.batch_size, max_new_tokens=48)
     rates = {}
-    for name, cls in BACKENDS.items():
+    runs = [("hf", "exact"), ("ct2", "exact"), ("ct2", "union")]
+    for name, batching in runs:
+        cfg = DecodeSettings(beam_size=args.beam_size, return_top=args.return_top, batch_size=args.batch_size,
+                             max_new_tokens=args.max_new_tokens, ct2_batching=batching)
+        label = name if name == "hf" else f"{name}/{batching}"
         try:
-            para = cls.from_pretrained(args.model, device=args.device)
+            para = BACKENDS[name].from_pretrained(args.model, device=args.device,
+                                                  dtype="float32" if args.device == "cpu" else "auto")
         except Exception as exc:  # noqa: BLE001 - an optional backend that is not installed
-            print(f"{name:<4} skipped: {exc}")
+            print(f"{label:<9} skipped: {exc}")
             continue
         list(para.paraphrase(reqs[:4], cfg, progress=False))  # warm-up
         stats = DecodeStats()
         start = time.perf_counter()
         list(para.paraphrase(reqs, cfg, stats, progress=False))
         elapsed = time.perf_counter() - start
-        rates[name] = len(reqs) / elapsed
-        print(f"{name:<4} {len(reqs)} sentences, beam {args.beam_size}, on {para.device}: {rates[name]:7.1f} sentences/s "
-              f"({stats.outputs} outputs, {stats.violations_dropped} violations dropped)")
-    if len(rates) == 2:
-        print(f"ct2/hf throughput ratio: {rates['ct2'] / rates['hf']:.2f}")
+        rates[label] = len(reqs) / elapsed
+        print(f"{label:<9} {len(reqs)} sentences, beam {args.beam_size}, on {para.device}: {rates[label]:7.2f} "
+              f"sentences/s ({stats.outputs} outputs, {stats.violations_dropped} violations dropped)")
+    for label in rates:
+        if label != "hf" and "hf" in rates:
+            print(f"{label}/hf throughput ratio: {rates[label] / rates['hf']:.2f}")
 
 
 if __name__ == "__main__":

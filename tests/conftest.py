@@ -39,6 +39,17 @@ def shared_file(name: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models decode much faster on one thread (no OpenMP barriers on a shared machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2-layer BERT with a WordPiece vocabulary trained on a few sentences, saved to disk."""

@@ -39,3 +39,15 @@ def test_rules_read_the_config_without_fallback_defaults():
         text = path.read_text()
         assert not re.search(r"\.get\(\s*[\"'][a-z_]+[\"']\s*,", text), f"{path.name}: .get(key, default)"
         assert "python -m spanaug" not in text and "PYTHONPATH" not in text, path.name
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("configfile", ["config.yaml", "config/demo.yaml"])
+def test_snakemake_lint_is_clean(configfile):
+    snakemake = Path(sys.executable).parent / "snakemake"
+    if not snakemake.exists():
+        pytest.skip("snakemake is not installed")
+    result = subprocess.run([str(snakemake), "--lint", "--configfile", configfile], capture_output=True, text=True,
+                            cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Lints for" not in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]

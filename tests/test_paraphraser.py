@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from spanaug.core.config import DecodeSettings, ParaphraserTrainSettings
 from spanaug.pipeline.constraints import violations
-from spanaug.pipeline.paraphraser.banned import PerSentenceBannedSequences, banned_sequences
+from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.processors import ReferenceBannedSequences, TensorBannedSequences
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +26,11 @@ def _words(para, text, cfg):
     return {w for r in rows for w in r["paraphrase_text"].split() if w.isalnum()}
 
 
-def test_processor_bans_last_token_after_prefix():
+@pytest.mark.parametrize("processor", [ReferenceBannedSequences, TensorBannedSequences])
+def test_processor_bans_last_token_after_prefix(processor):
     import torch
 
-    proc = PerSentenceBannedSequences([[(5,), (1, 2)], [(3,)]], vocab_size=8, device=torch.device("cpu"))
+    proc = processor([[(5,), (1, 2)], [(3,)]], vocab_size=8, device=torch.device("cpu"))
     ids = torch.tensor([[0, 1], [0, 4], [0, 1], [0, 1]])  # 2 rows (beams) per sentence
     out = proc(ids, torch.zeros(4, 8))
     assert math.isinf(out[0, 5]) and math.isinf(out[0, 2])  # prefix (1,) seen -> 2 banned
@@ -124,7 +126,7 @@ def test_ct2_backend_matches_hf(tiny_paraphraser, tmp_path):
     pytest.importorskip("ctranslate2")
     from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 
-    ct2 = CT2Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", ct2_dir=tmp_path / "ct2")
+    ct2 = CT2Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", ct2_cache=tmp_path / "ct2")
     hf = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     cfg = DecodeSettings(beam_size=4, return_top=2, max_new_tokens=10)
     reqs = [_req(t, ["the", "The"]) for t in CORPUS[:3]]

@@ -52,7 +52,8 @@ rule align:
         paraphrases=rules.paraphrase.output.paraphrases,
         model=aligner_input,
     output:
-        f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+        aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+        stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.align_stats.json",
     log:
         f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
     benchmark:
@@ -67,5 +68,6 @@ rule align:
     conda:
         "../../envs/gpu.yaml"
     shell:
-        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output}"
+        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output.aligned}"
+        " --stats {output.stats}"
         " --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"

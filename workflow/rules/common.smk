@@ -480,7 +480,7 @@ def geca_window_option(wildcards):
     return opt("--geca-window", config["augmenters"]["geca"]["window"] if config["augmenters"] else None)
 
 
-def frameid_points():
+def frameid_points(wildcards=None):
     f = config["frameid"]
     return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
             for augmenter in ["none", *f["augmenters"]] for fraction in f["fractions"] for seed in f["seeds"]]

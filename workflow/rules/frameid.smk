@@ -71,7 +71,7 @@ rule frameid_point:
 
 rule frameid_curves:
     input:
-        frameid_points(),
+        frameid_points,
     output:
         table=f"{RES}/frameid/curves.csv",
         plot=report(f"{RES}/frameid/curves.png", caption="../report/frameid_curves.rst", category="Frame ID"),

@@ -83,7 +83,7 @@ def evaluate(files: EvalFiles) -> None:
     from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
     gold = read_instances(files.gold)
-    preds = read_predictions(files.pred)
+    preds = read_predictions(files.pred, {g.id: len(g.target_tokens) for g in gold})
     missing = [g.id for g in gold if g.id not in preds]
     if missing:
         raise InputError(files.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
@@ -95,6 +95,8 @@ class AlignStageFiles:
     model: str = setting(help="a trained aligner directory")
     paraphrases: str = setting(help="a PARAPHRASES shard")
     out: str = setting(help="the ALIGNED shard to write")
+    stats: str | None = setting(None, "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
+                                      "limit, whether the shard is empty")
     encoder: str | None = setting(None, "override the encoder saved with the model")
     batch_size: int = inherit(AlignerSection, "batch_size")
 
@@ -104,7 +106,7 @@ def align_paraphrases(files: AlignStageFiles, runtime: Runtime) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(files.model, files.paraphrases, files.out, encoder=files.encoder, device=runtime.device,
-                batch_size=files.batch_size)
+                batch_size=files.batch_size, stats_path=files.stats)
 
 
 @settings

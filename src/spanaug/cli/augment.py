@@ -24,11 +24,21 @@ class LexsubFiles(FilteredFiles):
 
 
 def _inputs(files: FilteredFiles) -> tuple:
+    """The augmented dataset, its seeds (every output's seed among them) and the filter's bounds."""
+    import pyarrow.compute as pc
+
     from spanaug.core import artifacts
+    from spanaug.core.errors import InputError
     from spanaug.evaluation.filtering import named_filter
 
-    return (artifacts.read_table(files.augmented, artifacts.AUGMENTED),
-            artifacts.read_table(files.seeds, artifacts.SENTENCES), named_filter(files.filter, files.filters))
+    augmented = artifacts.read_table(files.augmented, artifacts.AUGMENTED)
+    seeds = artifacts.read_table(files.seeds, artifacts.SENTENCES)
+    known = pc.is_in(augmented.column("seed_id"), value_set=seeds.column("sentence_id").combine_chunks())
+    if augmented.num_rows and not pc.all(known).as_py():
+        row = pc.index(known, False).as_py()
+        raise InputError(files.augmented, f"row {row}", f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
+                                                        f"in the seeds {files.seeds} (expected the run's seeds.parquet)")
+    return augmented, seeds, named_filter(files.filter, files.filters)
 
 
 def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None, augmenter: str) -> None:

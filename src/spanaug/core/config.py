@@ -114,8 +114,15 @@ class DecodeSettings(Settings):
     top_k: int = setting(20, "sample mode: tokens sampled from", minimum=1)
     num_samples: int = setting(3, "sample mode: samples per sentence", minimum=1)
     seed: int = setting(0, "sampling seed")
-    batch_size: int | None = setting(None, "sentences per batch (null: a default per device)", minimum=1)
-    max_new_tokens: int | None = setting(None, "longest output (null: 1.5 x the source + 10)", minimum=1)
+    batch_size: int | None = setting(None, "at most this many sentences per batch (null: no cap; batches are "
+                                           "set by max_batch_tokens)", minimum=1)
+    max_batch_tokens: int | None = setting(None, "batch budget: sentences x longest source (tokenizer ids) x beams "
+                                                 "or samples (null: a default per device)", minimum=1)
+    max_new_tokens: int | None = setting(None, "new tokens per sentence, in both backends (null: ceil(1.5 x the "
+                                               "sentence's source ids) + 10)", minimum=1)
+    ct2_batching: Literal["exact", "union"] = setting(
+        "exact", "ct2 only: exact, one call per constraint set (outputs equal hf's); union, one call per batch "
+        "under the union of its sentences' sets (real batches; a sentence also avoids its batch-mates' phrases)")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting(
         "auto", "auto: bf16 (or fp16) on GPUs, fp32 on CPU")
 

@@ -8,7 +8,6 @@ split. Points are independent jobs; ``curves`` averages them over seeds.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import random
@@ -32,6 +31,8 @@ def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> li
     """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must be in (0, 1], got {fraction}")
+    if not pool:
+        raise ConfigError("train: the pool holds no training sentence to sample from")
     k = max(1, round(fraction * len(pool)))
     order = sorted(range(len(pool)), key=lambda i: sentence_key(pool[i].tokens))  # independent of input order
     return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]
@@ -73,15 +74,26 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
 
 
 def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
+    """Point results (``frameid point``), each checked: a JSON object with the augmenter (a name),
+    the fraction (in (0, 1]), the seed (an integer) and F1 (in [0, 1])."""
     points = []
     for path in paths:
-        try:
-            point = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(path, None, f"not a point result: {exc}") from None
+        point = files.read_json(path)
+        if not isinstance(point, dict):
+            raise InputError(path, None, "not a point result (expected a JSON object)")
         missing = {"augmenter", "fraction", "seed", "f1"} - set(point)
         if missing:
             raise InputError(path, None, f"point result lacks {sorted(missing)}")
+        number = {k: isinstance(point[k], (int, float)) and not isinstance(point[k], bool) for k in ("fraction", "f1")}
+        if not (isinstance(point["augmenter"], str) and point["augmenter"].strip()
+                and number["fraction"] and 0 < point["fraction"] <= 1 and number["f1"] and 0 <= point["f1"] <= 1
+                and isinstance(point["seed"], int) and not isinstance(point["seed"], bool)):
+            raise InputError(path, None, "point result with augmenter {augmenter!r}, fraction {fraction!r}, seed "
+                                         "{seed!r}, f1 {f1!r} (expected a name, a number in (0, 1], an integer and "
+                                         "a number in [0, 1])".format(**point))
+        for key in ("train_sentences", "augmented_examples"):
+            if not isinstance(point.get(key, 0), (int, float)) or isinstance(point.get(key, 0), bool):
+                raise InputError(path, None, f"{key} is {point[key]!r} (expected a number)")
         points.append(point)
     return points
 

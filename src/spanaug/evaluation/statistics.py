@@ -97,7 +97,10 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
     """The report's dataset statistics, its per-iteration table and the span distributions."""
     cfg = cfg or StatsConfig()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
-    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
+    try:
+        table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
+    except ArtifactError as exc:  # name both files: the fault is in how they go together
+        raise ArtifactError(f"{augmented} (with the seeds {seeds}), {exc}") from None
     seed_pairs = pa.table({
         "frame": seed_table.column("frame"),
         "trigger": pa.array([" ".join(t[s : e + 1]) for t, s, e in zip(
@@ -222,7 +225,10 @@ def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
     joined = joined.sort_by("output_row")
     rows = joined.column("source_row")
     if rows.null_count:
-        raise ArtifactError(f"{rows.null_count} outputs have no source row (are the seeds this run's?)")
+        row = pc.index(rows.is_null(), True).as_py()
+        raise ArtifactError(f"row {row}: the output of seed {augmented.column('seed_id')[row].as_py()!r} at iteration "
+                            f"{augmented.column('iteration')[row].as_py()} has no source (the seed, or its output of the "
+                            f"iteration before); {rows.null_count} output(s) have none (are the seeds this run's?)")
     taken = sources.take(rows)
     out = augmented
     for name in ("source_tokens", "source_start", "source_end"):

@@ -72,4 +72,5 @@ def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainCon
     if best[1] is not None:
         model.net.load_state_dict(best[1])
     model.net.eval()
-    return model, {"train_sentences": len(train), "history": history, "best_dev_f1": best[0] if dev else None}
+    return model, {"train_sentences": len(train), "history": history, "best_dev_f1": best[0] if dev else None,
+                   "sentences_windowed": model.windowed}

@@ -1,14 +1,12 @@
 """Negative constraints as banned token sequences, enforced per sentence during decoding.
 
 Every phrase becomes banned token sequences with the semantics of ``bad_words_ids`` (a phrase's
-last token is forbidden once the preceding ones were generated).
+last token is forbidden once the preceding ones were generated); :mod:`.processors` enforces them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
-import torch
+from collections.abc import Iterable
 
 _SPACE_MARKERS = ("▁", "Ġ")
 
@@ -41,44 +39,3 @@ def banned_sequences(tokenizer, phrases: Iterable[str]) -> list[tuple[int, ...]]
                         out.add((vocab[marker + first], *ids[1:]))
     special = set(tokenizer.all_special_ids)
     return sorted(seq for seq in out if not (len(seq) == 1 and seq[0] in special))
-
-
-class PerSentenceBannedSequences:
-    """Logits processor banning each sentence's own sequences (``bad_words_ids`` per sentence).
-
-    Rows of the decoder batch belong to sentences in blocks (beams or samples of one input), so
-    row ``r`` obeys the constraints of sentence ``r // rows_per_sentence``.
-    """
-
-    def __init__(self, banned: Sequence[Sequence[tuple[int, ...]]], vocab_size: int, device: torch.device):
-        self.n_sentences = len(banned)
-        self.single = torch.zeros(len(banned), vocab_size, dtype=torch.bool, device=device)
-        # prefix -> tokens that may not follow it, per sentence; prefixes grouped by length.
-        self.by_prefix: list[dict[tuple[int, ...], list[int]]] = []
-        self.prefix_lengths: list[list[int]] = []
-        for i, seqs in enumerate(banned):
-            table: dict[tuple[int, ...], list[int]] = {}
-            for seq in seqs:
-                if len(seq) == 1:
-                    if seq[0] < vocab_size:
-                        self.single[i, seq[0]] = True
-                else:
-                    table.setdefault(tuple(seq[:-1]), []).append(seq[-1])
-            self.by_prefix.append(table)
-            self.prefix_lengths.append(sorted({len(p) for p in table}))
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        rows = input_ids.shape[0]
-        per = rows // self.n_sentences
-        mask = self.single.repeat_interleave(per, dim=0)
-        if any(self.prefix_lengths):
-            history = input_ids.tolist()
-            for r, hist in enumerate(history):
-                s = r // per
-                table = self.by_prefix[s]
-                for length in self.prefix_lengths[s]:
-                    if length <= len(hist):
-                        for tok in table.get(tuple(hist[-length:]), ()):
-                            if tok < mask.shape[1]:
-                                mask[r, tok] = True
-        return scores.masked_fill(mask[:, : scores.shape[1]], float("-inf"))

@@ -1,9 +1,10 @@
-"""The CTranslate2 backend: the same model converted with CTranslate2.
+"""The CTranslate2 backend: the same model converted with CTranslate2 (once, into a cache).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +13,22 @@ import torch
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser.banned import banned_sequences
+from spanaug.pipeline.paraphraser.batching import length_limit
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 
 
 class CT2Paraphraser(Paraphraser):
     """The same model converted with CTranslate2; constraints become ``suppress_sequences``.
 
-    CTranslate2 applies ``suppress_sequences`` to a whole ``translate_batch`` call, so requests
-    are grouped by identical constraint sets (one call per group, submitted asynchronously) to
-    keep every sentence under exactly its own constraints.
+    CTranslate2 applies ``suppress_sequences`` and ``max_decoding_length`` to a whole
+    ``translate_batch`` call; its Python API has no per-example constraint or logits-processor
+    option. So with ``ct2_batching: exact`` (the default) requests are batched by identical
+    constraint set (batches never mix sets) and each call holds the requests of one set and one
+    length limit: every sentence is decoded under exactly its own constraints, and the beams equal
+    the hf backend's. ``ct2_batching: union`` decodes whole token-budget batches in one call per
+    length limit under the union of their sentences' sets: real batches (for GPUs), every output
+    still avoids its own phrases, but a sentence also avoids its batch-mates' phrases, so beams can
+    differ from hf. Calls are submitted asynchronously; on CPU they run side by side.
     """
 
     def __init__(self, translator, tokenizer, device: str):  # noqa: ANN001
@@ -30,17 +38,17 @@ class CT2Paraphraser(Paraphraser):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto",
-                        ct2_dir: str | Path | None = None) -> "CT2Paraphraser":
+                        ct2_cache: str | Path | None = None) -> "CT2Paraphraser":
+        """Load ``name_or_path`` converted (on first use) into ``ct2_cache`` (default: :func:`.ct2_convert.cache_root`)."""
         try:
             import ctranslate2
         except ImportError:
             raise ConfigError("the ct2 backend needs the ctranslate2 package (pip install 'spanaug[ct2]')") from None
         from transformers import AutoTokenizer
 
-        src = Path(str(name_or_path))
-        target = Path(ct2_dir) if ct2_dir else (src / "ctranslate2" if src.is_dir() else Path.home() / ".cache/spanaug/ct2" / str(name_or_path).replace("/", "--"))
-        if not (target / "model.bin").is_file():
-            ctranslate2.converters.TransformersConverter(str(name_or_path)).convert(str(target), force=True)
+        from spanaug.pipeline.paraphraser.ct2_convert import converted_model
+
+        target = converted_model(name_or_path, cache=ct2_cache)
         dev = "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)
         # Requests are decoded in one call per constraint set: on CPU, run those calls side by side.
@@ -49,32 +57,56 @@ class CT2Paraphraser(Paraphraser):
         return cls(translator, AutoTokenizer.from_pretrained(str(name_or_path)), dev)
 
     def _pieces(self, text: str, prefix: str = "") -> list[str]:
-        return self.tokenizer.convert_ids_to_tokens(self.tokenizer(prefix + text)["input_ids"])
+        return self.tokenizer.convert_ids_to_tokens(self.tokenizer(prefix + text, truncation=True)["input_ids"])
 
-    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
+    def _batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
+        """Exact batching: a batch holds one constraint set (a call applies its set to all its sentences)."""
+        if cfg.ct2_batching == "union":
+            return None
+        return lambda i: tuple(sorted(set(requests[i]["constraints"])))
+
+    def _decode_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings,
+                      batch_index: int) -> list[list[tuple[str, float]]]:
         import ctranslate2
 
-        groups: dict[tuple[str, ...], list[int]] = {}
+        sources = [self._pieces(r["source_text"], cfg.prefix) for r in requests]
+        limits = [length_limit(len(src), cfg.max_new_tokens) for src in sources]
+        groups: dict[tuple, list[int]] = {}
         for i, req in enumerate(requests):
-            groups.setdefault(tuple(req["constraints"]), []).append(i)
+            key = () if cfg.ct2_batching == "union" else tuple(sorted(set(req["constraints"])))
+            groups.setdefault((key, limits[i]), []).append(i)
         if cfg.mode == "sample":
             ctranslate2.set_random_seed(cfg.seed * 100003 + batch_index)
-        kwargs: dict[str, Any] = {"max_decoding_length": cfg.max_new_tokens or 256, "asynchronous": True}
+        # The hf backend's search settings (Paraphraser.search_kwargs), in CTranslate2's terms.
+        kwargs: dict[str, Any] = {"asynchronous": True, "return_scores": True, "min_decoding_length": 0,
+                                  "length_penalty": 1.0, "max_input_length": 0}
         if cfg.mode == "beam":
-            kwargs.update(beam_size=cfg.beam_size, num_hypotheses=cfg.beam_size)
+            kwargs.update(beam_size=cfg.beam_size, num_hypotheses=cfg.beam_size, patience=1.0)
         else:
             kwargs.update(beam_size=1, sampling_topk=cfg.top_k, num_hypotheses=cfg.num_samples)
+        banned_cache: dict[tuple[str, ...], list[tuple[int, ...]]] = {}
+
+        def banned_for(constraints: Sequence[str]) -> list[tuple[int, ...]]:
+            key = tuple(sorted(set(constraints)))
+            if key not in banned_cache:
+                banned_cache[key] = banned_sequences(self.tokenizer, key)
+            return banned_cache[key]
+
         pending = []
-        for constraints, idx in groups.items():
-            banned = [self.tokenizer.convert_ids_to_tokens(list(seq)) for seq in banned_sequences(self.tokenizer, constraints)]
-            sources = [self._pieces(requests[i]["source_text"], cfg.prefix) for i in idx]
-            pending.append((idx, self.translator.translate_batch(sources, suppress_sequences=banned or None, **kwargs)))
-        out: list[list[str]] = [[] for _ in requests]
+        for (_, limit), idx in groups.items():
+            seqs = sorted({seq for i in idx for seq in banned_for(requests[i]["constraints"])})
+            banned = [self.tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]
+            pending.append((idx, self.translator.translate_batch([sources[i] for i in idx], max_decoding_length=limit,
+                                                                 suppress_sequences=banned or None, **kwargs)))
+        out: list[list[tuple[str, float]]] = [[] for _ in requests]
         for idx, results in pending:
             for i, res in zip(idx, results):
-                hyps = res.result().hypotheses
-                out[i] = [self.tokenizer.convert_tokens_to_string([t for t in h if t not in self.tokenizer.all_special_tokens])
-                          for h in hyps]
+                r = res.result()
+                scores = r.scores if cfg.mode == "beam" else [float("nan")] * len(r.hypotheses)
+                # Decoded through token ids, as the hf backend decodes, so both give the same text.
+                texts = self.tokenizer.batch_decode([self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses],
+                                                    skip_special_tokens=True, clean_up_tokenization_spaces=False)
+                out[i] = list(zip(texts, scores))
         return out
 
     def score(self, sources: list[str], outputs: list[str], prefix: str = "") -> list[float]:

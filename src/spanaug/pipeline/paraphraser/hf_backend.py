@@ -1,14 +1,16 @@
 """Lexically constrained paraphrasing with a Hugging Face seq2seq model.
 
 Each request carries its own negative constraints (phrases the output must not contain), enforced
-per sentence during decoding; every output is re-checked on its detokenised text afterwards: a
-violating output is dropped and counted, never kept.
+per sentence during decoding by an on-device logits processor (:mod:`.processors`); every output is
+re-checked on its detokenised text afterwards: a violating output is dropped and counted, never kept.
+Requests are decoded in token-budget batches (:mod:`.batching`), each sentence under its own length
+limit, with search settings shared with the ct2 backend.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,9 @@ from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violations
-from spanaug.pipeline.paraphraser.banned import PerSentenceBannedSequences, banned_sequences
-
-
-def default_batch_size(device: torch.device, width: int) -> int:
-    """Sentences per batch, so that batch * beams stays near what each device handles well."""
-    rows = 2048 if device.type == "cuda" else 128
-    return max(1, rows // max(1, width))
+from spanaug.pipeline.paraphraser.banned import banned_sequences
+from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
+from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
 
 
 @dataclasses.dataclass
@@ -67,37 +65,83 @@ class Paraphraser:
         labels = self.tokenizer(text_target=outputs, padding=True, truncation=True, return_tensors="pt")["input_ids"].to(self.device)
         labels = labels.masked_fill(labels == self.tokenizer.pad_token_id, -100)
         logits = self.model(**enc, labels=labels).logits.float()
+        never = self._never_generated()
+        if never:  # as in decoding (and CTranslate2): tokens the model never generates get no mass
+            logits[..., never] = float("-inf")
         logp = torch.log_softmax(logits, dim=-1)
         mask = labels != -100
         token_logp = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
         return (-(token_logp.sum(-1)) / mask.sum(-1).clamp(min=1)).tolist()
 
-    @torch.inference_mode()
-    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
-        enc = self._encode([r["source_text"] for r in requests], cfg.prefix)
-        banned = [banned_sequences(self.tokenizer, r["constraints"]) for r in requests]
-        processor = PerSentenceBannedSequences(banned, self.model.config.vocab_size, self.device)
-        max_new = cfg.max_new_tokens or int(enc["input_ids"].shape[1] * 1.5) + 10
-        kwargs: dict[str, Any] = {"max_new_tokens": max_new, "logits_processor": [processor]}
+    def _never_generated(self) -> list[int]:
+        """Token ids the model's generation config never lets it produce (Marian's <pad>, ...)."""
+        gen = getattr(self.model, "generation_config", None)
+        ids = [seq[0] for seq in (getattr(gen, "bad_words_ids", None) or []) if len(seq) == 1]
+        return sorted(set(ids) | set(getattr(gen, "suppress_tokens", None) or []))
+
+    #: The constraint processor (ReferenceBannedSequences is the slow reference, for benchmarks).
+    banned_processor = TensorBannedSequences
+
+    def source_lengths(self, texts: Sequence[str], prefix: str = "") -> list[int]:
+        """Source lengths in tokenizer ids (special tokens included), as the encoder sees them."""
+        enc = self.tokenizer([prefix + t for t in texts], truncation=True)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def search_kwargs(self, cfg: DecodeSettings) -> dict[str, Any]:
+        """Search settings shared with the ct2 backend, set explicitly so that a model's own
+        generation config (no_repeat_ngram_size, length_penalty, ...) does not change them."""
+        common = {"length_penalty": 1.0, "no_repeat_ngram_size": 0, "repetition_penalty": 1.0, "min_length": 0,
+                  "forced_eos_token_id": None, "bad_words_ids": None, "suppress_tokens": None}
         if cfg.mode == "beam":
-            kwargs.update(num_beams=cfg.beam_size, num_return_sequences=cfg.beam_size, do_sample=False,
-                          early_stopping=True)
-        else:
+            return {**common, "num_beams": cfg.beam_size, "num_return_sequences": cfg.beam_size, "do_sample": False,
+                    "early_stopping": True}
+        return {**common, "do_sample": True, "top_k": cfg.top_k, "num_beams": 1, "num_return_sequences": cfg.num_samples}
+
+    @torch.inference_mode()
+    def _decode_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings,
+                      batch_index: int) -> list[list[tuple[str, float]]]:
+        """Each request's beams (or samples) as (text, decoder score), best first for beams."""
+        enc = self._encode([r["source_text"] for r in requests], cfg.prefix)
+        limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
+        never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
+        banned = [banned_sequences(self.tokenizer, r["constraints"]) + never for r in requests]
+        processor = self.banned_processor(banned, self.model.config.vocab_size, self.device)
+        if cfg.mode == "beam" and hasattr(processor, "renormalize"):
+            # Beam search hands processors log-probabilities: renormalise them over the tokens the
+            # constraints leave, as CTranslate2 does (it bans before its softmax), so beams and
+            # scores agree across backends.
+            processor.renormalize = True
+        stop = PerSentenceMaxNewTokens(limits, device=self.device)
+        if cfg.mode == "sample":
             torch.manual_seed(cfg.seed * 100003 + batch_index)
-            kwargs.update(do_sample=True, top_k=cfg.top_k, num_beams=1, num_return_sequences=cfg.num_samples)
-        out = self.model.generate(**enc, **kwargs)
-        texts = self.tokenizer.batch_decode(out, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        out = self.model.generate(**enc, **self.search_kwargs(cfg), max_new_tokens=max(limits),
+                                  logits_processor=[processor], stopping_criteria=[stop],
+                                  return_dict_in_generate=True, output_scores=cfg.mode == "beam")
+        texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(texts)
         width = cfg.width
-        return [texts[i * width : (i + 1) * width] for i in range(len(requests))]
+        return [list(zip(texts[i * width : (i + 1) * width], scores[i * width : (i + 1) * width]))
+                for i in range(len(requests))]
+
+    def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
+        return [[text for text, _ in beams] for beams in self._decode_batch(requests, cfg, batch_index)]
+
+    def batches(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> list[list[int]]:
+        """Request indices in decoder batches: a token budget, length-sorted."""
+        lengths = self.source_lengths([r["source_text"] for r in requests], cfg.prefix)
+        budget = cfg.max_batch_tokens or default_max_batch_tokens(self.device)
+        return token_budget_batches(lengths, cfg.width, budget, cfg.batch_size, self._batch_group(requests, cfg))
+
+    def _batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
+        """What a batch must not mix (nothing here: every sentence has its own constraints on the device)."""
+        return None
 
     def paraphrase(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, stats: DecodeStats | None = None,
                    progress: bool = True) -> Iterator[dict[str, Any]]:
         """Decode every request; yield PARAPHRASES rows (request keys + beam outputs), in input order."""
         stats = stats if stats is not None else DecodeStats()
-        batch_size = cfg.batch_size or default_batch_size(self.device, cfg.width)
-        order = sorted(range(len(requests)), key=lambda i: len(requests[i]["source_tokens"]))
         results: dict[int, list[dict[str, Any]]] = {}
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        batches = self.batches(requests, cfg) if requests else []
         for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
             batch = [requests[i] for i in idx]
             candidates = self._generate_batch(batch, cfg, b)

@@ -1,0 +1,267 @@
+#!/usr/bin/env python
+"""Constrained decoding and alignment throughput, and the projected cost of full FrameNet expansion.
+
+On a GPU: a T5-base-sized paraphraser (random weights, vocabulary 32,128), beam 20, FrameNet dev
+sentences, each under a constraint set of the size iterations 1, 5 and 10 produce; sentences/s
+for unconstrained generate, the reference (host) constraint processor and the on-device one; the
+aligner's pairs/s with a BERT-base-sized encoder (random weights); and the projected GPU-hours for
+198,368 seeds x 10 iterations. Without a GPU it runs a CPU-sized version of the same comparison
+(a smaller T5 with the same vocabulary, fewer sentences) and prints the same lines.
+
+Constraint sets are measured, not assumed: ``constraints.expand`` on the FrameNet dev triggers
+(/work/shared/data/fn1.7.dev.syntaxnet.conll, or ../shared/data beside the repository), accumulated
+over simulated chains (iteration i carries the union of i triggers' forms: the seed's own, then
+triggers of other sentences of the same frame as stand-ins for the aligned rewrites).
+
+Random weights never choose EOS, so every beam runs to its length limit; the limit is set to the
+sentence's own source length in tokenizer ids (a paraphrase's usual length) rather than the
+pipeline's default ceiling of 1.5 x source + 10 (on CPU, also at most 40 tokens, to finish in
+minutes). Each method is timed on the same batches,
+interleaved over ``--repeats`` rounds; the median round counts.
+
+    .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
+    .venv/bin/python scripts/bench_gpu.py --device cpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from spanaug.core.config import DecodeSettings  # noqa: E402
+from spanaug.core.devices import choose_dtype  # noqa: E402
+from spanaug.pipeline.constraints import expand, lu_upos  # noqa: E402
+from spanaug.pipeline.importers import read_conll  # noqa: E402
+from spanaug.pipeline.paraphraser.banned import banned_sequences  # noqa: E402
+from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches  # noqa: E402
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser  # noqa: E402
+from spanaug.pipeline.paraphraser.processors import (  # noqa: E402
+    PerSentenceMaxNewTokens, ReferenceBannedSequences, TensorBannedSequences)
+from spanaug.pipeline.paraphraser.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer  # noqa: E402
+
+SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
+CONLL_CANDIDATES = [Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
+                    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll"]
+
+
+def framenet_rows() -> list[dict]:
+    for path in CONLL_CANDIDATES:
+        if path.is_file():
+            return list(read_conll(path))
+    sys.exit("no FrameNet dev CoNLL found (looked in " + ", ".join(map(str, CONLL_CANDIDATES)) + ")")
+
+
+def chain_constraints(rows: list[dict], iterations: list[int], seed: int = 0) -> dict[int, list[list[str]]]:
+    """Per seed row, the constraint phrases of each iteration in ``iterations`` (simulated chains)."""
+    rng = random.Random(seed)
+    forms = [sorted(expand(r["tokens"][r["span_start"] : r["span_end"] + 1], lu_upos(r["lexical_unit"]))) for r in rows]
+    by_frame = defaultdict(list)
+    for i, r in enumerate(rows):
+        by_frame[r["frame"]].append(i)
+    out: dict[int, list[list[str]]] = {it: [] for it in iterations}
+    for i, r in enumerate(rows):
+        pool = [j for j in by_frame[r["frame"]] if j != i]
+        others = rng.sample(pool, min(len(pool), max(iterations) - 1))
+        while len(others) < max(iterations) - 1:  # small frames: triggers of any frame
+            others.append(rng.randrange(len(rows)))
+        chain = [i, *others]
+        for it in iterations:
+            out[it].append(sorted(set().union(*(forms[j] for j in chain[:it]))))
+    return out
+
+
+def describe(values: list[int]) -> str:
+    values = sorted(values)
+    return (f"mean {statistics.mean(values):.1f}, median {statistics.median(values):.0f}, "
+            f"p90 {values[int(0.9 * (len(values) - 1))]}, max {values[-1]}")
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+@torch.inference_mode()
+def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor) -> None:  # noqa: ANN001
+    enc = para._encode([r["source_text"] for r in batch], "")
+    kwargs = para.search_kwargs(cfg)
+    stop = [PerSentenceMaxNewTokens(limits, device=para.device)]
+    procs = []
+    if processor is not None:
+        banned = [banned_sequences(para.tokenizer, r["constraints"]) for r in batch]
+        proc = processor(banned, para.model.config.vocab_size, para.device)
+        if hasattr(proc, "renormalize"):
+            proc.renormalize = True  # as the paraphrase stage runs it in beam search
+        procs = [proc]
+    para.model.generate(**enc, **kwargs, max_new_tokens=max(limits), logits_processor=procs, stopping_criteria=stop)
+
+
+def bench_decoding(para: Paraphraser, rows: list[dict], sets: dict[int, list[list[str]]], n_sentences: int,
+                   budget: int, repeats: int, rng: random.Random, max_new: int | None) -> dict:
+    cfg = DecodeSettings(beam_size=20, return_top=3)
+    picked = rng.sample(range(len(rows)), n_sentences)
+    texts = [rows[i]["text"] for i in picked]
+    lengths = para.source_lengths(texts)
+    limits = [min(n, max_new) if max_new else n for n in lengths]
+    batches = token_budget_batches(lengths, cfg.width, budget)
+    print(f"decoding: {n_sentences} FrameNet dev sentences (source ids: {describe(lengths)}; new tokens: "
+          f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget} tokens x beams")
+    methods = [("unconstrained", None, None)]
+    for it in sorted(sets):
+        methods += [(f"iter {it} reference", it, ReferenceBannedSequences), (f"iter {it} on-device", it, TensorBannedSequences)]
+    times: dict[str, list[float]] = defaultdict(list)
+
+    def run(it, processor, warm=False):  # noqa: ANN001, ANN202
+        total = 0.0
+        for b in batches[:1] if warm else batches:
+            reqs = [{"source_text": texts[j], "constraints": sets[it][picked[j]] if it else []} for j in b]
+            sync(para.device)
+            start = time.perf_counter()
+            decode(para, reqs, [limits[j] for j in b], cfg, processor)
+            sync(para.device)
+            total += time.perf_counter() - start
+        return total
+
+    run(None, None, warm=True)
+    run(max(sets), TensorBannedSequences, warm=True)
+    for r in range(repeats):
+        order = methods if r % 2 == 0 else methods[::-1]
+        for name, it, proc in order:
+            times[name].append(run(it, proc))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    # processor sizes for the largest sets
+    widest = max(batches, key=len)
+    for it in sorted(sets):
+        proc = TensorBannedSequences([banned_sequences(para.tokenizer, sets[it][picked[j]]) for j in widest],
+                                     para.model.config.vocab_size, "cpu")
+        rows_ = len(widest) * cfg.width
+        print(f"  iter {it}: processor K = {proc.width} banned-token slots per row, {proc.comparisons_per_row()} "
+              f"prefix-token comparisons per row; largest batch {rows_} rows -> {rows_ * proc.comparisons_per_row():,} "
+              f"booleans compared and {rows_ * proc.width:,} scores gathered/scattered per step")
+    return {"n": n_sentences, "median": med, "times": times}
+
+
+def bench_aligner(device: torch.device, rows: list[dict], size: str, n_pairs: int, repeats: int, rng: random.Random) -> float:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    from spanaug.core.config import AlignerConfig
+    from spanaug.pipeline.aligner.instances import Instance
+    from spanaug.pipeline.aligner.model import SpanAligner
+
+    texts = [r["text"] for r in rows]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(
+        vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+    shape = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072) if size == "base" \
+        else dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=28996, max_position_embeddings=512, **shape))
+    aligner = SpanAligner(AlignerConfig(encoder="random-bert"), encoder=encoder, tokenizer=fast, device=str(device))
+    aligner.scorer.eval()
+    picked = rng.sample(range(len(rows)), n_pairs)
+    insts = []
+    for k, i in enumerate(picked):
+        r = rows[i]
+        target = list(r["tokens"])
+        rng.shuffle(target)  # a same-length stand-in for a paraphrase beam
+        insts.append(Instance(f"p{k}", list(r["tokens"]), target, (r["span_start"], r["span_end"])))
+    aligner.predict(insts[:64], batch_size=64)
+    ts = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        aligner.predict(insts, batch_size=64)
+        sync(device)
+        ts.append(time.perf_counter() - start)
+    rate = n_pairs / statistics.median(ts)
+    print(f"aligner: BERT-{size}-sized encoder (random weights), {n_pairs} FrameNet-length pairs, one span each: "
+          f"{rate:.1f} pairs/s")
+    return rate
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--sentences", type=int, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
+    ap.add_argument("--max-new-tokens", type=int,
+                    help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)")
+    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: the device's)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if args.device == "auto" else args.device))
+    gpu = device.type == "cuda"
+    rng = random.Random(args.seed)
+    rows = framenet_rows()
+    iterations = [1, 5, 10]
+    sets = chain_constraints(rows, iterations, args.seed)
+    texts = [r["text"] for r in rows]
+    size: Size = T5_BASE if gpu else T5_CPU
+    tokenizer = train_tokenizer("unigram", texts, vocab_size=8000)
+    model = build_model("t5", tokenizer, size, seed=args.seed)
+    para = Paraphraser(model, tokenizer, device, choose_dtype(device))
+    label = "GPU" if gpu else "CPU"
+    name = torch.cuda.get_device_name(device) if gpu else f"CPU, {torch.get_num_threads()} threads"
+    print(f"device: {name}; paraphraser: T5 d_model {size.d_model}, {size.layers}+{size.layers} layers, "
+          f"vocabulary {size.vocab_size}, {para.dtype}, random weights")
+    for it in iterations:
+        phrases = [len(s) for s in sets[it]]
+        seqs = [len(banned_sequences(tokenizer, s)) for s in sets[it][:400]]
+        print(f"constraint sets, iteration {it}: phrases per sentence {describe(phrases)}; "
+              f"banned token sequences per sentence (first 400) {describe(seqs)}")
+    n = args.sentences or (256 if gpu else 6)
+    budget = args.max_batch_tokens or default_max_batch_tokens(device)
+    max_new = args.max_new_tokens or (None if gpu else 40)
+    res = bench_decoding(para, rows, sets, n, budget, args.repeats, rng, max_new)
+    med = res["median"]
+    for name_, t in med.items():
+        print(f"{name_:<20} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})")
+    ratios = {it: med[f"iter {it} on-device"] / med["unconstrained"] for it in iterations}
+    old = {it: med[f"iter {it} reference"] / med["unconstrained"] for it in iterations}
+    for it in iterations:
+        print(f"iteration {it:>2}: on-device/unconstrained {ratios[it]:.2f}, reference/unconstrained {old[it]:.2f}")
+    print(f"constrained/unconstrained time: {max(ratios.values()):.2f}  (on-device processor, worst of iterations "
+          f"{', '.join(map(str, iterations))})")
+    del para, model
+    if gpu:
+        torch.cuda.empty_cache()
+    pairs_rate = bench_aligner(device, rows, "base" if gpu else "small", 1024 if gpu else 128, args.repeats, rng)
+    decode_rate = n / statistics.mean(med[f"iter {it} on-device"] for it in iterations)
+    requests = SEEDS * ITERATIONS
+    hours = requests / decode_rate / 3600 + requests * ALIGNED_BEAMS / pairs_rate / 3600
+    print(f"projected {label}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} iterations, beam 20, "
+          f"top {ALIGNED_BEAMS} beams aligned): {hours:,.1f} ({requests / decode_rate / 3600:,.1f} decoding at "
+          f"{decode_rate:.2f} sentences/s + {requests * ALIGNED_BEAMS / pairs_rate / 3600:,.1f} aligning at "
+          f"{pairs_rate:.1f} pairs/s){'' if gpu else '  [CPU-sized models: not a GPU projection]'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Random-weight stand-ins for the seq2seq families the paraphrase stage supports.
+
+Support for tests and benchmarks (``scripts/bench_gpu.py``, ``scripts/bench_paraphrase.py
+--standin``), never used by the pipeline itself; it lives in the package so that scripts import it
+without importing test code. They build T5, BART, Pegasus and Marian models with random weights
+and tokenizers trained on the fly (nothing is downloaded), saved with ``save_pretrained`` so both
+backends (transformers and CTranslate2) load them from disk like a real checkpoint:
+
+* ``unigram``: SentencePiece unigram pieces with the ``▁`` word-start marker (T5, Pegasus, Marian);
+* ``bytebpe``: byte-level BPE with the ``Ġ`` marker and no prefix space (BART, RoBERTa style);
+* ``wordpiece``: WordPiece, continuation pieces marked ``##`` and no word-start marker at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+#: family -> tokenizer kind used by the family tests
+FAMILIES = {
+    "t5": "unigram",
+    "bart": "bytebpe",
+    "pegasus": "unigram",
+    "marian": "unigram",
+    "bart-wordpiece": "wordpiece",
+}
+
+
+@dataclasses.dataclass
+class Size:
+    d_model: int = 32
+    layers: int = 1
+    heads: int = 2
+    ffn: int = 64
+    vocab_size: int | None = None  # model vocabulary; None: the tokenizer's size
+    max_positions: int = 256
+
+
+TINY = Size()
+#: T5-base's shape (vocabulary 32,128) and a CPU-sized one with the same vocabulary.
+T5_BASE = Size(d_model=768, layers=12, heads=12, ffn=3072, vocab_size=32128, max_positions=512)
+T5_CPU = Size(d_model=256, layers=3, heads=4, ffn=1024, vocab_size=32128, max_positions=512)
+
+
+def _unigram(texts: Sequence[str], vocab_size: int, specials: dict[str, int], pad_last: bool):  # noqa: ANN202
+    import sentencepiece as spm
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers.processors import TemplateProcessing
+    from transformers import PreTrainedTokenizerFast
+
+    buf = io.BytesIO()
+    ids = {"pad_id": specials.get("<pad>", -1) if not pad_last else -1, "eos_id": specials["</s>"],
+           "unk_id": specials["<unk>"], "bos_id": specials.get("<s>", -1)}
+    pieces = {"pad_piece": "<pad>", "eos_piece": "</s>", "unk_piece": "<unk>", "bos_piece": "<s>"}
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=buf, vocab_size=vocab_size,
+                                   model_type="unigram", hard_vocab_limit=False, minloglevel=2, **ids, **pieces)
+    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
+    vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
+    if pad_last:
+        vocab.append(("<pad>", 0.0))
+    tok = Tokenizer(models.Unigram(vocab, unk_id=sp.unk_id()))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    special = [p for p, _ in vocab if p in ("<pad>", "</s>", "<unk>", "<s>")]
+    tok.add_special_tokens(special)
+    eos = tok.token_to_id("</s>")
+    tok.post_processor = TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
+    kwargs = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+    if "<s>" in special:
+        kwargs["bos_token"] = "<s>"
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+
+
+def _bytebpe(texts: Sequence[str], vocab_size: int):  # noqa: ANN202
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(list(texts), trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
+                                   unk_token="<unk>")
+
+
+def _wordpiece(texts: Sequence[str], vocab_size: int):  # noqa: ANN202
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
+        vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
+                                   unk_token="<unk>")
+
+
+def train_tokenizer(kind: str, texts: Sequence[str], vocab_size: int = 160, family: str = "t5"):  # noqa: ANN201
+    """A fast tokenizer of ``kind`` trained on ``texts``, with the special-token layout of ``family``."""
+    if kind == "unigram":
+        if family == "marian":  # Marian: </s> 0, <unk> 1, <pad> last; no <s>
+            return _unigram(texts, vocab_size, {"</s>": 0, "<unk>": 1}, pad_last=True)
+        return _unigram(texts, vocab_size, {"<pad>": 0, "</s>": 1, "<unk>": 2}, pad_last=False)
+    if kind == "bytebpe":
+        return _bytebpe(texts, vocab_size)
+    if kind == "wordpiece":
+        return _wordpiece(texts, vocab_size)
+    raise ValueError(f"unknown tokenizer kind {kind!r}")
+
+
+def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):  # noqa: ANN001, ANN201
+    """A random seq2seq model of ``family`` over ``tokenizer``'s ids."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    vocab = size.vocab_size or len(tokenizer)
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    common = dict(vocab_size=vocab, pad_token_id=pad, eos_token_id=eos)
+    family = family.split("-")[0]
+    if family == "t5":
+        config = tf.T5Config(d_model=size.d_model, d_kv=size.d_model // size.heads, d_ff=size.ffn,
+                             num_layers=size.layers, num_decoder_layers=size.layers, num_heads=size.heads,
+                             relative_attention_num_buckets=8 if size is TINY else 32, dropout_rate=0.0,
+                             decoder_start_token_id=pad, **common)
+        model = tf.T5ForConditionalGeneration(config)
+    else:
+        layers = dict(d_model=size.d_model, encoder_layers=size.layers, decoder_layers=size.layers,
+                      encoder_attention_heads=size.heads, decoder_attention_heads=size.heads,
+                      encoder_ffn_dim=size.ffn, decoder_ffn_dim=size.ffn, max_position_embeddings=size.max_positions,
+                      dropout=0.0, scale_embedding=True, forced_eos_token_id=None, **common)
+        if family == "bart":
+            config = tf.BartConfig(bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=eos,
+                                   forced_bos_token_id=None, **layers)
+            model = tf.BartForConditionalGeneration(config)
+        elif family == "pegasus":
+            config = tf.PegasusConfig(decoder_start_token_id=pad, **layers)
+            model = tf.PegasusForConditionalGeneration(config)
+        elif family == "marian":
+            config = tf.MarianConfig(decoder_start_token_id=pad, decoder_vocab_size=vocab, **layers)
+            model = tf.MarianMTModel(config)
+        else:
+            raise ValueError(f"unknown family {family!r}")
+    gen = model.generation_config
+    for key in ("forced_bos_token_id", "forced_eos_token_id"):
+        setattr(gen, key, None)
+    if family == "marian":
+        gen.bad_words_ids = [[pad]]  # as in released Marian models: <pad> only starts the decoder
+    return model.eval()
+
+
+def save_standin(out: Path | str, family: str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 160,
+                 seed: int = 0) -> str:
+    """Train a tokenizer, build a random ``family`` model, save both to ``out``; returns the path."""
+    out = Path(out)
+    kind = FAMILIES.get(family, "unigram")
+    tokenizer = train_tokenizer(kind, texts, vocab_size, family=family.split("-")[0])
+    model = build_model(family, tokenizer, size, seed)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
