@@ -512,7 +512,8 @@ def _aligned_stage(path: Path) -> None:
 
 def _augmented_stage(path: Path) -> None:
     from spanaug.core.tagging import LexiconTagger
-    from spanaug.downstream.augmenters import chain_members, graph_instances, lexsub_examples, paraphrastic_examples
+    from spanaug.downstream.augmenters import chain_members, lexsub_examples, paraphrastic_examples
+    from spanaug.pipeline.aligner.training_data import graph_instances
     from spanaug.downstream.frameid.data import read_training_file
     from spanaug.evaluation.filtering import filter_stage
     from spanaug.evaluation.human_eval import export_task

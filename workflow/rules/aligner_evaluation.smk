@@ -8,16 +8,12 @@ rule align_ablation:
     input:
         unpack(ablation_inputs),
     output:
-        table=report(f"{RES}/aligner_eval/{{ablation}}/ablation.csv", caption="../report/ablation.rst",
-                     category="Span aligner", subcategory="{ablation}"),
+        table=f"{RES}/aligner_eval/{{ablation}}/ablation.csv",
         plot=report(f"{RES}/aligner_eval/{{ablation}}/ablation.png", caption="../report/ablation.rst",
                     category="Span aligner", subcategory="{ablation}"),
-        memo=report(f"{RES}/aligner_eval/{{ablation}}/memorisation.csv", caption="../report/memorisation.rst",
-                    category="Span aligner", subcategory="{ablation}"),
-        by_len=report(f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv", caption="../report/breakdowns.rst",
-                      category="Span aligner", subcategory="{ablation}"),
-        by_pos=report(f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
-                      caption="../report/breakdowns.rst", category="Span aligner", subcategory="{ablation}"),
+        memo=f"{RES}/aligner_eval/{{ablation}}/memorisation.csv",
+        by_len=f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv",
+        by_pos=f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
         figs=report(f"{RES}/aligner_eval/{{ablation}}/breakdowns.png", caption="../report/breakdowns.rst",
                     category="Span aligner", subcategory="{ablation}"),
         summary=f"{RES}/aligner_eval/{{ablation}}/summary.json",
@@ -47,7 +43,7 @@ rule compare_aligners:
     input:
         baseline_inputs,
     output:
-        table=report(f"{RES}/aligner_eval/comparison.csv", caption="../report/comparison.rst", category="Span aligner"),
+        table=f"{RES}/aligner_eval/comparison.csv",
         plot=report(f"{RES}/aligner_eval/comparison.png", caption="../report/comparison.rst", category="Span aligner"),
         summary=f"{RES}/aligner_eval/comparison.json",
     log:

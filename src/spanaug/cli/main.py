@@ -6,14 +6,15 @@ import logging
 import sys
 
 from spanaug import cli
-from spanaug.cli import align, augment, baseline, config, data, evaluation, frameid, human, iterations, paraphraser
+from spanaug.cli import (align, augment, baseline, config, data, evaluation, export, frameid, human, iterations,
+                         paraphraser, report)
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
 from spanaug.core.errors import ConfigError, SpanaugError
 
 log = logging.getLogger("spanaug")
 
 #: The command modules, in the order ``spanaug --help`` lists them.
-MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, config)
+MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, report, export, config)
 
 
 def main(argv: list[str] | None = None) -> int:

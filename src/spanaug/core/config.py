@@ -437,6 +437,10 @@ class HumanEvalSettings(Settings):
     results: str | None = setting(None, "crowd results CSV: item_id, worker_id, candidate_N_score (0-100)")
     simulate: bool = setting(False, "simulated annotators when no results exist (demo and tests only)")
     raters: int = setting(3, "simulated raters per item", minimum=2)
+    span_items: int = setting(100, "items of the span-alignment task (§4.1): outputs whose counterpart span "
+                                   "annotators mark", minimum=1)
+    span_results: str | None = setting(None, "span-alignment answers CSV: item_id, worker_id, target_start, "
+                                             "target_end (empty: no counterpart)")
 
 
 # ---------------------------------------------------------------- augmenters and Frame ID
@@ -550,6 +554,16 @@ class StatsConfig(Settings):
 
 
 @settings
+class ReportSettings(Settings):
+    """The HTML report's own pages (config: ``report``)."""
+
+    chains: int = setting(12, "seeds shown with their paraphrase chains on the example-chains page", minimum=1)
+    seed: int = setting(0, "sampling seed of the example chains")
+    max_rows: int = setting(200, "rows shown per table page (the raw file, linked from the page, has them all)",
+                            minimum=1)
+
+
+@settings
 class Resources(Settings):
     """What a job asks the scheduler for."""
 
@@ -592,6 +606,8 @@ class RunConfig(Settings):
     augmenters: AugmentersSection | None = setting(None, "augmenters for the Frame ID comparison (null: off)")
     frameid: FrameIdSection | None = setting(None, "the Figure 8 experiment (null: off)")
     stats: StatsConfig = setting(factory=StatsConfig, help="intrinsic statistics")
+    report: ReportSettings = setting(factory=ReportSettings, help="the HTML report's tables, example chains and "
+                                                                  "warnings")
     resources: ResourcesSection = setting(factory=ResourcesSection, help="what jobs ask the scheduler for")
 
 

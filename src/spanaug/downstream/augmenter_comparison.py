@@ -19,13 +19,12 @@ from typing import Any
 from spanaug.core import files, plotting
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.downstream.augmenters import AUGMENTERS, GecaConfig, geca_examples
+from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import Sentence, examples_to_sentences, sentence_key
 from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
 log = logging.getLogger(__name__)
-
-BASELINE = "none"
 
 
 def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> list[Sentence]:
@@ -127,11 +126,17 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
     by_augmenter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_augmenter[row["augmenter"]].append(row)
+    same = same_as_baseline(rows)
     for augmenter, group in by_augmenter.items():
         group = sorted(group, key=lambda r: r["fraction"])
+        label = "no augmentation" if augmenter == BASELINE else augmenter
+        style: dict[str, Any] = {"marker": "o"}
+        if augmenter in same:
+            # Drawn on top of 'none': say so, and keep the line under it visible.
+            label += f" (= no augmentation{': 0 examples' if same[augmenter] else ''})"
+            style = {"marker": "o", "linestyle": "--", "markerfacecolor": "none", "markersize": 9}
         ax.errorbar([100 * r["fraction"] for r in group], [r["f1_mean"] for r in group],
-                    yerr=[r["f1_std"] for r in group], marker="o", capsize=3,
-                    label="no augmentation" if augmenter == BASELINE else augmenter)
+                    yerr=[r["f1_std"] for r in group], capsize=3, label=label, **style)
     ax.set_xlabel("training sentences sampled (%)")
     ax.set_ylabel("Frame ID F1 (test)")
     ax.legend()

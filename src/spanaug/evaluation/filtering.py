@@ -22,6 +22,7 @@ from torch import nn
 
 from spanaug.core import artifacts, files
 from spanaug.core.config import ClassifierSettings
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.metrics import prf
 from spanaug.core.splits import assign_parts
@@ -206,8 +207,16 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
         mask_list = mask.to_pylist()
         record(name, mask_list, [mask_list[i] for i in judged], gold)
 
+    warnings: list[dict[str, Any]] = []
+    n_aligned = rows[0]["outputs"]
+    for row in rows[1:]:
+        if row["outputs"] == 0:
+            bounds = ", ".join(f"{k} {v}" for k, v in filters[row["filter"]].items())
+            warn(warnings, "empty", f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
+                                    "an augmenter or export using it gets nothing", log)
     classifier_scores: dict[str, list[float]] = {}
-    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()}}
+    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()},
+                               "warnings": warnings}
     if len(set(gold)) == 2:
         x, y = features(table), torch.tensor([float(g) for g in gold])
         # At least one judged output is held out.
@@ -227,7 +236,8 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
             classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
     elif labels:
-        log.warning("judgments hold a single class: the neural filter is not trained")
+        warn(warnings, "degraded", f"the {len(judged)} judged outputs hold a single class: the neural P/R-classifiers "
+                                   "are not trained (their columns stay null)", log)
     scored = table
     for name in ("p_classifier", "r_classifier"):
         scored = scored.append_column(name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32()))
