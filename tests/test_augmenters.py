@@ -13,11 +13,11 @@ from spanaug.downstream.augmenter_comparison import curves, curves_stage, exampl
 from spanaug.downstream.augmenters import (
     chain_members,
     geca_examples,
-    graph_instances,
     lexsub_examples,
     paraphrastic_examples,
 )
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
+from spanaug.pipeline.aligner.training_data import graph_instances
 
 
 class TableTagger:
