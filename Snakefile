@@ -16,7 +16,8 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
-# Rule files follow the package: the pipeline, its evaluation, the downstream comparison.
+# Rule files follow the package: the pipeline, its evaluation, the downstream comparison, the release
+# and the report's own pages.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/iterations.smk"
@@ -28,6 +29,8 @@ include: "workflow/rules/filtering.smk"
 include: "workflow/rules/human_eval.smk"
 include: "workflow/rules/augmenters.smk"
 include: "workflow/rules/frameid.smk"
+include: "workflow/rules/export.smk"
+include: "workflow/rules/report.smk"
 
 
 wildcard_constraints:
@@ -45,7 +48,11 @@ localrules:
     gather_iteration,
     assemble,
     human_simulate,
+    span_task_simulate,
     frameid_curves,
+    report_warnings,
+    report_chains,
+    report_summary,
 
 
 rule all:

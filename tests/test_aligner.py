@@ -11,7 +11,8 @@ from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.instances import Instance, instances_from_bitext, read_instances
 from spanaug.pipeline.aligner.model import SpanAligner, candidate_spans, soft_labels
-from spanaug.pipeline.aligner.training import train_aligner
+from spanaug.pipeline.aligner.instances import pair_key
+from spanaug.pipeline.aligner.training import holdout_by_pair, train_aligner
 
 
 def test_candidates_within_k_of_source_length():
@@ -158,6 +159,69 @@ def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
     extra_path = tmp_path / "extra.jsonl"
     extra_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in extra))
     assert main(["align", "train", "--instances", str(path), "--extra-instances", str(extra_path), "--encoder", tiny_encoder,
-                 "--out", str(tmp_path / "m"), "--k", "2", "--epochs", "1", "--device", "cpu"]) == 0
+                 "--out", str(tmp_path / "m"), "--k", "2", "--epochs", "1", "--device", "cpu",
+                 "--threshold-holdout", "0"]) == 0
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     assert summary["train_instances"] == 60 and summary["extra_instances"] == 30
+
+
+# ---------------------------------------------------------------- the null threshold without a dev file
+
+
+def with_nulls(n, seed):
+    """The copy task plus spans whose gold answer is 'no counterpart' (the target lacks the word)."""
+    out = copy_task(n, seed)
+    for k, inst in enumerate(out[: n // 4]):
+        s = inst.source_span[0]
+        target = inst.source_tokens[:s] + inst.source_tokens[s + 1 :] or ["x"]
+        out.append(Instance(f"null:{seed}:{k}", inst.source_tokens, target, (s, s), None))
+    return out
+
+
+def test_holdout_keeps_pairs_together_and_is_seeded():
+    insts = copy_task(60, 11)
+    insts += [Instance(i.id + "b", i.source_tokens, i.target_tokens, i.source_span, i.target_span) for i in insts[:20]]
+    kept, held = holdout_by_pair(insts, 0.1, seed=3)
+    assert held and kept and len(kept) + len(held) == len(insts)
+    assert not ({pair_key(i) for i in kept} & {pair_key(i) for i in held})
+    assert holdout_by_pair(insts, 0.1, seed=3)[1] == held
+    assert holdout_by_pair(insts, 0.1, seed=4)[1] != held
+    assert round(len({pair_key(i) for i in insts}) * 0.1) == len({pair_key(i) for i in held})
+    assert holdout_by_pair(insts, 0.0)[1] == []
+    assert len({pair_key(i) for i in holdout_by_pair(insts[:2], 0.9)[0]}) == 1  # never every pair
+
+
+def test_threshold_tuned_without_dev_and_recorded(tiny_encoder, tmp_path):
+    train = with_nulls(120, 12)
+    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32)
+    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=3, batch_size=16), device="cpu", progress=False)
+    assert summary["threshold_source"].startswith("held-out 10% of training pairs")
+    assert aligner.config.threshold_source == summary["threshold_source"] and "dev_metrics" in summary
+    assert summary["train_instances"] < len(train)  # the held-out pairs were not trained on
+    aligner.save_pretrained(tmp_path / "m")
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert saved["threshold_source"] == summary["threshold_source"] and saved["threshold"] == aligner.config.threshold
+    assert SpanAligner.from_pretrained(tmp_path / "m", device="cpu").config.threshold_source == saved["threshold_source"]
+
+
+def test_untuned_and_refit_variants(tiny_encoder):
+    train = with_nulls(80, 13)
+    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=16)
+    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=1, threshold_holdout=0.0), device="cpu",
+                                     progress=False)
+    assert aligner.config.threshold == 0.0 and summary["threshold_source"] == "untuned"
+    base = SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=16), device="cpu", cache={})
+    aligner, summary = train_aligner(train, base.config, AlignerTrainSettings(epochs=1, refit_after_holdout=True),
+                                     device="cpu", progress=False, aligner=base)
+    assert summary["refit_on_all_pairs"] and summary["train_instances"] == len(train)
+    assert summary["threshold_source"].endswith("then trained again on all pairs")
+    assert aligner.config.threshold == summary["threshold"]
+
+
+def test_cli_summary_says_how_the_threshold_was_set(tiny_encoder, tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in with_nulls(60, 14)))
+    assert main(["align", "train", "--instances", str(path), "--encoder", tiny_encoder, "--out", str(tmp_path / "m"),
+                 "--k", "2", "--epochs", "1", "--device", "cpu"]) == 0
+    summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
+    assert summary["threshold_source"].startswith("held-out 10% of training pairs")

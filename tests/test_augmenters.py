@@ -13,11 +13,11 @@ from spanaug.downstream.augmenter_comparison import curves, curves_stage, exampl
 from spanaug.downstream.augmenters import (
     chain_members,
     geca_examples,
-    graph_instances,
     lexsub_examples,
     paraphrastic_examples,
 )
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
+from spanaug.pipeline.aligner.training_data import graph_instances
 
 
 class TableTagger:
@@ -178,6 +178,9 @@ def test_cli_point_trains_with_an_augmenters_examples(tiny_encoder, tmp_path):
     assert (point["augmenter"], point["fraction"], point["seed"], point["train_sentences"]) == ("geca", 0.5, 2, 15)
     assert point["augmented_examples"] > 0
     assert point["n_gold"] == sum(len(s.triggers) for s in toy(10, 1))
+    # No --dev: the point holds out a share of its sample for early stopping, then refits on all of it.
+    assert point["dev"] == "held out: 0.15 of the full-text training sentences (seed 2)"
+    assert point["refit"] is True and point["best_epoch"] == 1
 
 
 def test_outputs_of_unknown_seeds_are_a_clear_error(dataset):

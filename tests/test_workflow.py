@@ -90,6 +90,29 @@ def test_augmenter_comparison(run):
     assert f"+SBCE +{graph['instances']} extra instances" in selftrain
 
 
+def test_report_pages_release_and_the_snakemake_report(run):
+    """Every table is an HTML entry, the overview pages come first, the landing page has the summary."""
+    work, config, res = run
+    for page in ["report/summary.html", "report/warnings.html", "report/chains.html", "report/paraphrase_stage.html",
+                 "report/stats.html", "filtering/filters.html", "frameid/curves.html", "human_eval/span_task.html",
+                 "aligner_eval/table2/ablation.html", "release/README.md", "release/augmented.conll"]:
+        assert (res / page).is_file(), page
+    records = json.loads((res / "report/warnings.json").read_text())["warnings"]
+    stages = {r["stage"] for r in records}
+    # The demo's aligner is trained without dev data, and its judgments are simulated.
+    assert {"span aligner", "human evaluation"} <= stages
+    assert "Demo run" in (res / "report/summary.html").read_text()
+    report = work / "report.html"
+    _run(work, config, "--report", str(report))
+    text = report.read_text()
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\n", text).group(1))
+    glance = sorted(os.path.basename(p) for sub in categories["At a glance"].values() for p in sub)
+    assert glance == ["chains.html", "summary.html", "warnings.html"]
+    entries = [p for cat in categories.values() for sub in cat.values() for p in sub]
+    assert entries and all(p.endswith((".html", ".png")) for p in entries)  # no CSV/JSON download-only entries
+    assert "spanaug-summary" in text  # the landing page embeds the summary
+
+
 def test_rerun_is_a_no_op(run):
     work, config, _ = run
     assert "Nothing to be done" in _run(work, config, "-n").stdout
@@ -133,8 +156,10 @@ def test_optional_sections_can_be_switched_off(run, tmp_path):
     path = tmp_path / "off.yaml"
     path.write_text(yaml.safe_dump(off))
     out = _run(work, path, "-n").stdout
-    # Only the filter reruns: without human evaluation it loses its judgments input.
-    assert "Nothing to be done" in out or set(_job_counts(out)) <= {"filter_outputs", "all"}
+    # Only the filter reruns (without human evaluation it loses its judgments input), and what reads
+    # its results or lost optional inputs: its table page, the warnings, the summary, the card.
+    assert "Nothing to be done" in out or set(_job_counts(out)) <= {
+        "filter_outputs", "report_table_filtering_filters", "report_warnings", "report_summary", "export_card", "all"}
 
 
 def test_production_config_dry_runs_with_gpu_resources(tmp_path):

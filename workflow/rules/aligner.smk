@@ -1,4 +1,5 @@
-# The span aligner: trained here unless the config names a trained one; then every beam is aligned.
+# The span aligner (aligner.kind: the paper's, or the cross encoder): trained here unless the
+# config names a trained one; then every beam is aligned.
 # External data (instances, dev, bitext) are params, not inputs, so a dry run plans without them;
 # after changing them, force a retrain with -R train_aligner.
 
@@ -35,6 +36,7 @@ rule train_aligner:
     params:
         instances=aligner_training_instances,
         encoder=config["aligner"]["encoder"],
+        kind=config["aligner"]["kind"],
         options=section_options("aligner", "train", skip=("instances", "bitext")),
         device=config["device"],
     threads: GPU_THREADS
@@ -43,7 +45,7 @@ rule train_aligner:
     conda:
         "../../envs/gpu.yaml"
     shell:
-        "spanaug align train --instances {params.instances} --encoder {params.encoder} --out {output}"
+        "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder} --out {output}"
         " {params.options} --device {params.device} > {log} 2>&1"
 
 
@@ -52,7 +54,8 @@ rule align:
         paraphrases=rules.paraphrase.output.paraphrases,
         model=aligner_input,
     output:
-        f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+        aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
+        stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.align_stats.json",
     log:
         f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
     benchmark:
@@ -67,5 +70,6 @@ rule align:
     conda:
         "../../envs/gpu.yaml"
     shell:
-        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output}"
+        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output.aligned}"
+        " --stats {output.stats}"
         " --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"

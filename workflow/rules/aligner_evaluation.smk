@@ -1,6 +1,6 @@
 # The span aligner on held-out data: the Table 2 ablations (with Figures 4-5 and the memorisation
 # split), the same with the chain-graph instances added (a self-training row), and the word
-# aligners of Tables 1-2. Null data paths fall back on what make_alignment_instances derives
+# aligners of Tables 1-2, and the aligner kinds and data sources beyond the paper (aligner.systems). Null data paths fall back on what make_alignment_instances derives
 # from the aligner's bitext.
 
 
@@ -8,16 +8,12 @@ rule align_ablation:
     input:
         unpack(ablation_inputs),
     output:
-        table=report(f"{RES}/aligner_eval/{{ablation}}/ablation.csv", caption="../report/ablation.rst",
-                     category="Span aligner", subcategory="{ablation}"),
+        table=f"{RES}/aligner_eval/{{ablation}}/ablation.csv",
         plot=report(f"{RES}/aligner_eval/{{ablation}}/ablation.png", caption="../report/ablation.rst",
                     category="Span aligner", subcategory="{ablation}"),
-        memo=report(f"{RES}/aligner_eval/{{ablation}}/memorisation.csv", caption="../report/memorisation.rst",
-                    category="Span aligner", subcategory="{ablation}"),
-        by_len=report(f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv", caption="../report/breakdowns.rst",
-                      category="Span aligner", subcategory="{ablation}"),
-        by_pos=report(f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
-                      caption="../report/breakdowns.rst", category="Span aligner", subcategory="{ablation}"),
+        memo=f"{RES}/aligner_eval/{{ablation}}/memorisation.csv",
+        by_len=f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv",
+        by_pos=f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
         figs=report(f"{RES}/aligner_eval/{{ablation}}/breakdowns.png", caption="../report/breakdowns.rst",
                     category="Span aligner", subcategory="{ablation}"),
         summary=f"{RES}/aligner_eval/{{ablation}}/summary.json",
@@ -47,7 +43,7 @@ rule compare_aligners:
     input:
         baseline_inputs,
     output:
-        table=report(f"{RES}/aligner_eval/comparison.csv", caption="../report/comparison.rst", category="Span aligner"),
+        table=f"{RES}/aligner_eval/comparison.csv",
         plot=report(f"{RES}/aligner_eval/comparison.png", caption="../report/comparison.rst", category="Span aligner"),
         summary=f"{RES}/aligner_eval/comparison.json",
     log:
@@ -72,3 +68,30 @@ rule compare_aligners:
         "spanaug baseline compare --instances {params.instances} --gold-pairs {params.gold_pairs}"
         " --encoder {params.encoder} {params.k} --out-dir {params.out_dir} {params.options} {params.fastalign}"
         " --device {params.device} > {log} 2>&1"
+
+
+rule align_systems:
+    input:
+        systems_inputs,
+    output:
+        table=report(f"{RES}/aligner_eval/systems/systems.csv", caption="../report/systems.rst", category="Span aligner"),
+        summary=f"{RES}/aligner_eval/systems/systems_summary.json",
+    log:
+        f"{LOGS}/align_systems.log",
+    benchmark:
+        f"{BENCH}/align_systems.tsv"
+    params:
+        out_dir=out_dir,
+        data=systems_data,
+        encoder=config["aligner"]["encoder"],
+        k=aligner_k_option,
+        options=systems_options,
+        device=config["device"],
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        "spanaug align systems --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
+        " {params.options} --device {params.device} > {log} 2>&1"

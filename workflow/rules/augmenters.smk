@@ -8,7 +8,7 @@ rule augment_paraphrastic:
         seeds=rules.select_seeds.output.seeds,
     output:
         examples=f"{RES}/augmenters/paraphrastic.parquet",
-        counts=report(f"{RES}/augmenters/paraphrastic.json", caption="../report/augmenters.rst", category="Augmenters"),
+        counts=f"{RES}/augmenters/paraphrastic.json",
     log:
         f"{LOGS}/augment_paraphrastic.log",
     benchmark:
@@ -31,7 +31,7 @@ rule augment_lexsub:
         seeds=rules.select_seeds.output.seeds,
     output:
         examples=f"{RES}/augmenters/lexsub.parquet",
-        counts=report(f"{RES}/augmenters/lexsub.json", caption="../report/augmenters.rst", category="Augmenters"),
+        counts=f"{RES}/augmenters/lexsub.json",
     log:
         f"{LOGS}/augment_lexsub.log",
     benchmark:
@@ -54,7 +54,7 @@ rule augment_geca:
         train=frameid_pool,
     output:
         examples=f"{RES}/augmenters/geca.parquet",
-        counts=report(f"{RES}/augmenters/geca.json", caption="../report/augmenters.rst", category="Augmenters"),
+        counts=f"{RES}/augmenters/geca.json",
     log:
         f"{LOGS}/augment_geca.log",
     benchmark:
@@ -77,7 +77,7 @@ rule augment_graph:
         seeds=rules.select_seeds.output.seeds,
     output:
         instances=f"{RES}/augmenters/graph.jsonl",
-        counts=report(f"{RES}/augmenters/graph.json", caption="../report/graph.rst", category="Augmenters"),
+        counts=f"{RES}/augmenters/graph.json",
     log:
         f"{LOGS}/augment_graph.log",
     benchmark:

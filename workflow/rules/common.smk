@@ -175,6 +175,8 @@ def final_outputs():
            f"{RES}/report/per_iteration.png", f"{RES}/filtering/filters.csv"]
     if config["aligner"]["evaluation"]:
         out.append(f"{RES}/aligner_eval/table2/ablation.csv")
+    if config["aligner"]["systems"]:
+        out.append(f"{RES}/aligner_eval/systems/systems.csv")
     if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
     if config["augmenters"]:
@@ -184,10 +186,212 @@ def final_outputs():
     if config["frameid"]:
         out += [f"{RES}/frameid/curves.csv", f"{RES}/frameid/lexicon_baseline.json"]
     if config["human_eval"]:
-        out.append(f"{RES}/human_eval/task.csv")
+        out += [f"{RES}/human_eval/task.csv", f"{RES}/human_eval/span_task.csv"]
         if human_results():
             out.append(f"{RES}/human_eval/human_eval.json")
+        if span_results():
+            out.append(f"{RES}/human_eval/span_agreement.json")
+    out += [f"{RES}/release/README.md", f"{RES}/release/augmented.conll"]
+    out += report_pages()
     return out
+
+
+# -- the report's own pages (report.smk): tables rendered as HTML, example chains, warnings, summary
+
+
+def report_pages():
+    """Every report page this run makes: one per table of the run's results, and the overview."""
+    pages = [html for html, source, *_ in report_tables() if source_in_run(source)]
+    return pages + [f"{RES}/report/{name}.html" for name in ("summary", "warnings", "chains")]
+
+
+def report_tables():
+    """(page, its CSV/JSON source, title, caption, category, subcategory) of every table the report can show.
+
+    The raw files are no report entries of their own (Snakemake offers them as downloads only): each
+    page shows the table and carries its raw file as a download link.
+    """
+    tables = [
+        ("data/import_stats", "json", "What the importer kept", "import_stats", "Input corpus"),
+        ("data/seeds_report", "json", "Seed selection", "seeds", "Input corpus"),
+        ("report/stats", "json", "Statistics of the augmented dataset", "stats", "Augmented dataset"),
+        ("report/per_iteration", "csv", "Outputs and scores per iteration", "per_iteration", "Augmented dataset"),
+        ("filtering/filters", "csv", "Filters (Table 4)", "filters", "Augmented dataset"),
+        ("augmenters/paraphrastic", "json", "Augmenter: paraphrastic", "augmenters", "Augmenters"),
+        ("augmenters/lexsub", "json", "Augmenter: lexical substitution", "augmenters", "Augmenters"),
+        ("augmenters/geca", "json", "Augmenter: GECA", "augmenters", "Augmenters"),
+        ("augmenters/graph", "json", "Chain graph: span-alignment instances", "graph", "Augmenters"),
+        ("frameid/lexicon_baseline", "json", "Frame ID: lexicon baseline", "frameid_baseline", "Frame ID"),
+        ("frameid/curves", "csv", "Frame ID curves (Figure 8)", "frameid_curves", "Frame ID"),
+        ("human_eval/task", "csv", "Annotation task (frame evocation)", "human_task", "Human evaluation"),
+        ("human_eval/human_eval", "json", "Human judgments", "human_eval", "Human evaluation"),
+        ("human_eval/span_task", "csv", "Span-alignment task (§4.1)", "span_task", "Human evaluation"),
+        ("human_eval/span_agreement", "json", "Span-alignment answers: agreement", "span_agreement",
+         "Human evaluation"),
+        ("aligner_eval/comparison", "csv", "Span aligner against word aligners (Tables 1-2)", "comparison",
+         "Span aligner"),
+    ]
+    for ablation in ("table2", "selftrain"):
+        for name, title, caption in (("ablation", "Table 2 ablations", "ablation"),
+                                     ("memorisation", "Memorisation split (§4.6)", "memorisation"),
+                                     ("by_span_length", "F1 by span length (Figure 4)", "breakdowns"),
+                                     ("by_position_difference", "F1 by position difference (Figure 5)", "breakdowns")):
+            if ablation == "selftrain" and name == "ablation":
+                title, caption = "Self-training round", "selftrain"
+            tables.append((f"aligner_eval/{ablation}/{name}", "csv", title, caption, "Span aligner", ablation))
+    return [(f"{RES}/{stem}.html", f"{RES}/{stem}.{ext}", title, f"../report/{caption}.rst", category, *sub)
+            for stem, ext, title, caption, category, *sub in tables]
+
+
+def table_slug(page):
+    """A table page's name for its rule, log and benchmark: its path in the run, as one word."""
+    return os.path.splitext(os.path.relpath(page, RES))[0].replace(os.sep, "_")
+
+
+def run_folder(wildcards, output):
+    """The run's folder, from an output of report/ (sources on the warnings page are relative to it)."""
+    return os.path.dirname(os.path.dirname(output[0]))
+
+
+def source_in_run(path):
+    """Whether this run's config makes the file (the optional sections' results only when they are on)."""
+    rel = os.path.relpath(path, RES)
+    if rel.startswith("augmenters/"):
+        return bool(config["augmenters"])
+    if rel.startswith("frameid/"):
+        return bool(config["frameid"])
+    if rel.startswith("human_eval/"):
+        if not config["human_eval"]:
+            return False
+        if rel.startswith("human_eval/human_eval"):
+            return bool(human_results())
+        if rel.startswith("human_eval/span_agreement"):
+            return bool(span_results())
+        return True
+    if rel == "aligner_eval/comparison.csv":
+        return bool(config["baselines"])
+    if rel.startswith("aligner_eval/table2/"):
+        return bool(config["aligner"]["evaluation"])
+    if rel.startswith("aligner_eval/selftrain/"):
+        return bool(config["aligner"]["evaluation"] and config["augmenters"]
+                    and config["augmenters"]["graph"]["selftrain"])
+    return True
+
+
+def decode_width():
+    """Candidates decoded per request: the beam, or the samples."""
+    p = config["paraphraser"]
+    return p["beam_size"] if p["mode"] == "beam" else p["num_samples"]
+
+
+def paraphrase_stats_files():
+    return [f"{RES}/iterations/iter{i}/shard{j}.paraphrase_stats.json"
+            for i in range(1, config["iterations"] + 1) for j in SHARDS]
+
+
+def warning_inputs(wildcards):
+    """The results whose warnings the warnings page collects, as named inputs."""
+    summaries = [f"{RES}/data/import_stats.json", f"{RES}/report/stats.json", f"{RES}/filtering/filters.json"]
+    inputs = {"paraphrase": paraphrase_stats_files(), "per_iteration": f"{RES}/report/per_iteration.csv",
+              "aligner": aligner_input(wildcards)}
+    if config["augmenters"]:
+        summaries += [f"{RES}/augmenters/{name}.json" for name in ("paraphrastic", "lexsub", "geca", "graph")]
+    if config["aligner"]["evaluation"]:
+        summaries.append(f"{RES}/aligner_eval/table2/summary.json")
+        if config["augmenters"] and config["augmenters"]["graph"]["selftrain"]:
+            summaries.append(f"{RES}/aligner_eval/selftrain/summary.json")
+    if config["baselines"]:
+        inputs["comparison"] = f"{RES}/aligner_eval/comparison.json"
+    if config["frameid"]:
+        inputs["curves"] = f"{RES}/frameid/curves.csv"
+    if config["human_eval"] and human_results():
+        inputs["human_eval"] = f"{RES}/human_eval/human_eval.json"
+    if config["human_eval"] and span_results():
+        summaries.append(f"{RES}/human_eval/span_agreement.json")
+    inputs["summaries"] = summaries
+    return inputs
+
+
+def warning_options(wildcards, input):
+    """The warnings command's options for the optional inputs that this run has."""
+    aligner = input.aligner[0] if input.aligner else config["aligner"]["model"]
+    return " ".join([opt("--aligner", aligner), opt("--comparison", input.get("comparison")),
+                     opt("--curves", input.get("curves")),
+                     opt("--simulated-judgments", input.get("human_eval") if simulated_judgments() else None)])
+
+
+def summary_inputs(wildcards):
+    inputs = {"stats": f"{RES}/report/stats.json", "per_iteration": f"{RES}/report/per_iteration.csv",
+              "filters": f"{RES}/filtering/filters.json", "warnings": f"{RES}/report/warnings.json",
+              "paraphrase": f"{RES}/report/paraphrase_stage.csv"}
+    if config["aligner"]["evaluation"]:
+        inputs["ablation"] = f"{RES}/aligner_eval/table2/summary.json"
+    if config["baselines"]:
+        inputs["comparison"] = f"{RES}/aligner_eval/comparison.json"
+    if config["human_eval"] and human_results():
+        inputs["human_eval"] = f"{RES}/human_eval/human_eval.json"
+    if config["frameid"]:
+        inputs.update(curves=f"{RES}/frameid/curves.csv", frameid_baseline=f"{RES}/frameid/lexicon_baseline.json")
+    return inputs
+
+
+def summary_options(wildcards, input):
+    return " ".join(opt(f"--{key.replace('_', '-')}", input.get(key))
+                    for key in ("ablation", "comparison", "human_eval", "curves", "frameid_baseline"))
+
+
+# -- what ran (the dataset card and the report say it); the span-alignment task (human_eval.smk)
+
+
+def is_demo():
+    """A run on the bundled demo corpus (its report and card say that the numbers are mechanics only)."""
+    demo = (Path(workflow.basedir) / "resources" / "demo").resolve()
+    inputs = [Path(p).resolve() for p in config["data"]["inputs"]]
+    return bool(inputs) and all(p == demo or demo in p.parents for p in inputs)
+
+
+def simulated_judgments():
+    h = config["human_eval"]
+    return bool(h and h["simulate"] and not h["results"])
+
+
+def run_description():
+    """What ran, for the report's summary and the dataset card: data, models and the main settings."""
+    p, a = config["paraphraser"], config["aligner"]
+    if p["train"]:
+        paraphraser = f"trained in this run on {p['train']['bitext']} (the paper's architecture, d_model {p['train']['d_model']})"
+    else:
+        paraphraser = p["model"]
+    decoding = (f"beam {p['beam_size']}, top {p['return_top']} aligned" if p["mode"] == "beam"
+                else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples")
+    if a["model"]:
+        aligner = a["model"]
+    else:
+        data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
+        aligner = f"trained in this run on {data}" + ("" if a["train"]["dev"] else " (null threshold not tuned: no dev)")
+    return {"run_name": config["run_name"], "inputs": config["data"]["inputs"], "format": config["data"]["format"],
+            "seeds_mode": config["seeds"]["mode"], "iterations": config["iterations"], "n_shards": config["n_shards"],
+            "paraphraser": paraphraser, "paraphraser_model": None if p["train"] else p["model"],
+            "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None, "decoding": decoding,
+            "aligner": aligner, "encoder": a["encoder"], "demo": is_demo(), "simulated_judgments": simulated_judgments()}
+
+
+def run_option():
+    """``--run JSON``: the run's description for a command."""
+    return f"--run {shlex.quote(json.dumps(run_description()))}"
+
+
+def span_results(wildcards=None):
+    """The span-alignment answers: the user's, the simulated ones (demo), or None."""
+    h = config["human_eval"]
+    if h["span_results"]:
+        return h["span_results"]
+    return f"{RES}/human_eval/span_results.simulated.csv" if h["simulate"] else None
+
+
+def span_import_inputs(wildcards):
+    h = config["human_eval"]
+    return [span_results()] if h["simulate"] and not h["span_results"] else []
 
 
 # -- models: a trained artifact of this run, or a name/path given in the config
@@ -253,6 +457,31 @@ def ablation_options(wildcards, input):
     if wildcards.ablation == "selftrain":
         return f"--systems Df+Mx+Cue+SBCE --extra-instances {input.extra}"
     return ""
+
+
+def systems_data(wildcards=None):
+    """aligner.systems' instances: its own, aligner.evaluation's, or those made from the bitext."""
+    evaluation = config["aligner"]["evaluation"]
+    return config["aligner"]["systems"]["data"] or (evaluation and evaluation["data"]) or made_instances()
+
+
+def systems_pairs(wildcards=None):
+    """The word-aligned pairs of aligner.systems' instances: named in the config, or made with them."""
+    pairs = config["aligner"]["systems"]["gold_pairs"]
+    return pairs or (made_pairs() if systems_data() == made_instances() else None)
+
+
+def systems_inputs(wildcards):
+    return [made_instances(), made_pairs()] if systems_data() == made_instances() else []
+
+
+def systems_options(wildcards):
+    """aligner.systems' settings as options; its cross rows train as aligner.train.cross unless it says."""
+    section = config["aligner"]["systems"]
+    train = config["aligner"]["train"]
+    cross = section["cross"] or (train["cross"] if train else None)
+    return " ".join([flags(section, skip=("data", "gold_pairs", "cross")), opt("--gold-pairs", systems_pairs()),
+                     opt("--cross", json.dumps(cross) if cross else None)])
 
 
 def baseline_instances(wildcards=None):

@@ -4,7 +4,7 @@
 rule import_corpus:
     output:
         sentences=f"{RES}/data/sentences.parquet",
-        stats=report(f"{RES}/data/import_stats.json", caption="../report/import_stats.rst", category="Input corpus"),
+        stats=f"{RES}/data/import_stats.json",
     log:
         f"{LOGS}/import_corpus.log",
     benchmark:
@@ -25,7 +25,7 @@ rule select_seeds:
         sentences=rules.import_corpus.output.sentences,
     output:
         seeds=f"{RES}/data/seeds.parquet",
-        report=report(f"{RES}/data/seeds_report.json", caption="../report/seeds.rst", category="Input corpus"),
+        report=f"{RES}/data/seeds_report.json",
     log:
         f"{LOGS}/select_seeds.log",
     benchmark:

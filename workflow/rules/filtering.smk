@@ -8,7 +8,7 @@ rule filter_outputs:
         seeds=rules.select_seeds.output.seeds,
         judgments=judgments_input,
     output:
-        table=report(f"{RES}/filtering/filters.csv", caption="../report/filters.rst", category="Augmented dataset"),
+        table=f"{RES}/filtering/filters.csv",
         scored=f"{RES}/filtering/scored.parquet",
         summary=f"{RES}/filtering/filters.json",
     log:

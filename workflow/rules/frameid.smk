@@ -30,7 +30,7 @@ rule frameid_baseline:
         train=frameid_pool,
         test=frameid_test,
     output:
-        report(f"{RES}/frameid/lexicon_baseline.json", caption="../report/frameid_baseline.rst", category="Frame ID"),
+        f"{RES}/frameid/lexicon_baseline.json",
     log:
         f"{LOGS}/frameid_baseline.log",
     benchmark:
@@ -56,7 +56,7 @@ rule frameid_point:
     params:
         files=frameid_point_files,
         geca_window=geca_window_option,
-        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate")),
+        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate", "patience")),
         device=config["device"],
     threads: GPU_THREADS
     resources:
@@ -73,7 +73,7 @@ rule frameid_curves:
     input:
         frameid_points,
     output:
-        table=report(f"{RES}/frameid/curves.csv", caption="../report/frameid_curves.rst", category="Frame ID"),
+        table=f"{RES}/frameid/curves.csv",
         plot=report(f"{RES}/frameid/curves.png", caption="../report/frameid_curves.rst", category="Frame ID"),
     log:
         f"{LOGS}/frameid_curves.log",

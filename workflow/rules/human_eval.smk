@@ -7,14 +7,14 @@ rule human_export:
         augmented=rules.assemble.output,
         sentences=rules.import_corpus.output.sentences,
     output:
-        task=report(f"{RES}/human_eval/task.csv", caption="../report/human_task.rst", category="Human evaluation"),
+        task=f"{RES}/human_eval/task.csv",
         key=f"{RES}/human_eval/task.key.csv",
     log:
         f"{LOGS}/human_export.log",
     benchmark:
         f"{BENCH}/human_export.tsv"
     params:
-        options=section_options("human_eval", skip=("results", "simulate", "raters")),
+        options=section_options("human_eval", keys=("n_items", "seed")),
         framenet=framenet_definitions_option(),
     threads: CPU_THREADS
     resources:
@@ -36,7 +36,7 @@ rule human_simulate:
     benchmark:
         f"{BENCH}/human_simulate.tsv"
     params:
-        options=section_options("human_eval", skip=("results", "simulate", "n_items")),
+        options=section_options("human_eval", keys=("raters", "seed")),
     threads: CPU_THREADS
     resources:
         **CPU,
@@ -51,8 +51,7 @@ rule human_import:
         key=rules.human_export.output.key,
         simulated=human_import_inputs,
     output:
-        summary=report(f"{RES}/human_eval/human_eval.json", caption="../report/human_eval.rst",
-                       category="Human evaluation"),
+        summary=f"{RES}/human_eval/human_eval.json",
         hist=report(f"{RES}/human_eval/score_histogram.png", caption="../report/human_eval.rst",
                     category="Human evaluation"),
         judgments=f"{RES}/human_eval/judgments.csv",
@@ -70,3 +69,76 @@ rule human_import:
         "../../envs/cpu.yaml"
     shell:
         "spanaug human import --results {params.results} --key {input.key} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# The span-alignment task (§4.1): annotators mark each sampled output's counterpart of the span it
+# rewrote; their majority answers become aligner training data (aligner.train.extra_instances).
+
+
+rule span_task_export:
+    input:
+        augmented=rules.assemble.output,
+        seeds=rules.select_seeds.output.seeds,
+    output:
+        task=f"{RES}/human_eval/span_task.csv",
+        key=f"{RES}/human_eval/span_task.key.csv",
+    log:
+        f"{LOGS}/span_task_export.log",
+    benchmark:
+        f"{BENCH}/span_task_export.tsv"
+    params:
+        options=section_options("human_eval", keys=("span_items", "seed")),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human span-task export --augmented {input.augmented} --seeds {input.seeds} --out-task {output.task}"
+        " --out-key {output.key} {params.options} > {log} 2>&1"
+
+
+rule span_task_simulate:
+    input:
+        task=rules.span_task_export.output.task,
+        key=rules.span_task_export.output.key,
+    output:
+        f"{RES}/human_eval/span_results.simulated.csv",
+    log:
+        f"{LOGS}/span_task_simulate.log",
+    benchmark:
+        f"{BENCH}/span_task_simulate.tsv"
+    params:
+        options=section_options("human_eval", keys=("raters", "seed")),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human span-task simulate --task {input.task} --key {input.key} --out {output} {params.options}"
+        " > {log} 2>&1"
+
+
+rule span_task_import:
+    input:
+        task=rules.span_task_export.output.task,
+        key=rules.span_task_export.output.key,
+        simulated=span_import_inputs,
+    output:
+        instances=f"{RES}/human_eval/span_alignment.jsonl",
+        summary=f"{RES}/human_eval/span_agreement.json",
+    log:
+        f"{LOGS}/span_task_import.log",
+    benchmark:
+        f"{BENCH}/span_task_import.tsv"
+    params:
+        results=span_results,
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug human span-task import --results {params.results} --task {input.task} --key {input.key}"
+        " --out {output.instances} --out-summary {output.summary} > {log} 2>&1"

@@ -11,6 +11,7 @@ from spanaug.core.config import (
     AblationSettings,
     AlignerConfig,
     AlignerSection,
+    AlignerSystemsSettings,
     AlignerTrainSection,
     Runtime,
     inherit,
@@ -19,16 +20,18 @@ from spanaug.core.config import (
 )
 
 log = logging.getLogger(__name__)
-group("align", "the discriminative span aligner")
+group("align", "the span aligners: the paper's discriminative one and the cross encoder")
 
 
 @settings
 class TrainFiles:
     out: str = setting(help="the trained aligner's directory")
     encoder: str = inherit(AlignerConfig, "encoder")
+    kind: Literal["paper", "cross"] = inherit(AlignerSection, "kind")
+    pretrain: list[str] = setting(factory=list, help="cross: instances trained on first (e.g. align synthetic)")
 
 
-@command("align", "train", help="train the span aligner (instances, or a bitext's token differences)")
+@command("align", "train", help="train a span aligner (instances, or a bitext's token differences)")
 def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_json
@@ -43,9 +46,19 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         raise ConfigError("--instances or --bitext: the aligner needs training data")
     dev = read_instances(train.dev) if train.dev else None
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
-    aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
-                                     device=runtime.device, extra=extra)
+    if files.kind == "cross":
+        from spanaug.core.config import CrossTrainSection
+        from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+
+        cross = train.cross or CrossTrainSection()
+        pretrain = [inst for path in files.pretrain for inst in read_instances(path)]
+        aligner, summary = train_cross_aligner(instances, cross.architecture(files.encoder, train.k), cross.training(),
+                                               dev=dev, device=runtime.device, extra=extra, pretrain=pretrain)
+    else:
+        aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
+                                         device=runtime.device, extra=extra)
     aligner.save_pretrained(files.out)
+    log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
     write_json(summary, Path(files.out) / "training_summary.json")
 
 
@@ -56,13 +69,13 @@ class PredictFiles:
     out: str = setting(help="predictions JSONL: {id, target_span, score}")
 
 
-@command("align", "predict", help="predict target spans")
+@command("align", "predict", help="predict target spans (an aligner of either kind)")
 def predict(files: PredictFiles, runtime: Runtime) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.instances import read_instances
-    from spanaug.pipeline.aligner.model import SpanAligner
+    from spanaug.pipeline.aligner.loading import load_aligner
 
-    aligner = SpanAligner.from_pretrained(files.model, device=runtime.device)
+    aligner = load_aligner(files.model, device=runtime.device)
     insts = read_instances(files.instances)
     preds = aligner.predict(insts, progress=True)
     write_jsonl(({"id": i.id, "target_span": list(s) if s else None, "score": sc}
@@ -74,20 +87,25 @@ class EvalFiles:
     gold: str = setting(help="span-alignment JSONL with gold target spans")
     pred: str = setting(help="predictions JSONL (align predict)")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
+    calibration: bool = setting(False, "also the ECE of the scores and the predicted and gold null shares")
 
 
 @command("align", "eval", help="soft and exact span precision, recall and F1")
 def evaluate(files: EvalFiles) -> None:
     from spanaug.core.errors import InputError
-    from spanaug.core.metrics import span_metrics
+    from spanaug.core.metrics import prediction_metrics, span_metrics
     from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
     gold = read_instances(files.gold)
-    preds = read_predictions(files.pred)
+    preds = read_predictions(files.pred, {g.id: len(g.target_tokens) for g in gold})
     missing = [g.id for g in gold if g.id not in preds]
     if missing:
         raise InputError(files.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
-    emit(span_metrics([g.target_span for g in gold], [preds[g.id][0] for g in gold]), files.out)
+    gold_spans = [g.target_span for g in gold]
+    if files.calibration:
+        emit(prediction_metrics(gold_spans, [(preds[g.id][0], preds[g.id][1] or 0.0) for g in gold]), files.out)
+    else:
+        emit(span_metrics(gold_spans, [preds[g.id][0] for g in gold]), files.out)
 
 
 @settings
@@ -95,6 +113,8 @@ class AlignStageFiles:
     model: str = setting(help="a trained aligner directory")
     paraphrases: str = setting(help="a PARAPHRASES shard")
     out: str = setting(help="the ALIGNED shard to write")
+    stats: str | None = setting(None, "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
+                                      "limit, whether the shard is empty")
     encoder: str | None = setting(None, "override the encoder saved with the model")
     batch_size: int = inherit(AlignerSection, "batch_size")
 
@@ -104,7 +124,7 @@ def align_paraphrases(files: AlignStageFiles, runtime: Runtime) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(files.model, files.paraphrases, files.out, encoder=files.encoder, device=runtime.device,
-                batch_size=files.batch_size)
+                batch_size=files.batch_size, stats_path=files.stats)
 
 
 @settings
@@ -129,6 +149,51 @@ def ablate(files: AblateFiles, evaluation: AblationSettings, runtime: Runtime) -
                            extra_instances=read_instances(files.extra_instances) if files.extra_instances else ())
     for row in summary["table"]:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
+
+
+@settings
+class SystemsFiles:
+    out_dir: str = setting(help="systems.csv, systems_summary.json, systems.jsonl and each row's predictions")
+    encoder: str = inherit(AlignerConfig, "encoder")
+    k: int = inherit(AlignerConfig, "k")
+    resume: bool = setting(False, "keep the rows already in OUT_DIR/systems.jsonl (a killed run goes on)")
+
+
+@command("align", "systems", help="aligner kinds and extra training data on one held-out split (ECE, null shares)")
+def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runtime) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.evaluation.aligner_systems import data_sources, format_table, run_systems
+    from spanaug.pipeline.aligner.instances import read_instances
+
+    if not systems.data:
+        raise ConfigError("--data: span-alignment JSONL to split by sentence pair")
+    summary = run_systems(read_instances(systems.data), systems, files.encoder, files.out_dir,
+                          sources=data_sources(systems), k=files.k, device=runtime.device, resume=files.resume)
+    print(format_table(summary["table"]))
+
+
+@settings
+class SyntheticFiles:
+    conll: str = setting(help="open-SESAME CoNLL with frame annotations (and PTB tags)")
+    lexicon: str = setting(help="lexicon JSON (frame -> lexical units, lemma.pos) or a FrameNet release")
+    out: str = setting(help="span-alignment JSONL")
+    per_span: int = setting(1, "rewrites per labelled span", minimum=1)
+    seed: int = setting(0, "which units and perturbations are drawn")
+
+
+@command("align", "synthetic", help="pre-training instances: FrameNet triggers rewritten as other units of their frame")
+def synthetic(files: SyntheticFiles) -> None:
+    from spanaug.core.files import write_jsonl
+    from spanaug.pipeline.aligner.training_data import synthetic_instances
+    from spanaug.pipeline.framenet import read_lexicon
+    from spanaug.pipeline.importers import read_conll
+
+    lexicon = {frame: sorted(units) for frame, units in read_lexicon(files.lexicon).items()}
+    rows = read_conll(files.conll)
+    insts = synthetic_instances(((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
+                                lexicon, per_span=files.per_span, seed=files.seed)
+    n = write_jsonl((i.as_json() for i in insts), files.out)
+    log.info("%d synthetic span instances from %s", n, files.conll)
 
 
 @settings
@@ -160,6 +225,8 @@ class ImportAlignedFiles:
     out: str = setting(help="span-alignment JSONL")
     null_share: float = setting(0.10, "share of instances with no counterpart", minimum=0, maximum=1)
     seed: int = setting(0, "which null instances are kept")
+    phrases: Literal["minimal", "all"] = setting("minimal", "Edinburgh++: minimal content-word phrases (the shared "
+                                                            "data's rule) or every consistent phrase pair")
 
 
 @command("align", "import-aligned", help="span instances from a word-aligned corpus or a span TSV")
@@ -167,7 +234,14 @@ def import_aligned(files: ImportAlignedFiles) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.word_aligned import import_instances
 
-    insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
+    if files.phrases == "all":
+        from spanaug.pipeline.aligner.training_data import phrase_pair_instances
+        from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+        insts = phrase_pair_instances(read_aligned_json(files.input), null_share=files.null_share, seed=files.seed,
+                                      prefix=Path(files.input).name.split(".")[0])
+    else:
+        insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
     n = write_jsonl((i.as_json() for i in insts), files.out)
     log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts),
              files.input)

@@ -24,18 +24,30 @@ class LexsubFiles(FilteredFiles):
 
 
 def _inputs(files: FilteredFiles) -> tuple:
+    """The augmented dataset, its seeds (every output's seed among them) and the filter's bounds."""
+    import pyarrow.compute as pc
+
     from spanaug.core import artifacts
+    from spanaug.core.errors import InputError
     from spanaug.evaluation.filtering import named_filter
 
-    return (artifacts.read_table(files.augmented, artifacts.AUGMENTED),
-            artifacts.read_table(files.seeds, artifacts.SENTENCES), named_filter(files.filter, files.filters))
+    augmented = artifacts.read_table(files.augmented, artifacts.AUGMENTED)
+    seeds = artifacts.read_table(files.seeds, artifacts.SENTENCES)
+    known = pc.is_in(augmented.column("seed_id"), value_set=seeds.column("sentence_id").combine_chunks())
+    if augmented.num_rows and not pc.all(known).as_py():
+        row = pc.index(known, False).as_py()
+        raise InputError(files.augmented, f"row {row}", f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
+                                                        f"in the seeds {files.seeds} (expected the run's seeds.parquet)")
+    return augmented, seeds, named_filter(files.filter, files.filters)
 
 
-def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None) -> None:
+def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None, augmenter: str) -> None:
     from spanaug.core import artifacts
+    from spanaug.downstream.augmenters import empty_warnings
 
     artifacts.write_table(rows, out, artifacts.EXAMPLES)
-    emit({"examples": len(rows), **counts}, counts_path)
+    counts = {"examples": len(rows), **counts}
+    emit({**counts, "warnings": empty_warnings(augmenter, counts)}, counts_path)
 
 
 @command("augment", "paraphrastic", help="the pipeline's outputs under a named filter")
@@ -43,7 +55,7 @@ def paraphrastic(files: FilteredFiles) -> None:
     from spanaug.downstream.augmenters import paraphrastic_examples
 
     rows = paraphrastic_examples(*_inputs(files))
-    _write_examples(rows, {"filter": files.filter or "none"}, files.out, files.counts)
+    _write_examples(rows, {"filter": files.filter or "none"}, files.out, files.counts, "paraphrastic")
 
 
 @command("augment", "lexsub", help="aligned triggers put back into their seed sentences (POS must match)")
@@ -58,17 +70,19 @@ def lexsub(files: LexsubFiles) -> None:
     augmented, seeds, bounds = _inputs(files)
     rows, counts = lexsub_examples(augmented, seeds, tagger, bounds)
     _write_examples(rows, {"filter": files.filter or "none", "pos_tagger": files.pos_tagger, **counts}, files.out,
-                    files.counts)
+                    files.counts, "lexsub")
 
 
 @command("augment", "graph", help="span-alignment instances between all members of each paraphrase chain")
 def graph(files: FilteredFiles) -> None:
     from spanaug.core.files import write_jsonl
-    from spanaug.downstream.augmenters import chain_members, graph_instances
+    from spanaug.downstream.augmenters import chain_members, empty_warnings
+    from spanaug.pipeline.aligner.training_data import graph_instances
 
     instances, counts = graph_instances(chain_members(*_inputs(files)))
     write_jsonl((i.as_json() for i in instances), files.out)
-    emit({"filter": files.filter or "none", **counts}, files.counts)
+    counts = {"filter": files.filter or "none", **counts}
+    emit({**counts, "warnings": empty_warnings("graph", counts)}, files.counts)
 
 
 @settings
@@ -84,4 +98,4 @@ def geca(files: GecaFiles, geca: GecaConfig) -> None:
     from spanaug.downstream.frameid.data import read_sentences
 
     rows, counts = geca_examples(read_sentences(files.train), geca)
-    _write_examples(rows, counts, files.out, files.counts)
+    _write_examples(rows, counts, files.out, files.counts, "geca")

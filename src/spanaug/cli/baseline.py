@@ -44,7 +44,7 @@ def fastalign(files: FastAlignFiles, fastalign: FastAlignSettings) -> None:
     from spanaug.pipeline.aligner.instances import read_instances
 
     insts = read_instances(files.instances)
-    links = fast_align(pairs_of(insts), _text_pairs(files.extra_text), fastalign)
+    links = fast_align(pairs_of(insts), _text_pairs(files.extra_text), fastalign, origin=files.instances)
     write_jsonl(span_predictions(insts, links), files.out)
     if files.links_out:
         write_links(links, files.links_out)

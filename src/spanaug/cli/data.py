@@ -29,9 +29,13 @@ class SeedFiles:
 @command("seeds", help="select the seed rows")
 def select_seeds(files: SeedFiles, seeds: SeedSettings) -> None:
     from spanaug.core import artifacts
+    from spanaug.core.errors import InputError
     from spanaug.pipeline.seeds import select_seeds
 
-    chosen, report = select_seeds(artifacts.read_table(files.sentences, artifacts.SENTENCES), seeds)
+    sentences = artifacts.read_table(files.sentences, artifacts.SENTENCES)
+    if not sentences.num_rows:
+        raise InputError(files.sentences, None, "holds no sentence to seed from")
+    chosen, report = select_seeds(sentences, seeds)
     artifacts.write_table(chosen, files.out, artifacts.SENTENCES)
     emit(report, files.report)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Literal
@@ -42,9 +43,12 @@ class TrainFiles:
     train: list[str] = setting(help="open-SESAME CoNLL or Parquet (sentences, augmented outputs or examples)")
     out: str = setting(help="the model directory")
     encoder: str = inherit(FrameIdSection, "encoder")
-    dev: str | None = setting(None, "dev sentences: the best epoch on them is kept")
+    dev: str | None = setting(None, "dev sentences for early stopping: the best epoch on them is kept "
+                                    "(default: --holdout-share of the training sentences)")
     glove: str | None = setting(None, "GloVe-format word vectors")
-    lexicon: str | None = inherit(FrameIdSection, "lexicon")
+    lexicon: str | None = inherit(FrameIdSection, "lexicon", help="lexicon JSON or FrameNet release: each span also "
+                                  "chooses among the frames its lemma can evoke (without it, only among the "
+                                  "frames its text or lemma had as a training trigger)")
 
 
 @command("frameid", "train", help="train the Frame ID model")
@@ -119,7 +123,7 @@ class PointFiles:
     fraction: float = setting(help="share of the training sentences", exclusiveMinimum=0, maximum=1)
     seed: int = setting(0, "the sample's and the training's seed")
     augmenter: Literal["none", "paraphrastic", "lexsub", "geca"] = setting("none", "whose examples are added")
-    dev: str | None = setting(None, "dev sentences: the best epoch on them is kept")
+    dev: str | None = setting(None, "dev sentences for early stopping (default: --holdout-share of the sample)")
     examples: str | None = setting(None, "the augmenter's EXAMPLES Parquet (paraphrastic, lexsub)")
     geca_window: int = inherit(GecaConfig, "window")
     encoder: str = inherit(FrameIdSection, "encoder")
@@ -127,6 +131,15 @@ class PointFiles:
     epochs: int = inherit(FrameIdTrainConfig, "epochs")
     batch_size: int = inherit(FrameIdTrainConfig, "batch_size")
     learning_rate: float = inherit(FrameIdTrainConfig, "learning_rate")
+    patience: int = inherit(FrameIdTrainConfig, "patience")
+    holdout_share: float = inherit(FrameIdTrainConfig, "holdout_share")
+    refit: bool = inherit(FrameIdTrainConfig, "refit")
+    threads: int = inherit(FrameIdTrainConfig, "threads")
+
+    def training(self) -> FrameIdTrainConfig:
+        """The training settings among these options (the seed is the point's)."""
+        names = {f.name for f in dataclasses.fields(FrameIdTrainConfig)}
+        return FrameIdTrainConfig(**{n: getattr(self, n) for n in names})
 
 
 @command("frameid", "point", help="one point of the augmenter comparison (Figure 8)")
@@ -136,8 +149,7 @@ def point(files: PointFiles, runtime: Runtime) -> None:
 
     examples = artifacts.read_table(files.examples, artifacts.EXAMPLES).to_pylist() if files.examples else None
     result = run_point(_sentences(files.train), _sentences([files.test]), files.fraction, files.seed, files.augmenter,
-                       files.encoder, FrameIdTrainConfig(epochs=files.epochs, batch_size=files.batch_size,
-                                                         learning_rate=files.learning_rate),
+                       files.encoder, files.training(),
                        examples=examples, dev=_sentences([files.dev]) if files.dev else None,
                        lexicon=_lexicon(files.lexicon), geca=GecaConfig(window=files.geca_window),
                        device=runtime.device)

@@ -64,3 +64,61 @@ def import_results(files: ImportFiles) -> None:
     from spanaug.evaluation.human_eval import import_judgments
 
     emit(import_judgments(files.results, files.key, files.out_dir), None)
+
+
+group("span-task", "the span-alignment annotation task (§4.1): export, simulated answers, import")
+
+
+@settings
+class SpanExportFiles:
+    augmented: str = setting(help="the augmented dataset")
+    seeds: str = setting(help="the run's seeds (the sources of iteration 1)")
+    out_task: str = setting(help="the task CSV for the crowd tool")
+    out_key: str = setting(help="output ids and the pipeline aligner's answers (CSV, not for annotators)")
+    span_items: int = inherit(HumanEvalSettings, "span_items")
+    seed: int = inherit(HumanEvalSettings, "seed")
+
+
+@command("human", "span-task", "export", help="outputs for annotators to mark the trigger's counterpart span in")
+def span_export(files: SpanExportFiles) -> None:
+    from spanaug.evaluation.span_task import export_span_task
+
+    counts = export_span_task(files.augmented, files.seeds, files.out_task, files.out_key, files.span_items, files.seed)
+    log.info("span-alignment task: %(items)d items of %(outputs)d outputs", counts)
+
+
+@settings
+class SpanSimulateFiles:
+    task: str = setting(help="the span task CSV")
+    key: str = setting(help="the span task key")
+    out: str = setting(help="simulated answers (CSV)")
+    raters: int = inherit(HumanEvalSettings, "raters")
+    seed: int = inherit(HumanEvalSettings, "seed")
+
+
+@command("human", "span-task", "simulate", help="simulated span answers (demo and tests only)")
+def span_simulate(files: SpanSimulateFiles) -> None:
+    from spanaug.evaluation.span_task import simulate_span_answers
+
+    n = simulate_span_answers(files.task, files.key, files.out, files.raters, files.seed)
+    log.warning("wrote %d SIMULATED span answers to %s (no person marked these spans)", n, files.out)
+
+
+@settings
+class SpanImportFiles:
+    results: str = setting(help="answers CSV: item_id, worker_id, target_start, target_end (both empty: no "
+                                "counterpart; inclusive 0-based paraphrase token indices)")
+    task: str = setting(help="the span task CSV")
+    key: str = setting(help="the span task key")
+    out: str = setting(help="span-alignment JSONL of the majority answers (for aligner.train.extra_instances)")
+    out_summary: str = setting(help="agreement and the aligner against the majority (JSON)")
+
+
+@command("human", "span-task", "import", help="agreement and span-alignment JSONL from annotators' answers")
+def span_import(files: SpanImportFiles) -> None:
+    from spanaug.evaluation.span_task import import_span_answers
+
+    summary = import_span_answers(files.results, files.task, files.key, files.out, files.out_summary)
+    log.info("%d instances from %d answered items; Krippendorff's alpha (tokens) %s, pairwise exact agreement %s",
+             summary["instances"], summary["items_answered"], summary["krippendorff_alpha_tokens"],
+             summary["pairwise_exact_agreement"])

@@ -6,14 +6,15 @@ import logging
 import sys
 
 from spanaug import cli
-from spanaug.cli import align, augment, baseline, config, data, evaluation, frameid, human, iterations, paraphraser
+from spanaug.cli import (align, augment, baseline, config, data, evaluation, export, frameid, human, iterations,
+                         paraphraser, report)
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
 from spanaug.core.errors import ConfigError, SpanaugError
 
 log = logging.getLogger("spanaug")
 
 #: The command modules, in the order ``spanaug --help`` lists them.
-MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, config)
+MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, report, export, config)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,9 +27,28 @@ def main(argv: list[str] | None = None) -> int:
     except SpanaugError as exc:
         message = settings_error(exc) if isinstance(exc, ConfigError) else str(exc)
         log.debug("traceback", exc_info=True)
-        print(f"spanaug: error: {message}", file=sys.stderr)
+        print(f"spanaug: error: {one_line(message)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 (the last resort: no traceback reaches a user, see -v)
+        # Readers turn bad input into SpanaugErrors where the file is known; what still arrives here
+        # is a file the OS refused, or a fault in a library or in spanaug itself.
+        log.debug("traceback", exc_info=True)
+        print(f"spanaug: error: {one_line(unexpected(args._command.path, exc))}", file=sys.stderr)
+        return 1
     return 0
+
+
+def unexpected(path: tuple[str, ...], exc: Exception) -> str:
+    """One line for an exception no reader converted: the file when the OS names one, else the
+    command and the exception, with the hint to rerun with -v."""
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return f"{' '.join(path)}: {type(exc).__name__}: {exc or '(no message)'} (rerun with -v for the traceback)"
+
+
+def one_line(message: str) -> str:
+    """An error message on one line (a library's message may span several)."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
 if __name__ == "__main__":

@@ -40,10 +40,13 @@ def json_value(text: str) -> Any:
     inline = text.lstrip().startswith(("{", "["))
     if not inline and not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is neither JSON nor a JSON file")
-    try:
-        return json.loads(text if inline else Path(text).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(f"malformed JSON in {text if not inline else 'the option'}: {exc}") from None
+    from spanaug.core.errors import SpanaugError
+    from spanaug.core.files import parse_json, read_text
+
+    try:  # strict JSON, and a file's errors name its line
+        return parse_json(text, "the option's JSON") if inline else parse_json(read_text(text), text)
+    except SpanaugError as exc:  # argparse turns this into its own one-line usage error
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _option_field(field: dataclasses.Field) -> dataclasses.Field:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from spanaug.core.errors import ArtifactError
 from spanaug.core.files import atomic_path
+from spanaug.core.validation import validate
 
 _STR = pa.string()
 _I32 = pa.int32()
@@ -169,15 +170,19 @@ def _check(schema: pa.Schema, actual: pa.Schema, path: Path | str) -> None:
             )
 
 
-def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema, path: Path | str) -> pa.Table:
-    """Return ``data`` as a table with exactly ``schema``'s columns, checked for types and nulls."""
+def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema, path: Path | str, offset: int = 0,
+            writing: bool = False) -> pa.Table:
+    """Return ``data`` as a table with exactly ``schema``'s columns, checked for types, nulls and
+    meaning (:mod:`spanaug.core.validation`); ``offset`` is its first row's number in the file."""
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     _check(schema, table.schema, path)
     table = table.select(schema.names)
     for field in schema:
         if not field.nullable and table.column(field.name).null_count:
             raise ArtifactError(f"{path}: column {field.name!r} holds nulls but is required")
-    return table.cast(schema)
+    table = table.cast(schema)
+    validate(table, path, offset, writing)
+    return table
 
 
 def records_to_table(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -200,7 +205,7 @@ class ArtifactWriter:
             if not data:
                 return
             data = records_to_table(data, self.schema)
-        table = conform(data, self.schema, self.path)
+        table = conform(data, self.schema, self.path, self.rows, writing=True)
         if table.num_rows:
             self._writer.write_table(table)
             self.rows += table.num_rows
@@ -210,7 +215,8 @@ class ArtifactWriter:
 def open_writer(path: Path | str, schema: pa.Schema) -> Iterator[ArtifactWriter]:
     """Stream batches into ``path``; the file appears (whole) only when the block succeeds."""
     with atomic_path(path, ".parquet") as tmp:
-        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        # Page checksums let a reader tell a file corrupted mid-way from one that holds odd values.
+        writer = pq.ParquetWriter(tmp, schema, compression="zstd", write_page_checksum=True)
         try:
             yield ArtifactWriter(writer, schema, Path(path))
         finally:
@@ -227,19 +233,32 @@ def write_table(
     return writer.rows
 
 
+#: What pyarrow raises on a file that is not Parquet, or is damaged anywhere in it (a footer, a page
+#: that fails to decompress or whose checksum differs); the message never names the file.
+_UNREADABLE = (pa.ArrowException, OSError, ValueError)
+
+
+def _unreadable(path: Path | str, exc: Exception) -> ArtifactError:
+    if isinstance(exc, FileNotFoundError):
+        return ArtifactError(f"{path}: no such artifact")
+    return ArtifactError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})")
+
+
 def read_schema(path: Path | str) -> pa.Schema:
     try:
         return pq.read_schema(path)
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: no such artifact") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable Parquet file ({exc})") from exc
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
 
 
 def read_table(path: Path | str, schema: pa.Schema) -> pa.Table:
     """Read a whole artifact, checked against ``schema``."""
     _check(schema, read_schema(path), path)
-    return conform(pq.read_table(path, columns=schema.names), schema, path)
+    try:
+        table = pq.read_table(path, columns=schema.names, page_checksum_verification=True)
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
+    return conform(table, schema, path)
 
 
 def iter_batches(
@@ -247,9 +266,22 @@ def iter_batches(
 ) -> Iterator[pa.Table]:
     """Stream an artifact in checked chunks, so large inputs are never held whole."""
     _check(schema, read_schema(path), path)
-    parquet = pq.ParquetFile(path)
-    for batch in parquet.iter_batches(batch_size=batch_size, columns=schema.names):
-        yield conform(batch, schema, path)
+    offset = 0
+    try:
+        batches = pq.ParquetFile(path, page_checksum_verification=True).iter_batches(
+            batch_size=batch_size, columns=schema.names)
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
+    while True:
+        try:
+            batch = next(batches, None)
+        except _UNREADABLE as exc:  # a damaged page deep in the file fails only when it is reached
+            raise _unreadable(path, exc) from None
+        if batch is None:
+            return
+        table = conform(batch, schema, path, offset)
+        offset += table.num_rows
+        yield table
 
 
 def iter_records(

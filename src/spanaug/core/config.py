@@ -45,9 +45,16 @@ def inherit(cls: type, name: str, **changes: Any) -> Any:
 
 
 class Settings:
-    """Base of every settings dataclass: values are checked against the generated schema when made."""
+    """Base of every settings dataclass: values are checked against the generated schema when made; a
+    nested section given as a mapping (an option holding JSON, such as ``--cross``) becomes its dataclass."""
 
     def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for field in dataclasses.fields(self):
+            tp, value = hints[field.name], getattr(self, field.name)
+            section = next((a for a in typing.get_args(tp) or [tp] if dataclasses.is_dataclass(a)), None)
+            if isinstance(value, dict) and section is not None:
+                setattr(self, field.name, _build(section, value))
         check(self)
 
 
@@ -200,6 +207,7 @@ class AlignerConfig(Settings):
     max_length: int = setting(512, "encoder input limit in word pieces", minimum=8)
     threshold: float = setting(0.0, "aligner score under which a span has no alignment (tuned on dev data)",
                                minimum=0, maximum=1)
+    threshold_source: str = setting("untuned", "how the threshold was set (dev, held-out pairs or untuned)")
     encoder_dim: int = setting(0, "the encoder's hidden size (set when the aligner is built)", minimum=0)
 
 
@@ -213,6 +221,68 @@ class AlignerTrainSettings(Settings):
     encoder_learning_rate: float = setting(2e-5, "learning rate of the tuned encoder layers (finetune_layers)",
                                            exclusiveMinimum=0)
     seed: int = setting(0, "training seed")
+    threshold_holdout: float = setting(0.1, "without dev data, this share of the training pairs is held out to tune "
+                                            "the null threshold (0: never null)", minimum=0, exclusiveMaximum=1)
+    refit_after_holdout: bool = setting(False, "then train again on all pairs, keeping the threshold")
+
+
+@settings
+class CrossAlignerConfig(Settings):
+    """The cross-encoder span aligner (``aligner.kind: cross``), saved with a trained one (``config.json``)."""
+
+    kind: Literal["cross"] = setting("cross", "the aligner kind (tells a saved model directory's kind)")
+    encoder: str = inherit(AlignerConfig, "encoder", help="the encoder tuned with the span head ('minilm': offline)")
+    k: int = inherit(AlignerConfig, "k")
+    max_length: int = inherit(AlignerConfig, "max_length")
+    markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens around the span", minItems=2, maxItems=2)
+    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="tokens initialising the markers")
+    pooling: Literal["first", "mean"] = setting("first", "a word's vector: its first piece's, or its pieces' mean")
+    loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against normalised 2^-distance labels; hard")
+    tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all, end to end)", minimum=0)
+    head_dim: int = setting(256, "units of the span head", minimum=1)
+    threshold: float = setting(0.5, "null when the null option's probability reaches this (tuned)", minimum=0)
+    threshold_source: str = inherit(AlignerConfig, "threshold_source")
+    temperature: float = setting(1.0, "softmax temperature of the scores (fitted on held-out data)", exclusiveMinimum=0)
+    temperature_source: str = setting("untuned", "how the temperature was set")
+    encoder_dim: int = inherit(AlignerConfig, "encoder_dim")
+
+
+@settings
+class CrossTrainSettings(Settings):
+    """How the cross aligner is trained."""
+
+    epochs: int = setting(5, "training epochs (the best on the held-out pairs is kept)", minimum=1)
+    batch_size: int = setting(16, "training instances per step", minimum=1)
+    learning_rate: float = setting(5e-5, "learning rate of the encoder's tuned parameters", exclusiveMinimum=0)
+    head_learning_rate: float = setting(1e-3, "learning rate of the span head", exclusiveMinimum=0)
+    warmup: float = setting(0.1, "share of the steps warming up linearly (then linear decay)", minimum=0, maximum=1)
+    weight_decay: float = setting(0.01, "AdamW weight decay", minimum=0)
+    max_grad_norm: float = setting(1.0, "gradient clipping norm", exclusiveMinimum=0)
+    seed: int = setting(0, "training seed")
+    threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout")
+    select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
+    tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
+    calibrate: bool = setting(True, "fit the softmax temperature on the held-out data (least NLL)")
+    max_minutes: float | None = setting(None, "stop after this many minutes (null: no limit)", exclusiveMinimum=0)
+    prefix_cache_dir: str | None = setting(None, "tune_layers N: keep the frozen layers' outputs here (null: no)")
+    pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic) first", minimum=1)
+
+
+@settings
+class CrossTrainSection(CrossTrainSettings):
+    """Config section ``aligner.train.cross``: training and architecture of the cross aligner."""
+
+    pooling: Literal["first", "mean"] = inherit(CrossAlignerConfig, "pooling")
+    loss: Literal["soft", "hard"] = inherit(CrossAlignerConfig, "loss")
+    tune_layers: int | None = inherit(CrossAlignerConfig, "tune_layers")
+    head_dim: int = inherit(CrossAlignerConfig, "head_dim")
+
+    def architecture(self, encoder: str, k: int) -> CrossAlignerConfig:
+        return CrossAlignerConfig(encoder=encoder, k=k, pooling=self.pooling, loss=self.loss,
+                                  tune_layers=self.tune_layers, head_dim=self.head_dim)
+
+    def training(self) -> CrossTrainSettings:
+        return CrossTrainSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CrossTrainSettings)})
 
 
 @settings
@@ -230,6 +300,7 @@ class AlignerTrainSection(AlignerTrainSettings):
     k: int = inherit(AlignerConfig, "k")
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
+    cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training")
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""
@@ -249,15 +320,42 @@ class AblationSettings(Settings):
     extra_reversed: bool = setting(False, "add a row trained with reversed instances too")
 
 
+#: Rows of ``spanaug align systems`` (evaluation.aligner_systems.SYSTEMS says how each is trained).
+ALIGNER_SYSTEMS = ("paper", "paper-untuned", "paper-holdout", "paper-holdout-refit", "paper+phrases", "paper+reversed",
+                   "cross", "cross-holdout", "cross+phrases", "cross+reversed", "cross+chains", "cross+synthetic",
+                   "cross+phrases+reversed", "cross+all")
+
+
+@settings
+class AlignerSystemsSettings(Settings):
+    """Aligner kinds and data sources on one held-out split (``aligner.systems``; ``spanaug align systems``)."""
+
+    data: str | None = setting(None, "span-alignment JSONL, split by pair (null: as aligner.evaluation.data)")
+    rows: list[Literal[ALIGNER_SYSTEMS]] = setting(factory=lambda: ["paper", "paper-holdout", "cross"],
+                                                   help="systems to train and test", minItems=1, uniqueItems=True)
+    gold_pairs: str | None = setting(None, "the instances' word-aligned pairs (Edinburgh++ JSON): phrases, chains rows")
+    synthetic: str | None = setting(None, "pre-training instances (spanaug align synthetic): the synthetic rows")
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split and training seed")
+    phrase_max_len: int = setting(4, "phrases rows: longest source phrase", minimum=1)
+    phrase_max_per_pair: int | None = setting(None, "phrases rows: a seeded sample of N per pair", minimum=1)
+    phrase_keep_identical: bool = setting(False, "phrases rows: keep phrases copied unchanged")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+
 @settings
 class AlignerSection(Settings):
     """Config section ``aligner``."""
 
-    model: str | None = setting(None, "a trained aligner directory (null: train one with aligner.train)")
+    model: str | None = setting(None, "a trained aligner directory, of either kind (null: train one with "
+                                      "aligner.train)")
+    kind: Literal["paper", "cross"] = setting("paper", "paper: frozen encoder + span scorer (§4.1); cross: the "
+                                                       "fine-tuned cross-encoder span extractor (aligner.train.cross)")
     encoder: str = inherit(AlignerConfig, "encoder")
     train: AlignerTrainSection | None = setting(factory=AlignerTrainSection,
                                                 help="training data and settings (null: use aligner.model)")
     evaluation: AblationSettings | None = setting(None, "held-out ablations (null: off)")
+    systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
 
 
@@ -339,6 +437,10 @@ class HumanEvalSettings(Settings):
     results: str | None = setting(None, "crowd results CSV: item_id, worker_id, candidate_N_score (0-100)")
     simulate: bool = setting(False, "simulated annotators when no results exist (demo and tests only)")
     raters: int = setting(3, "simulated raters per item", minimum=2)
+    span_items: int = setting(100, "items of the span-alignment task (§4.1): outputs whose counterpart span "
+                                   "annotators mark", minimum=1)
+    span_results: str | None = setting(None, "span-alignment answers CSV: item_id, worker_id, target_start, "
+                                             "target_end (empty: no counterpart)")
 
 
 # ---------------------------------------------------------------- augmenters and Frame ID
@@ -388,10 +490,22 @@ class AugmentersSection(Settings):
 class FrameIdTrainConfig(Settings):
     """Training the Frame ID model (``spanaug frameid train``)."""
 
-    epochs: int = setting(10, "training epochs (the best on dev is kept)", minimum=1)
+    # Defaults measured on the shared FrameNet 1.7 split (README, Frame ID): with early stopping on a
+    # held-out share and a refit, the model trained with only the required options beats the lexicon
+    # baseline; 10 fixed epochs without dev kept the last (overfitted) epoch.
+    epochs: int = setting(30, "most training epochs (early stopping on dev may end sooner)", minimum=1)
     batch_size: int = setting(16, "sentences per step", minimum=1)
     learning_rate: float = setting(1e-3, "Adam learning rate", exclusiveMinimum=0)
-    seed: int = setting(0, "training seed")
+    patience: int = setting(5, "stop after this many epochs without a better dev F1 (0: never stop early); "
+                               "the best epoch's weights are kept", minimum=0)
+    holdout_share: float = setting(0.15, "without a dev set: share of the full-text training sentences held out "
+                                         "as dev (drawn by the seed); 0: every epoch is trained and the last kept",
+                                   minimum=0, exclusiveMaximum=1)
+    refit: bool = setting(True, "after early stopping on a held-out share, train again on all the training "
+                                "sentences for the best epoch's number of epochs")
+    threads: int = setting(1, "CPU threads while training (0: torch's default); the small LSTMs gain nothing "
+                              "from more, and extra threads slow down badly on a busy machine", minimum=0)
+    seed: int = setting(0, "weights, batch order and the held-out share")
 
 
 @settings
@@ -412,6 +526,7 @@ class FrameIdSection(SplitSettings):
     epochs: int = inherit(FrameIdTrainConfig, "epochs")
     batch_size: int = inherit(FrameIdTrainConfig, "batch_size")
     learning_rate: float = inherit(FrameIdTrainConfig, "learning_rate")
+    patience: int = inherit(FrameIdTrainConfig, "patience")
     train: str | None = setting(None, "CoNLL/Parquet pool of training sentences (null: split the imported corpus)")
     dev: str | None = setting(None, "dev sentences (CoNLL/Parquet): the best epoch on them is kept")
     test: str | None = setting(None, "the fixed test split (null: from the same split)")
@@ -436,6 +551,16 @@ class StatsConfig(Settings):
     lexicon: str | None = setting(None, "lexicon JSON or FrameNet release for from-scratch LU precision/recall")
     pos_tagger: str | None = setting(None, "'lexicon' or 'spacy:<model>' for POS diversity (null: skipped)")
     pos_sample: int = setting(5000, "aligned outputs tagged for POS diversity", minimum=1)
+
+
+@settings
+class ReportSettings(Settings):
+    """The HTML report's own pages (config: ``report``)."""
+
+    chains: int = setting(12, "seeds shown with their paraphrase chains on the example-chains page", minimum=1)
+    seed: int = setting(0, "sampling seed of the example chains")
+    max_rows: int = setting(200, "rows shown per table page (the raw file, linked from the page, has them all)",
+                            minimum=1)
 
 
 @settings
@@ -481,6 +606,8 @@ class RunConfig(Settings):
     augmenters: AugmentersSection | None = setting(None, "augmenters for the Frame ID comparison (null: off)")
     frameid: FrameIdSection | None = setting(None, "the Figure 8 experiment (null: off)")
     stats: StatsConfig = setting(factory=StatsConfig, help="intrinsic statistics")
+    report: ReportSettings = setting(factory=ReportSettings, help="the HTML report's tables, example chains and "
+                                                                  "warnings")
     resources: ResourcesSection = setting(factory=ResourcesSection, help="what jobs ask the scheduler for")
 
 

@@ -159,16 +159,120 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: Path | str) -> int:
     return n
 
 
+def read_csv(path: Path | str, required: Sequence[str] = ()) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) of a UTF-8 CSV with a header (a byte-order mark, as spreadsheets write,
+    is dropped); the header must name ``required``, and every row must have the header's fields."""
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise InputError(path, None, f"empty file (expected a CSV header with {', '.join(required) or 'columns'})")
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(path, 1, f"the header lacks column(s) {missing} (found {header})")
+        rows = []
+        for row in reader:
+            if None in row or None in row.values():
+                raise InputError(path, reader.line_num, f"the row's fields do not match the {len(header)} of the header")
+            rows.append((reader.line_num, row))
+        return rows
+    except csv.Error as exc:
+        raise InputError(path, reader.line_num, f"malformed CSV ({exc})") from None
+
+
+def os_error(path: Path | str, exc: OSError) -> InputError:
+    """An input that cannot be opened, as an error naming it."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError(path, None, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(path, None, "is a directory (expected a file)")
+    if isinstance(exc, PermissionError):
+        return InputError(path, None, "permission denied")
+    return InputError(path, None, f"cannot be read ({exc.strerror or exc})")
+
+
+def _decode(path: Path | str, data: bytes, lineno: int | None, start: int = 0) -> str:
+    """``data`` as UTF-8; an error names the line (``lineno``, or counted in ``data``) and the byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = lineno if lineno is not None else data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise InputError(path, line, f"not UTF-8 text (byte {data[exc.start]:#04x} at column {column + 1}); "
+                                     "expected a UTF-8 text file") from None
+
+
+def iter_lines(path: Path | str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its line break) of a UTF-8 text file, read as bytes and decoded line
+    by line so that a file in another encoding (or a binary file) is an error naming the line. A
+    byte-order mark at the start is dropped (spreadsheet tools write one)."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise os_error(path, exc) from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(handle, start=1):
+                line = _decode(path, raw, lineno)
+                if lineno == 1:
+                    line = line.removeprefix("\ufeff")
+                yield lineno, line.rstrip("\r\n")
+        except OSError as exc:
+            raise InputError(path, lineno + 1, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def read_text(path: Path | str) -> str:
+    """A whole UTF-8 text file (a leading byte-order mark dropped); errors name the file and line."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise os_error(path, exc) from None
+    return _decode(path, data, None).removeprefix("\ufeff")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str, path: Path | str, lineno: int | None = None) -> Any:
+    """Strict JSON (no NaN or Infinity), its strings valid Unicode; errors name the file and line."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno if lineno is None else lineno, f"invalid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # NaN, an integer of thousands of digits, deep nesting
+        raise InputError(path, lineno, f"invalid JSON ({type(exc).__name__}: {exc})") from None
+    # json accepts escapes of lone UTF-16 surrogates ("\ud800"), which are no characters: Arrow and
+    # every writer would fail on them later, far from this file.
+    if "\\u" in text and _has_lone_surrogate(value):
+        raise InputError(path, lineno, "a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is no "
+                                       "character (expected valid Unicode text)")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def read_json(path: Path | str) -> Any:
+    """A whole JSON document (a lexicon, a list of aligned pairs); errors name the file and line."""
+    return parse_json(read_text(path), path)
+
+
 def iter_jsonl(path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a line that is not a JSON object is an error naming it."""
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, lineno, f"invalid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise InputError(path, lineno, "each line must be a JSON object")
-            yield lineno, rec
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        rec = parse_json(line, path, lineno)
+        if not isinstance(rec, dict):
+            raise InputError(path, lineno, f"each line must be a JSON object, not {type(rec).__name__}")
+        yield lineno, rec

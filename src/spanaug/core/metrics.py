@@ -1,4 +1,5 @@
-"""Precision, recall and F1 (one formula for every metric of the project) and the seed paper's span metrics."""
+"""Precision, recall and F1 (one formula for every metric of the project), the seed paper's span metrics,
+and the calibration of an aligner's scores (expected calibration error)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,31 @@ def span_metrics(gold: Sequence[tuple[int, int] | None], pred: Sequence[tuple[in
     exact_p, exact_r, exact_f1 = prf(exact_hits, n_pred, n_gold)
     return {"soft_p": soft_p, "soft_r": soft_r, "soft_f1": soft_f1,
             "exact_p": exact_p, "exact_r": exact_r, "exact_f1": exact_f1, "n": len(gold)}
+
+
+def expected_calibration_error(scores: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
+    """ECE: the bin-size-weighted mean |accuracy - mean score| over ``bins`` equal-width score bins."""
+    if len(scores) != len(correct):
+        raise ValueError("scores and correct differ in length")
+    if not scores:
+        return 0.0
+    totals = [[0, 0.0, 0.0] for _ in range(bins)]  # count, score sum, correct sum
+    for s, c in zip(scores, correct):
+        b = min(bins - 1, max(0, int(s * bins)))
+        totals[b][0] += 1
+        totals[b][1] += s
+        totals[b][2] += float(c)
+    return sum(n / len(scores) * abs(c / n - s / n) for n, s, c in totals if n)
+
+
+def prediction_metrics(gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]],
+                       bins: int = 10) -> dict[str, float]:
+    """``span_metrics`` plus the ECE of the score against exact correctness (over non-null
+    predictions) and the shares of null predictions and of null gold spans."""
+    preds = [p for p, _ in scored]
+    m: dict[str, float] = span_metrics(gold, preds)
+    answered = [(s, g is not None and tuple(g) == tuple(p)) for g, (p, s) in zip(gold, scored) if p is not None]
+    m["ece"] = expected_calibration_error([s for s, _ in answered], [c for _, c in answered], bins)
+    m["pred_null_share"] = sum(p is None for p in preds) / len(preds) if preds else 0.0
+    m["gold_null_share"] = sum(g is None for g in gold) / len(gold) if gold else 0.0
+    return m

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spanaug.core.errors import ConfigError
+from spanaug.core.errors import ConfigError, InputError, SpanaugError
 from spanaug.core.files import apply_umask, temporary_beside
 
 #: The file a head's config is saved to (huggingface_hub's name).
@@ -41,5 +41,10 @@ def load_head(cls: Any, path: Path | str, device: Any, what: str) -> Any:
     if not (Path(path) / CONFIG_FILE).is_file():
         raise ConfigError(f"{path}: not a trained {what} (no {CONFIG_FILE})")
     # The mixin prints where it loads from on standard output, where commands write their results.
-    with contextlib.redirect_stdout(io.StringIO()):
-        return cls.from_pretrained(str(path), map_location=str(device), strict=True)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return cls.from_pretrained(str(path), map_location=str(device), strict=True)
+    except SpanaugError as exc:  # a config.json whose settings are out of bounds
+        raise InputError(Path(path) / CONFIG_FILE, None, str(exc)) from exc
+    except Exception as exc:  # a damaged config.json or weights file, in whatever library reads it
+        raise InputError(path, None, f"not a loadable {what} ({type(exc).__name__}: {exc})") from exc

@@ -8,7 +8,6 @@ split. Points are independent jobs; ``curves`` averages them over seeds.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import random
@@ -20,19 +19,20 @@ from typing import Any
 from spanaug.core import files, plotting
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.downstream.augmenters import AUGMENTERS, GecaConfig, geca_examples
+from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import Sentence, examples_to_sentences, sentence_key
 from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
 
 log = logging.getLogger(__name__)
 
-BASELINE = "none"
-
 
 def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> list[Sentence]:
     """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must be in (0, 1], got {fraction}")
+    if not pool:
+        raise ConfigError("train: the pool holds no training sentence to sample from")
     k = max(1, round(fraction * len(pool)))
     order = sorted(range(len(pool)), key=lambda i: sentence_key(pool[i].tokens))  # independent of input order
     return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]
@@ -61,7 +61,11 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
               encoder: str, tcfg: FrameIdTrainConfig, examples: Sequence[Mapping[str, Any]] | None = None,
               dev: Sequence[Sentence] | None = None, lexicon: dict[str, set[str]] | None = None,
               geca: GecaConfig | None = None, device: str | None = "auto") -> dict[str, Any]:
-    """Train on a sample (plus the augmenter's examples of it) and score on ``test``."""
+    """Train on a sample (plus the augmenter's examples of it) and score on ``test``.
+
+    Without ``dev``, train_frameid holds out a share of the sampled (full-text) sentences for early
+    stopping, as ``frameid train`` does; their augmenter examples stay in training.
+    """
     sample = sample_sentences(pool, fraction, seed)
     extra = examples_for(sample, augmenter, examples, geca)
     model, summary = train_frameid(sample + extra, encoder, dataclasses.replace(tcfg, seed=seed), dev=dev,
@@ -70,19 +74,31 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
     log.info("point %s %.0f%% seed %d: %d sentences + %d examples: F1 %.3f", augmenter, 100 * fraction, seed,
              len(sample), len(extra), scores["f1"])
     return {"augmenter": augmenter, "fraction": fraction, "seed": seed, "train_sentences": len(sample),
-            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"]}
+            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"],
+            "best_epoch": summary["best_epoch"], "dev": summary["dev"]["source"], "refit": summary["refit"] is not None}
 
 
 def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
+    """Point results (``frameid point``), each checked: a JSON object with the augmenter (a name),
+    the fraction (in (0, 1]), the seed (an integer) and F1 (in [0, 1])."""
     points = []
     for path in paths:
-        try:
-            point = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(path, None, f"not a point result: {exc}") from None
+        point = files.read_json(path)
+        if not isinstance(point, dict):
+            raise InputError(path, None, "not a point result (expected a JSON object)")
         missing = {"augmenter", "fraction", "seed", "f1"} - set(point)
         if missing:
             raise InputError(path, None, f"point result lacks {sorted(missing)}")
+        number = {k: isinstance(point[k], (int, float)) and not isinstance(point[k], bool) for k in ("fraction", "f1")}
+        if not (isinstance(point["augmenter"], str) and point["augmenter"].strip()
+                and number["fraction"] and 0 < point["fraction"] <= 1 and number["f1"] and 0 <= point["f1"] <= 1
+                and isinstance(point["seed"], int) and not isinstance(point["seed"], bool)):
+            raise InputError(path, None, "point result with augmenter {augmenter!r}, fraction {fraction!r}, seed "
+                                         "{seed!r}, f1 {f1!r} (expected a name, a number in (0, 1], an integer and "
+                                         "a number in [0, 1])".format(**point))
+        for key in ("train_sentences", "augmented_examples"):
+            if not isinstance(point.get(key, 0), (int, float)) or isinstance(point.get(key, 0), bool):
+                raise InputError(path, None, f"{key} is {point[key]!r} (expected a number)")
         points.append(point)
     return points
 
@@ -110,11 +126,17 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
     by_augmenter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_augmenter[row["augmenter"]].append(row)
+    same = same_as_baseline(rows)
     for augmenter, group in by_augmenter.items():
         group = sorted(group, key=lambda r: r["fraction"])
+        label = "no augmentation" if augmenter == BASELINE else augmenter
+        style: dict[str, Any] = {"marker": "o"}
+        if augmenter in same:
+            # Drawn on top of 'none': say so, and keep the line under it visible.
+            label += f" (= no augmentation{': 0 examples' if same[augmenter] else ''})"
+            style = {"marker": "o", "linestyle": "--", "markerfacecolor": "none", "markersize": 9}
         ax.errorbar([100 * r["fraction"] for r in group], [r["f1_mean"] for r in group],
-                    yerr=[r["f1_std"] for r in group], marker="o", capsize=3,
-                    label="no augmentation" if augmenter == BASELINE else augmenter)
+                    yerr=[r["f1_std"] for r in group], capsize=3, label=label, **style)
     ax.set_xlabel("training sentences sampled (%)")
     ax.set_ylabel("Frame ID F1 (test)")
     ax.legend()

@@ -18,11 +18,11 @@ from typing import Any
 import pyarrow as pa
 
 from spanaug.core.config import GecaConfig
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
-from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.constraints import head_positions, lu_upos
 
 log = logging.getLogger(__name__)
@@ -183,25 +183,26 @@ def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, flo
     return chains
 
 
-def graph_instances(chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]],
-                    ) -> tuple[list[Instance], dict[str, int]]:
-    """Span-alignment instances between every two members of each chain (Chen et al.'s graph view).
-
-    Adjacent members were aligned by the aligner itself ('direct', and their 'reversed' pairs);
-    members two or more steps apart are aligned by composing those alignments ('composed').
-    """
-    out: list[Instance] = []
-    counts = {"chains": 0, "direct": 0, "reversed": 0, "composed": 0}
-    for seed_id, members in chains.items():
-        if len(members) < 2:
-            continue
-        counts["chains"] += 1
-        for i, (src, src_span) in enumerate(members):
-            for j, (tgt, tgt_span) in enumerate(members):
-                if i == j or src == tgt:
-                    continue
-                kind = "direct" if j == i + 1 else "reversed" if j == i - 1 else "composed"
-                counts[kind] += 1
-                out.append(Instance(f"graph:{seed_id}:{i}>{j}", src, tgt, src_span, tgt_span))
-    counts["instances"] = len(out)
-    return out, counts
+def empty_warnings(augmenter: str, counts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``warnings`` of an augmenter's counts (see :mod:`spanaug.core.degraded`): an augmenter that
+    made nothing, and why, so the Frame ID comparison does not silently train on no extra data."""
+    warnings: list[dict[str, Any]] = []
+    flt = counts.get("filter", "none")
+    where = f"under filter {flt!r}" if flt != "none" else "among the aligned outputs"
+    if augmenter == "graph":
+        if not counts.get("instances"):
+            warn(warnings, "empty", f"chain graph: 0 span-alignment instances ({counts.get('chains', 0)} chains "
+                                    f"{where}): a self-training round gets no extra instances", log)
+        return warnings
+    if counts.get("examples"):
+        return warnings
+    if augmenter == "paraphrastic":
+        why = f"no output {where}"
+    elif augmenter == "lexsub":
+        why = (f"{counts.get('candidates', 0)} candidates {where}: {counts.get('same_as_seed', 0)} same as the seed, "
+               f"{counts.get('pos_mismatch', 0)} with another POS, {counts.get('duplicates', 0)} duplicates")
+    else:
+        why = (f"{counts.get('fragment_pairs', 0)} fragment pairs share an environment "
+               f"({counts.get('fragments', 0)} fragments, {counts.get('environments', 0)} environments)")
+    warn(warnings, "empty", f"augmenter {augmenter}: 0 examples ({why}): its Frame ID curve can only equal 'none'", log)
+    return warnings

@@ -17,6 +17,7 @@ import torch
 
 from spanaug.core import files, plotting
 from spanaug.core.config import AblationSettings, AlignerConfig, AlignerTrainSettings
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
@@ -161,7 +162,8 @@ def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg:
     files.write_csv(rows, out_dir / "ablation.csv")
     files.write_csv(memo_rows, out_dir / "memorisation.csv")
     summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
-                               "encoder": base_cfg.encoder, "epochs": cfg.epochs, "seed": cfg.seed, "table": rows}
+                               "encoder": base_cfg.encoder, "epochs": cfg.epochs, "seed": cfg.seed, "table": rows,
+                               "warnings": below_baseline(rows)}
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
@@ -171,6 +173,21 @@ def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg:
     plot_ablation(rows, out_dir / "ablation.png")
     files.write_json(summary, out_dir / "summary.json")
     return summary
+
+
+def below_baseline(rows: Sequence[dict[str, Any]], metric: str = "soft_f1") -> list[dict[str, Any]]:
+    """Warnings for the full model's rows (soft BCE on every feature, as the pipeline trains it, and
+    its extensions) that score below the untrained cosine baseline (the first row): training did
+    not help, so the pipeline's aligner is likely no better than cosine matching. The partial
+    feature sets are ablations, expected to be weaker, and are not flagged."""
+    warnings: list[dict[str, Any]] = []
+    baseline = rows[0][metric]
+    worse = [r for r in rows[1:] if "SBCE" in r["system"] and r[metric] is not None and baseline is not None
+             and r[metric] < baseline]
+    for row in worse:
+        warn(warnings, "degraded", f"{row['system']}: held-out {metric.replace('_', ' ')} {row[metric]:.3f} is below the "
+                                   f"untrained cosine baseline's {baseline:.3f} ({rows[0]['n']} test instances)", log)
+    return warnings
 
 
 def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span aligner ablations (held-out test)") -> None:

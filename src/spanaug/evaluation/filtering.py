@@ -9,8 +9,8 @@ acceptances), the R-classifier the negative class.
 
 from __future__ import annotations
 
-import csv
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from torch import nn
 
 from spanaug.core import artifacts, files
 from spanaug.core.config import ClassifierSettings
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.metrics import prf
 from spanaug.core.splits import assign_parts
@@ -43,21 +44,38 @@ DEFAULT_FILTERS: dict[str, dict[str, float]] = {
 }
 
 
-def check_filters(filters: Mapping[str, Mapping[str, float]]) -> None:
+def check_filters(filters: Any) -> dict[str, dict[str, float]]:
+    """The filters with their bounds checked (names, types) and unset (null) bounds left out.
+
+    A bound of the wrong type would fail deep in Arrow, and a null one would fail every row."""
+    if not isinstance(filters, Mapping):
+        raise ConfigError(f"filters: expected an object of filter name -> bounds, not {type(filters).__name__}")
+    out = {}
     for name, bounds in filters.items():
+        if not isinstance(bounds, Mapping):
+            raise ConfigError(f"filters: filter {name!r}: expected an object of bounds, not {type(bounds).__name__}")
         unknown = set(bounds) - set(BOUNDS)
+        bounds = {k: v for k, v in bounds.items() if v is not None}
         if unknown or not bounds:
-            raise ConfigError(f"filter {name!r}: bounds must be a non-empty subset of {BOUNDS}, got {sorted(bounds)}")
+            raise ConfigError(f"filters: filter {name!r}: bounds must be a non-empty subset of {BOUNDS}, got "
+                              f"{sorted(bounds) if not unknown else sorted(unknown)}")
+        for key, value in bounds.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not number or (key == "max_iteration" and not isinstance(value, int)):
+                kind = "an integer" if key == "max_iteration" else "a finite number"
+                raise ConfigError(f"filters: filter {name!r}: {key} is {value!r} (expected {kind})")
+        out[name] = bounds
+    return out
 
 
 def heuristic_mask(table: pa.Table, bounds: Mapping[str, float]) -> pa.ChunkedArray:
-    """Which rows pass every bound (a missing score fails a bound on it)."""
+    """Which rows pass every bound (a missing score fails a bound on it; a null bound is no bound)."""
     mask = pa.chunked_array([pa.array([True] * table.num_rows)])
-    if "max_iteration" in bounds:
+    if bounds.get("max_iteration") is not None:
         mask = pc.and_(mask, pc.less_equal(table.column("iteration"), bounds["max_iteration"]))
-    if "max_paraphrase_score" in bounds:
+    if bounds.get("max_paraphrase_score") is not None:
         mask = pc.and_(mask, pc.less_equal(table.column("paraphrase_score"), bounds["max_paraphrase_score"]))
-    if "min_aligner_score" in bounds:
+    if bounds.get("min_aligner_score") is not None:
         mask = pc.and_(mask, pc.greater_equal(table.column("aligner_score"), bounds["min_aligner_score"]))
     aligned = table.column("aligned_start").is_valid()
     return pc.fill_null(pc.and_(mask, aligned), False)
@@ -76,17 +94,28 @@ def read_judgments(path: Path | str) -> dict[str, int]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        rows = list(enumerate(pq.read_table(path).to_pylist(), start=1))
+        names = artifacts.read_schema(path).names
+        missing = [c for c in ("output_id", "score") if c not in names]
+        if missing:
+            raise InputError(path, None, f"no column(s) {missing} (expected output_id and score)")
+        try:
+            table = pq.read_table(path, columns=["output_id", "score"])
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        rows = [(f"row {n}", row) for n, row in enumerate(table.to_pylist())]
     else:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(enumerate(csv.DictReader(handle), start=2))
+        rows = files.read_csv(path, ("output_id", "score"))
     scores: dict[str, list[float]] = {}
     for line, row in rows:
+        output_id, raw = row["output_id"], row["score"]
         try:
-            output_id, score = str(row["output_id"]), float(row["score"])
-        except (KeyError, TypeError, ValueError):
-            raise InputError(path, line, "expected columns 'output_id' and a numeric 'score'") from None
-        if not 0 <= score <= 100:
+            if isinstance(raw, bool) or not isinstance(output_id, (str, int)) or isinstance(output_id, bool):
+                raise TypeError
+            output_id, score = str(output_id), float(raw)
+        except (TypeError, ValueError):
+            raise InputError(path, line, f"output_id {output_id!r} with score {raw!r} (expected an id and a "
+                                         "number)") from None
+        if not 0 <= score <= 100:  # NaN fails this too
             raise InputError(path, line, f"score {score} outside 0-100")
         scores.setdefault(output_id, []).append(score)
     if not scores:
@@ -149,8 +178,7 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
                  filters: Mapping[str, Mapping[str, float]] | None = None, judgments: Path | str | None = None,
                  cfg: ClassifierSettings | None = None) -> list[dict[str, Any]]:
     """Write each filter's subset, the scored dataset and the filters table (size multiple, P/R)."""
-    filters = DEFAULT_FILTERS if filters is None else filters
-    check_filters(filters)
+    filters = check_filters(DEFAULT_FILTERS if filters is None else filters)
     cfg = cfg or ClassifierSettings()
     out_dir = Path(out_dir)
     (out_dir / "subsets").mkdir(parents=True, exist_ok=True)
@@ -179,8 +207,16 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
         mask_list = mask.to_pylist()
         record(name, mask_list, [mask_list[i] for i in judged], gold)
 
+    warnings: list[dict[str, Any]] = []
+    n_aligned = rows[0]["outputs"]
+    for row in rows[1:]:
+        if row["outputs"] == 0:
+            bounds = ", ".join(f"{k} {v}" for k, v in filters[row["filter"]].items())
+            warn(warnings, "empty", f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
+                                    "an augmenter or export using it gets nothing", log)
     classifier_scores: dict[str, list[float]] = {}
-    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()}}
+    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()},
+                               "warnings": warnings}
     if len(set(gold)) == 2:
         x, y = features(table), torch.tensor([float(g) for g in gold])
         # At least one judged output is held out.
@@ -200,7 +236,8 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
             classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
     elif labels:
-        log.warning("judgments hold a single class: the neural filter is not trained")
+        warn(warnings, "degraded", f"the {len(judged)} judged outputs hold a single class: the neural P/R-classifiers "
+                                   "are not trained (their columns stay null)", log)
     scored = table
     for name in ("p_classifier", "r_classifier"):
         scored = scored.append_column(name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32()))
@@ -222,8 +259,7 @@ def named_filter(name: str | None, filters: Mapping[str, Mapping[str, float]] | 
     ``"none"`` selects every aligned output."""
     if not name or name == "none":
         return None
-    filters = DEFAULT_FILTERS if filters is None else filters
-    check_filters(filters)
+    filters = check_filters(DEFAULT_FILTERS if filters is None else filters)
     if name not in filters:
         raise ConfigError(f"filter {name!r} is not defined: {sorted(filters)}")
     return filters[name]

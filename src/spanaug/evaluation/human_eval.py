@@ -9,7 +9,6 @@ that says which candidate is which stays in a separate file.
 
 from __future__ import annotations
 
-import csv
 import logging
 import random
 from collections import Counter
@@ -93,8 +92,8 @@ def simulate_judgments(key: Path | str, out: Path | str, raters: int, seed: int,
     accept = accept or {"output": 0.6, "gold_in_frame": 0.85, "gold_out_of_frame": 0.1}
     rng = random.Random(seed)
     items: dict[str, dict[int, str]] = {}
-    for row in _read_csv(key):
-        items.setdefault(row["item_id"], {})[int(row["candidate"])] = row["kind"]
+    for (item_id, n), (kind, _) in read_key(key).items():
+        items.setdefault(item_id, {})[n] = kind
     rows = []
     for item_id, kinds in items.items():
         for worker in range(raters):
@@ -125,9 +124,12 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
     """Acceptance rates, agreement and score histogram; writes output judgments for the neural filter."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    key_of = {(r["item_id"], int(r["candidate"])): (r["kind"], r["ref_id"]) for r in _read_csv(key)}
+    key_of = read_key(key)
     scores: dict[tuple[str, int], list[float]] = {}
-    for line, row in enumerate(_read_csv(results), start=2):
+    rows = files.read_csv(results, ("item_id",))
+    if rows and not any(f"candidate_{n}_score" in rows[0][1] for n in range(1, N_CANDIDATES + 1)):
+        raise InputError(results, 1, f"the header has no candidate_N_score column (N = 1 to {N_CANDIDATES})")
+    for line, row in rows:
         item = row.get("item_id")
         for n in range(1, N_CANDIDATES + 1):
             raw = row.get(f"candidate_{n}_score")
@@ -139,7 +141,7 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
                 value = float(raw)
             except ValueError:
                 raise InputError(results, line, f"candidate_{n}_score {raw!r} is not a number") from None
-            if not 0 <= value <= 100:
+            if not 0 <= value <= 100:  # NaN fails this too
                 raise InputError(results, line, f"candidate_{n}_score {value} outside 0-100")
             scores.setdefault((item, n), []).append(value)
     if not scores:
@@ -175,10 +177,20 @@ def plot_scores(hist: dict[str, list[float]], out: Path) -> None:
     plotting.save(fig, out)
 
 
-def _read_csv(path: Path | str) -> list[dict[str, str]]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-
+def read_key(path: Path | str) -> dict[tuple[str, int], tuple[str, str]]:
+    """A task key: (item, candidate number) -> (kind, the reference id of the candidate)."""
+    key: dict[tuple[str, int], tuple[str, str]] = {}
+    for line, row in files.read_csv(path, ("item_id", "candidate", "kind", "ref_id")):
+        cand = row["candidate"].strip()
+        if not (cand.isascii() and cand.isdigit() and 1 <= int(cand) <= N_CANDIDATES):
+            raise InputError(path, line, f"candidate {row['candidate']!r} (expected 1 to {N_CANDIDATES})")
+        if row["kind"] not in KINDS:
+            raise InputError(path, line, f"kind {row['kind']!r} (expected one of {', '.join(KINDS)})")
+        if not row["item_id"].strip() or not row["ref_id"].strip():
+            raise InputError(path, line, "empty item_id or ref_id")
+        if (row["item_id"], int(cand)) in key:
+            raise InputError(path, line, f"item {row['item_id']!r} candidate {cand} appears twice")
+        key[(row["item_id"], int(cand))] = (row["kind"], row["ref_id"])
+    if not key:
+        raise InputError(path, None, "the key holds no candidates")
+    return key

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from spanaug.core import artifacts, files, plotting
 from spanaug.core.config import StatsConfig
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
@@ -96,7 +97,10 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
     """The report's dataset statistics, its per-iteration table and the span distributions."""
     cfg = cfg or StatsConfig()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
-    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
+    try:
+        table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
+    except ArtifactError as exc:  # name both files: the fault is in how they go together
+        raise ArtifactError(f"{augmented} (with the seeds {seeds}), {exc}") from None
     seed_pairs = pa.table({
         "frame": seed_table.column("frame"),
         "trigger": pa.array([" ".join(t[s : e + 1]) for t, s, e in zip(
@@ -118,15 +122,26 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
         "lemmas_per_output": lemma_pairs / aligned.num_rows if aligned.num_rows else None,
     }
     stats.update(bleu_measures(table, seed_table, cfg.bleu_sample))
+    warnings: list[dict[str, Any]] = []
     if cfg.lexicon:
         stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, read_lexicon(cfg.lexicon))
+        missing = stats["lexicon_recovery"]["frames_missing_from_lexicon"]
+        if missing:
+            warn(warnings, "degraded", f"lexicon recovery: {len(missing)} seeded frame(s) are not in the lexicon "
+                                       f"{cfg.lexicon} ({', '.join(missing[:5])}): their LUs count as false positives", log)
     tagger, why_not = load_tagger(cfg.pos_tagger)
     if tagger is None:
-        log.warning("POS diversity skipped: %s", why_not)
+        warn(warnings, "degraded", f"POS diversity (Table 3) skipped: {why_not}", log)
         stats["pos_diversity"] = {"skipped": POS_METRICS, "reason": why_not}
     else:
         stats["pos_diversity"] = pos_diversity(table, tagger, cfg.pos_sample)
-    return stats, per_iteration(table), span_distributions(table)
+    rows = per_iteration(table)
+    if not table.num_rows:
+        warn(warnings, "empty", "the augmented dataset has no outputs: every statistic is empty", log)
+    elif not aligned.num_rows:
+        warn(warnings, "empty", f"none of the {table.num_rows} outputs has an aligned span", log)
+    stats["warnings"] = warnings
+    return stats, rows, span_distributions(table)
 
 
 def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, out_csv: Path | str,
@@ -146,15 +161,39 @@ def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, 
 
 
 def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
-    fig, ax = plotting.subplots(figsize=(6, 3.5))
+    """Outputs per iteration, split into aligned and unaligned (stacked), and the mean scores.
+
+    The unaligned part is labelled with its total: an aligner whose null threshold was never tuned
+    (0) aligns every output, and the legend then says that none failed instead of drawing two
+    identical bars.
+    """
+    fig, (ax, ax_scores) = plotting.subplots(1, 2, figsize=(9, 3.5))
     its = [r["iteration"] for r in rows]
-    ax.bar(its, [r["outputs"] for r in rows], color="#c6dbef", label="outputs")
-    ax.bar(its, [r["aligned"] for r in rows], color="#3182bd", label="aligned")
+    aligned = [r["aligned"] for r in rows]
+    failed = [r["outputs"] - r["aligned"] for r in rows]
+    ax.bar(its, aligned, color="#3182bd", label="aligned")
+    ax.bar(its, failed, bottom=aligned, color="#fdae6b",
+           label=f"no span aligned ({sum(failed)} in all)" if sum(failed) else "no span aligned: none")
     ax.set_xlabel("iteration")
-    ax.set_ylabel("rows")
+    ax.set_ylabel("outputs")
     ax.set_xticks(its)
-    ax.legend()
-    ax.set_title("Augmented outputs per iteration")
+    ax.legend(fontsize=8)
+    ax.set_title("Outputs per iteration")
+    para = [r["mean_paraphrase_score"] for r in rows]
+    ax_scores.plot(its, [float("nan") if v is None else v for v in para], marker="o", color="#3182bd",
+                   label="mean paraphrase score (NLL, lower is better)")
+    ax_scores.set_xlabel("iteration")
+    ax_scores.set_ylabel("paraphrase score")
+    ax_scores.set_xticks(its)
+    ax_aligner = ax_scores.twinx()
+    ali = [r["mean_aligner_score"] for r in rows]
+    ax_aligner.plot(its, [float("nan") if v is None else v for v in ali], marker="s", color="#e6550d",
+                    label="mean aligner score")
+    ax_aligner.set_ylabel("aligner score")
+    ax_aligner.set_ylim(0, 1)
+    handles = ax_scores.get_legend_handles_labels()[0] + ax_aligner.get_legend_handles_labels()[0]
+    ax_scores.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="lower left")
+    ax_scores.set_title("Mean scores per iteration")
     plotting.save(fig, out)
 
 
@@ -186,7 +225,10 @@ def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
     joined = joined.sort_by("output_row")
     rows = joined.column("source_row")
     if rows.null_count:
-        raise ArtifactError(f"{rows.null_count} outputs have no source row (are the seeds this run's?)")
+        row = pc.index(rows.is_null(), True).as_py()
+        raise ArtifactError(f"row {row}: the output of seed {augmented.column('seed_id')[row].as_py()!r} at iteration "
+                            f"{augmented.column('iteration')[row].as_py()} has no source (the seed, or its output of the "
+                            f"iteration before); {rows.null_count} output(s) have none (are the seeds this run's?)")
     taken = sources.take(rows)
     out = augmented
     for name in ("source_tokens", "source_start", "source_end"):

@@ -8,6 +8,7 @@ earlier iterations.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,9 @@ from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, g
 
 from spanaug.core import artifacts
 from spanaug.core.config import ConstraintSettings
+from spanaug.core.errors import ArtifactError
+
+log = logging.getLogger(__name__)
 
 #: FrameNet LU part-of-speech suffixes as universal POS tags that lemminflect knows.
 FN_TO_UPOS = {"v": "VERB", "n": "NOUN", "a": "ADJ", "adv": "ADV"}
@@ -96,17 +100,22 @@ def violations(text: str, constraints: Iterable[str]) -> list[str]:
 
 
 def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, cfg: ConstraintSettings,
-                        ) -> Iterator[dict[str, Any]]:
+                        origin: str = "the chain rows", offset: int = 0) -> Iterator[dict[str, Any]]:
     """Turn iteration ``iteration - 1``'s outputs into iteration ``iteration``'s requests.
 
-    Rows whose span did not align end their chain: there is nothing to rewrite.
+    Rows whose span did not align end their chain: there is nothing to rewrite. A span that
+    expands to no phrase would let the paraphraser run unconstrained, so it is an error naming
+    ``origin`` and the row (artifact validation already refuses the spans and tokens that cause it).
     """
-    for row in rows:
+    for n, row in enumerate(rows):
         if row["aligned_start"] is None:
             continue
         start, end = row["aligned_start"], row["aligned_end"]
         span = row["paraphrase_tokens"][start : end + 1]
         new = expand(span, lu_upos(row["lexical_unit"]), cfg)
+        if not new:
+            raise ArtifactError(f"{origin}, row {offset + n}: span [{start}, {end}] of {row['paraphrase_tokens']!r} yields no "
+                                "phrase to forbid (expected a non-blank span)")
         yield {
             "seed_id": row["seed_id"],
             "frame": row["frame"],
@@ -122,10 +131,17 @@ def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, cfg: Con
 
 
 def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, cfg: ConstraintSettings) -> int:
-    """CLI stage: a CHAIN shard of iteration ``i - 1`` -> a REQUESTS shard of iteration ``i``."""
+    """CLI stage: a CHAIN shard of iteration ``i - 1`` -> a REQUESTS shard of iteration ``i``.
+
+    A shard whose chains have all ended (none aligned) gives an empty shard: legitimate, and said."""
+    rows_in = 0
     with artifacts.open_writer(out, artifacts.REQUESTS) as writer:
         for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
-            writer.write(list(requests_from_chain(table.to_pylist(), iteration, cfg)))
+            writer.write(list(requests_from_chain(table.to_pylist(), iteration, cfg, str(chain_path), rows_in)))
+            rows_in += table.num_rows
+    if not writer.rows:
+        log.warning("%s: none of its %d chain(s) continues (no aligned span): iteration %d's shard is empty",
+                    chain_path, rows_in, iteration)
     return writer.rows
 
 

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import traceback
 from datetime import datetime
 from pathlib import Path
 
@@ -22,7 +23,12 @@ def parse_fn_date(value: str | None) -> str | None:
 
 
 def framenet_reader(root: Path):  # noqa: ANN201
-    """NLTK's FrameNet reader on a release directory (nothing is downloaded)."""
+    """NLTK's FrameNet reader on a release directory (nothing is downloaded).
+
+    The reader remembers the last file it opened (``last_file``, under ``root`` as given): NLTK
+    loads frames, indexes and relations lazily, so a corrupt ``frame/*.xml`` or ``frRelation.xml``
+    fails while an intact LU file is being read, and :func:`_guarded` must name the right one.
+    """
     import nltk.data
     from nltk.corpus.reader.framenet import FramenetCorpusReader
 
@@ -33,7 +39,19 @@ def framenet_reader(root: Path):  # noqa: ANN201
     resolved = str(root.resolve())
     if resolved not in nltk.data.path:
         nltk.data.path.append(resolved)
-    return FramenetCorpusReader(resolved, [])
+
+    class TrackingReader(FramenetCorpusReader):
+        last_file: Path | None = None
+
+        def abspath(self, fileid):  # noqa: ANN001, ANN201
+            path = super().abspath(fileid)
+            try:
+                self.last_file = root / Path(str(path)).relative_to(resolved)
+            except ValueError:
+                self.last_file = Path(str(path))
+            return path
+
+    return TrackingReader(resolved, [])
 
 
 def framenet_lexicon(root: Path | str) -> dict[str, set[str]]:
@@ -41,7 +59,7 @@ def framenet_lexicon(root: Path | str) -> dict[str, set[str]]:
     root = Path(root)
     reader = framenet_reader(root)
     lexicon: dict[str, set[str]] = {}
-    for lu in _guarded(root / "luIndex.xml", lambda: list(reader.lus())):
+    for lu in _guarded(root / "luIndex.xml", lambda: list(reader.lus()), reader):
         lexicon.setdefault(lu.frame.name, set()).add(lu.name.lower())
     return lexicon
 
@@ -51,34 +69,58 @@ def framenet_definitions(root: Path | str) -> dict[str, str]:
     root = Path(root)
     reader = framenet_reader(root)
     out = {}
-    for frame in _guarded(root / "frameIndex.xml", lambda: list(reader.frames())):
+    for frame in _guarded(root / "frameIndex.xml", lambda: list(reader.frames()), reader):
         out[frame.name] = re.sub(r"<[^>]+>", "", frame.definition or "").strip()
     return out
 
 
-def _guarded(path: Path, load):  # noqa: ANN001, ANN202
-    """Run an NLTK load, turning any parse failure into an error naming the file."""
+def _guarded(path: Path, load, reader=None):  # noqa: ANN001, ANN202
+    """Run an NLTK load, turning any failure into an error naming the file at fault.
+
+    NLTK loads lazily: reading ``path`` may open a frame file or an index. When parsing such a file
+    fails, that file is at fault and named. When NLTK fails after parsing (a reference one file makes
+    and another does not define, such as an LU's frame id), either may be wrong: ``path`` is named,
+    with the file NLTK had opened last.
+    """
+    if reader is not None:
+        reader.last_file = None
     try:
         return load()
     except InputError:
         raise
     except Exception as exc:  # NLTK raises assorted errors on malformed XML
-        raise InputError(path, None, f"malformed FrameNet XML: {type(exc).__name__}: {exc}") from exc
+        opened = reader.last_file if reader is not None else None
+        what = f"{type(exc).__name__}: {exc}"
+        if opened is not None and opened != path:
+            if _raised_in(exc, _XML_PARSING):
+                raise InputError(opened, None, f"malformed FrameNet XML: {what}") from exc
+            if _raised_in(exc, (f"{os.sep}nltk{os.sep}",)):
+                raise InputError(path, None, f"malformed FrameNet XML (NLTK was reading {opened}): {what}") from exc
+        raise InputError(path, None, f"malformed FrameNet XML: {what}") from exc
+
+
+#: Where in a traceback an XML file's own parsing failed (NLTK's XML views, ElementTree, expat).
+_XML_PARSING = ("xmldocs.py", f"{os.sep}xml{os.sep}etree{os.sep}", "expat")
+
+
+def _raised_in(exc: BaseException, markers: tuple[str, ...]) -> bool:
+    return any(m in frame.f_code.co_filename for frame, _ in traceback.walk_tb(exc.__traceback__) for m in markers)
 
 
 def read_lexicon(path: Path | str) -> dict[str, set[str]]:
     """Frame -> its LUs (``lemma.pos``), from a lexicon JSON or a FrameNet release directory."""
+    from spanaug.core.files import read_json
+
     path = Path(path)
     if not path.exists():
         raise InputError(path, None, "lexicon not found (a lexicon JSON or a FrameNet release directory)")
     if path.is_dir():
-        from spanaug.pipeline.framenet import framenet_lexicon
-
         return framenet_lexicon(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"malformed JSON: {exc.msg}") from None
-    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+    raw = read_json(path)
+    if not isinstance(raw, dict):
         raise InputError(path, None, "expected a JSON object: frame name -> list of 'lemma.pos' LUs")
+    for frame, lus in raw.items():
+        if not frame.strip() or not isinstance(lus, list) or not all(isinstance(lu, str) and lu.strip() for lu in lus):
+            raise InputError(path, f"frame {frame!r}", "expected a non-blank frame name with a list of "
+                                                       "'lemma.pos' LU names (non-blank strings)")
     return {frame: {lu.lower() for lu in lus} for frame, lus in raw.items()}

@@ -28,6 +28,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 import yaml
 
+from spanaug.core.errors import InputError
+from spanaug.core.files import read_text
+
 NS = "http://framenet.icsi.berkeley.edu"
 _TARGET_RE = re.compile(r"\[([^\[\]|]+)(?:\|([^\[\]|]+)\|([^\[\]|]+))?\]")
 _POS = {"v": "V", "n": "N", "a": "A", "adv": "ADV", "prep": "PREP", "num": "NUM", "c": "C", "idio": "IDIO"}
@@ -156,6 +159,78 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
     return root
 
 
+#: Characters XML 1.0 cannot hold: a release written with them could not be read back.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _text(value: Any, path: Path | str, where: str, what: str, file_name: bool = False) -> str:
+    """A non-blank string that XML (and, for ``file_name``, a file name) can hold."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, where, f"{what} is {value!r} (expected a non-blank string)")
+    bad = _NOT_XML.search(value)
+    if bad:
+        raise InputError(path, where, f"{what} holds {bad.group()!r}, which XML cannot hold")
+    if file_name and ("/" in value or "\\" in value or value in (".", "..")):
+        raise InputError(path, where, f"{what} {value!r} names a file: no '/', '\\', '.' or '..'")
+    return value
+
+
+def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
+    """The corpus spec checked for shape and values; errors name the spec file and the entry."""
+    if not isinstance(spec, dict):
+        raise InputError(path, None, "expected a mapping with 'frames' and optionally 'fulltext'")
+    frames = spec.get("frames") or {}
+    if not isinstance(frames, dict) or not frames:
+        raise InputError(path, "frames", "expected a mapping of frame name -> {definition, lexical_units}")
+    for name, frame in frames.items():
+        where = f"frame {name!r}"
+        _text(name, path, where, "the frame name", file_name=True)
+        if not isinstance(frame, dict):
+            raise InputError(path, where, "expected a mapping with 'definition' and 'lexical_units'")
+        if frame.get("definition") is not None:
+            _text(frame["definition"], path, where, "the definition")
+        lus = frame.get("lexical_units") or {}
+        if not isinstance(lus, dict):
+            raise InputError(path, where, "'lexical_units' must map 'lemma.pos' names to lists of sentences")
+        for lu, sentences in lus.items():
+            lu_where = f"{where}, lexical unit {lu!r}"
+            lemma, dot, pos = _text(lu, path, lu_where, "the LU name").rpartition(".")
+            if not dot or not lemma.strip() or not pos.strip():
+                raise InputError(path, lu_where, "an LU name is 'lemma.pos', e.g. 'buy.v'")
+            if not isinstance(sentences, list):
+                raise InputError(path, lu_where, "expected a list of sentences, each with one [target]")
+            for n, line in enumerate(sentences):
+                text, targets = parse_marked(_text(line, path, f"{lu_where}, sentence {n + 1}", "the sentence"))
+                if len(targets) != 1 or not text[targets[0][0] : targets[0][1]].strip():
+                    raise InputError(path, f"{lu_where}, sentence {n + 1}", "an exemplar marks exactly one non-blank "
+                                                                            f"[target]: {line!r}")
+    docs = spec.get("fulltext") or []
+    if not isinstance(docs, list):
+        raise InputError(path, "fulltext", "expected a list of documents")
+    for d, doc in enumerate(docs):
+        where = f"fulltext document {d + 1}"
+        if not isinstance(doc, dict) or not isinstance(doc.get("sentences"), list):
+            raise InputError(path, where, "expected a mapping with 'corpus', 'document' and a list of 'sentences'")
+        _text(doc.get("corpus"), path, where, "the corpus name", file_name=True)
+        _text(doc.get("document"), path, where, "the document name", file_name=True)
+        for n, line in enumerate(doc["sentences"]):
+            text, targets = parse_marked(_text(line, path, f"{where}, sentence {n + 1}", "the sentence"))
+            for start, end, lu, frame in targets:
+                if lu is None or frame not in frames or not text[start:end].strip():
+                    raise InputError(path, f"{where}, sentence {n + 1}", f"a full-text target is [words|lu|frame] "
+                                                                         f"with a frame of the spec: {line!r}")
+                lemma, dot, pos = lu.rpartition(".")
+                if not dot or not lemma.strip() or not pos.strip():
+                    raise InputError(path, f"{where}, sentence {n + 1}", f"LU {lu!r} is not 'lemma.pos'")
+    return spec
+
+
 def write_release_from_yaml(spec_path: Path | str, root: Path | str) -> Path:
-    with open(spec_path, encoding="utf-8") as handle:
-        return write_release(yaml.safe_load(handle), root)
+    """Write the release directory of a YAML spec; a malformed spec is an error naming its entry."""
+    try:
+        spec = yaml.safe_load(read_text(spec_path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(spec_path, mark.line + 1 if mark else None, f"malformed YAML ({problem})") from None
+    return write_release(check_spec(spec, spec_path), root)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts
 from spanaug.core.config import ImportSettings
 from spanaug.core.errors import ConfigError, InputError
-from spanaug.core.files import iter_jsonl
+from spanaug.core.files import iter_jsonl, iter_lines
 from spanaug.core.text import detokenize, tokenize_around_span
 from spanaug.pipeline.framenet import _guarded, framenet_reader, parse_fn_date
 
@@ -44,9 +44,8 @@ def _check_span(tokens: list[str], start: int, end: int, path: Path | str, where
     if not tokens:
         raise InputError(path, where, "empty sentence (no tokens)")
     if not (0 <= start <= end < len(tokens)):
-        raise InputError(
-            path, where, f"span [{start}, {end}] out of range for {len(tokens)} tokens"
-        )
+        raise InputError(path, where, f"span [{start}, {end}] out of range for {len(tokens)} tokens "
+                                      f"(expected 0 <= start <= end < {len(tokens)})")
 
 
 def _keep(row: dict[str, Any], stats: ImportStats, max_tokens: int | None) -> bool:
@@ -61,40 +60,46 @@ def _keep(row: dict[str, Any], stats: ImportStats, max_tokens: int | None) -> bo
 CONLL_COLUMNS = 15
 
 
-def read_conll(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:
-    """Rows from an open-SESAME CoNLL file (one block per frame annotation)."""
+def conll_blocks(path: Path | str) -> Iterator[list[tuple[int, list[str]]]]:
+    """The blocks of an open-SESAME CoNLL file: (line number, its 15 columns) per token."""
+    block: list[tuple[int, list[str]]] = []
+    for lineno, line in iter_lines(path):
+        if line.strip():
+            cols = line.split("\t")
+            if len(cols) != CONLL_COLUMNS:
+                raise InputError(path, lineno, f"expected {CONLL_COLUMNS} tab-separated columns, found {len(cols)}")
+            block.append((lineno, cols))
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def read_conll(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None,
+               label: str | None = None) -> Iterator[dict[str, Any]]:
+    """Rows from an open-SESAME CoNLL file (one block per frame annotation); ``label`` names the file
+    in sentence ids (default: its stem)."""
     path = Path(path)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
-    block: list[tuple[int, list[str]]] = []
-    order = 0
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if line.strip():
-                cols = line.split("\t")
-                if len(cols) != CONLL_COLUMNS:
-                    raise InputError(path, lineno, f"expected {CONLL_COLUMNS} tab-separated columns, found {len(cols)}")
-                block.append((lineno, cols))
-                continue
-            if block:
-                row = _conll_block(path, block, order, stats)
-                order += 1
-                if row is not None and _keep(row, stats, max_tokens):
-                    yield row
-                block = []
-        if block:
-            row = _conll_block(path, block, order, stats)
-            if row is not None and _keep(row, stats, max_tokens):
-                yield row
+    for order, block in enumerate(conll_blocks(path)):
+        row = _conll_block(path, block, order, stats, label or path.stem)
+        if row is not None and _keep(row, stats, max_tokens):
+            yield row
 
 
-def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, stats: ImportStats) -> dict[str, Any] | None:
+def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, stats: ImportStats,
+                 label: str) -> dict[str, Any] | None:
     first_line = block[0][0]
     for i, (lineno, cols) in enumerate(block):
-        if not cols[0].isdigit() or int(cols[0]) != i + 1:
+        # str.isdigit also accepts digits such as '²' that int() rejects: ASCII digits only.
+        if not (cols[0].isascii() and cols[0].isdigit()) or int(cols[0]) != i + 1:
             raise InputError(path, lineno, f"token id {cols[0]!r} should be {i + 1}")
-        if not cols[1]:
-            raise InputError(path, lineno, "empty word form")
+        if not cols[1].strip():
+            raise InputError(path, lineno, f"word form {cols[1]!r} is empty or blank (expected a token in column 2)")
+        if cols[12] != "_" and not (cols[12].strip() and cols[13].strip()):
+            raise InputError(path, lineno, f"lexical unit {cols[12]!r} with frame {cols[13]!r} (expected both "
+                                           "in columns 13 and 14, or '_' in column 13)")
     tokens = [cols[1] for _, cols in block]
     trigger = [i for i, (_, cols) in enumerate(block) if cols[12] != "_"]
     if not trigger:
@@ -106,10 +111,10 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
     if trigger != list(range(trigger[0], trigger[-1] + 1)):
         stats.discontiguous_skipped += 1
         return None
-    pos = [cols[5] for _, cols in block]
+    pos = [cols[5] if cols[5].strip() else "_" for _, cols in block]
     sent_no = block[0][1][6]
     return {
-        "sentence_id": f"{path.stem}:{first_line}",
+        "sentence_id": f"{label}:{first_line}",
         "tokens": tokens,
         "text": detokenize(tokens),
         "span_start": trigger[0],
@@ -117,7 +122,7 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
         "frame": frames.pop(),
         "lexical_unit": lus.pop(),
         "pos_tags": None if all(p == "_" for p in pos) else pos,
-        "source": f"conll:{path.name}:{first_line}",
+        "source": f"conll:{label}:{first_line}",
         "corpus_part": "conll",
         "document": f"sent{sent_no}",
         "annotation_date": None,
@@ -125,41 +130,64 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
     }
 
 
-def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:
+def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None,
+                         label: str | None = None) -> Iterator[dict[str, Any]]:
     """Rows from JSON lines ``{"tokens", "span": [s, e] (inclusive), "frame"|"label", ...}``."""
     path = Path(path)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
     for lineno, rec in iter_jsonl(path):
-        row = _jsonl_row(path, lineno, rec)
+        row = _jsonl_row(path, lineno, rec, label or path.stem)
         if _keep(row, stats, max_tokens):
             yield row
 
 
-def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional_text(rec: dict[str, Any], key: str, path: Path, lineno: int) -> str | None:
+    """An optional string field: absent, null or blank is None; any other type is an error."""
+    value = rec.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, lineno, f"{key!r} is {type(value).__name__} {value!r} (expected a string or null)")
+    return value if value.strip() else None
+
+
+def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict[str, Any]:
     tokens = rec.get("tokens")
-    if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens):
-        raise InputError(path, lineno, "'tokens' must be a list of non-empty strings")
-    span = rec.get("span", [rec.get("span_start"), rec.get("span_end")])
-    if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) for x in span)):
-        raise InputError(path, lineno, "'span' must be [start, end] (inclusive token indices)")
+    if not (isinstance(tokens, list) and tokens and all(isinstance(t, str) and t.strip() for t in tokens)):
+        raise InputError(path, lineno, "'tokens' must be a non-empty list of tokens (strings, none empty or blank)")
+    span = rec["span"] if "span" in rec else [rec.get("span_start"), rec.get("span_end")]
+    if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
+        raise InputError(path, lineno, f"'span' is {span!r} (expected [start, end], inclusive token indices)")
     _check_span(tokens, span[0], span[1], path, lineno)
     frame = rec.get("frame", rec.get("label"))
-    if not isinstance(frame, str) or not frame:
-        raise InputError(path, lineno, "'frame' (or 'label') must be a non-empty string")
+    if not isinstance(frame, str) or not frame.strip():
+        raise InputError(path, lineno, "'frame' (or 'label') must be a non-blank string")
+    sentence_id = rec.get("id", f"{label}:{lineno}")
+    if not ((isinstance(sentence_id, str) and sentence_id.strip()) or _is_int(sentence_id)):
+        raise InputError(path, lineno, f"'id' is {sentence_id!r} (expected a non-blank string or an integer)")
+    pos_tags = rec.get("pos_tags")
+    if pos_tags is not None and not (isinstance(pos_tags, list) and len(pos_tags) == len(tokens)
+                                     and all(isinstance(t, str) and t.strip() for t in pos_tags)):
+        raise InputError(path, lineno, f"'pos_tags' must be null or a list of {len(tokens)} tags (strings), one per "
+                                       "token")
     trigger = " ".join(tokens[span[0] : span[1] + 1]).lower()
     return {
-        "sentence_id": str(rec.get("id", f"{path.stem}:{lineno}")),
+        "sentence_id": str(sentence_id),
         "tokens": tokens,
-        "text": rec.get("text") or detokenize(tokens),
+        "text": _optional_text(rec, "text", path, lineno) or detokenize(tokens),
         "span_start": span[0],
         "span_end": span[1],
         "frame": frame,
-        "lexical_unit": rec.get("lexical_unit") or f"{trigger}",
-        "pos_tags": rec.get("pos_tags"),
-        "source": f"jsonl:{path.name}:{lineno}",
+        "lexical_unit": _optional_text(rec, "lexical_unit", path, lineno) or trigger,
+        "pos_tags": pos_tags,
+        "source": f"jsonl:{label}:{lineno}",
         "corpus_part": "jsonl",
-        "document": rec.get("document"),
-        "annotation_date": rec.get("annotation_date"),
+        "document": _optional_text(rec, "document", path, lineno),
+        "annotation_date": _optional_text(rec, "annotation_date", path, lineno),
         "order": lineno,
     }
 
@@ -169,58 +197,91 @@ def read_framenet(
     max_tokens: int | None = None,
     parts: Iterable[str] = ("exemplar", "fulltext"),
     stats: ImportStats | None = None,
+    label: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Rows from a FrameNet release directory (``frame/``, ``lu/``, ``fulltext/`` and indexes).
 
-    Read with NLTK's FrameNet corpus reader pointed at ``root``: nothing is downloaded.
+    Read with NLTK's FrameNet reader pointed at ``root``: nothing is downloaded. ``label`` goes into
+    sentence ids when several releases are imported together. Each LU file or document is read
+    whole under :func:`_guarded`, so an error names the file at fault (NLTK loads lazily).
     """
     root = Path(root)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
-    reader = framenet_reader(root)
-    order = 0
     parts = set(parts)
     unknown = parts - {"exemplar", "fulltext"}
     if unknown:
         raise ConfigError(f"unknown FrameNet part(s) {sorted(unknown)}; use exemplar and/or fulltext")
+    reader = framenet_reader(root)
+    prefix = f"fn:{label}:" if label else "fn:"
+    order = 0
     if "exemplar" in parts:
-        lu_ids = _guarded(root / "luIndex.xml", lambda: sorted(reader.lu_ids_and_names()))
+        lu_ids = _guarded(root / "luIndex.xml", lambda: sorted(reader.lu_ids_and_names()), reader)
         for lu_id in lu_ids:
             lu_path = root / "lu" / f"lu{lu_id}.xml"
             if not lu_path.is_file():
                 continue  # FrameNet lists LUs without annotation files
-            lu = _guarded(lu_path, lambda: reader.lu(lu_id))
-            exemplars = _guarded(lu_path, lambda: list(lu.exemplars))  # loaded lazily by NLTK
-            for sent in exemplars:
-                asets = [a for a in sent.annotationSet if a.get("status") != "UNANN" and "Target" in a]
-                if not asets:
-                    continue
-                row = _fn_row(sent, asets[0].Target, lu.frame.name, lu.name, asets[0].get("cDate"),
-                              f"framenet:{lu_path.relative_to(root)}:sentence {sent.ID}", "exemplar",
-                              None, order, stats, lu_path)
-                order += 1
-                if row is not None and _keep(row, stats, max_tokens):
-                    yield row
-    if "fulltext" in parts and (root / "fulltextIndex.xml").is_file():
-        docs = _guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()))
-        for meta in docs:
-            doc_path = root / "fulltext" / meta.filename
-            doc = _guarded(doc_path, lambda: reader.doc(meta.ID))
-            for sent in doc.sentence:
-                for aset in sent.annotationSet[1:]:
-                    if "Target" not in aset or "luName" not in aset:
-                        continue
-                    row = _fn_row(sent, aset.Target, aset.frameName, aset.luName, aset.get("cDate"),
-                                  f"framenet:{doc_path.relative_to(root)}:sentence {sent.ID}", "fulltext",
-                                  meta.filename.removesuffix(".xml"), order, stats, doc_path)
-                    order += 1
-                    if row is not None and _keep(row, stats, max_tokens):
+            rows = _guarded(lu_path, lambda: _lu_rows(reader, root, lu_id, lu_path, prefix, stats), reader)
+            for row in rows:  # None: a discontiguous target, which still takes its place in the order
+                if row is not None:
+                    row["order"] = order
+                    if _keep(row, stats, max_tokens):
                         yield row
+                order += 1
+    if "fulltext" in parts and (root / "fulltextIndex.xml").is_file():
+        docs = _guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()), reader)
+        for meta in docs:
+            doc_path = root / "fulltext" / str(meta.filename)
+            rows = _guarded(doc_path, lambda: _doc_rows(reader, root, meta, doc_path, prefix, stats), reader)
+            for row in rows:  # None: a discontiguous target, which still takes its place in the order
+                if row is not None:
+                    row["order"] = order
+                    if _keep(row, stats, max_tokens):
+                        yield row
+                order += 1
 
 
-def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: str, part: str,
-            document: str | None, order: int, stats: ImportStats, path: Path) -> dict[str, Any] | None:  # noqa: ANN001
+def _lu_rows(reader, root: Path, lu_id: int, lu_path: Path, prefix: str, stats: ImportStats,  # noqa: ANN001
+             ) -> list[dict[str, Any] | None]:
+    """The rows of one LU's exemplars (None for a discontiguous target)."""
+    lu = reader.lu(lu_id)
+    rows = []
+    for sent in lu.exemplars:
+        asets = [a for a in sent.annotationSet if a.get("status") != "UNANN" and "Target" in a]
+        if not asets:
+            continue
+        rows.append(_fn_row(sent, asets[0].Target, lu.frame.name, lu.name, asets[0].get("cDate"),
+                            f"framenet:{lu_path.relative_to(root)}:sentence {sent.ID}", "exemplar", None, stats,
+                            lu_path, prefix))
+    return rows
+
+
+def _doc_rows(reader, root: Path, meta, doc_path: Path, prefix: str, stats: ImportStats,  # noqa: ANN001
+              ) -> list[dict[str, Any] | None]:
+    """The rows of one full-text document, one per frame annotation (None: a discontiguous target)."""
+    doc = reader.doc(meta.ID)
+    rows = []
+    for sent in doc.sentence:
+        for aset in sent.annotationSet[1:]:
+            if "Target" not in aset or "luName" not in aset:
+                continue
+            rows.append(_fn_row(sent, aset.Target, aset.frameName, aset.luName, aset.get("cDate"),
+                                f"framenet:{doc_path.relative_to(root)}:sentence {sent.ID}", "fulltext",
+                                str(meta.filename).removesuffix(".xml"), stats, doc_path, prefix))
+    return rows
+
+
+def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: str, part: str,  # noqa: ANN001
+            document: str | None, stats: ImportStats, path: Path, prefix: str = "fn:") -> dict[str, Any] | None:
+    where = f"sentence {sent.get('ID')}"
+    text = sent.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(path, where, "sentence has no text")
+    for name, value in (("frame", frame), ("lexical unit", lu)):
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(path, where, f"annotation set has no {name} name")
     spans = sorted(target_spans)
-    text = sent.text
+    if not spans or not all(len(sp) == 2 and all(isinstance(x, int) for x in sp) for sp in spans):
+        raise InputError(path, where, f"target labels {spans!r} (expected character offsets)")
     start, end = spans[0][0], spans[-1][1]
     # Adjacent pieces separated only by blanks are one contiguous span (e.g. "gave up").
     for (_, prev_end), (next_start, _) in zip(spans, spans[1:]):
@@ -228,13 +289,13 @@ def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: 
             stats.discontiguous_skipped += 1
             return None
     if not (0 <= start < end <= len(text)):
-        raise InputError(path, f"sentence {sent.ID}", f"target [{start}, {end}) out of range for {len(text)} characters")
+        raise InputError(path, where, f"target [{start}, {end}) out of range for {len(text)} characters")
     try:
         tokens, offsets, span_start, span_end = tokenize_around_span(text, start, end)
     except ValueError:
-        raise InputError(path, f"sentence {sent.ID}", f"target {text[start:end]!r} holds no token") from None
+        raise InputError(path, where, f"target {text[start:end]!r} holds no token") from None
     return {
-        "sentence_id": f"fn:{sent.ID}:{start}-{end}",
+        "sentence_id": f"{prefix}{sent.ID}:{start}-{end}",
         "tokens": tokens,
         "text": text,
         "span_start": span_start,
@@ -246,7 +307,7 @@ def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: 
         "corpus_part": part,
         "document": document,
         "annotation_date": parse_fn_date(cdate),
-        "order": order,
+        "order": 0,
     }
 
 
@@ -262,15 +323,33 @@ def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:  # noqa: 
 IMPORTERS = {"framenet": read_framenet, "conll": read_conll, "jsonl": read_jsonl_sentences}
 
 
+def input_labels(paths: Sequence[Path | str]) -> list[str]:
+    """A name per input for sentence ids: the file's stem, with as many of its folders as it takes
+    to tell apart inputs of the same name (``a/dev.conll`` and ``b/dev.conll``: ``a/dev``, ``b/dev``)."""
+    full = [Path(p).resolve() for p in paths]
+    for depth in range(1, max(len(p.parts) for p in full) + 1):
+        labels = ["/".join(p.with_suffix("").parts[-depth:]) for p in full]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(p) for p in full]  # same folder and stem: the names differ only in their suffix
+
+
 def import_corpus(cfg: ImportSettings, out: Path | str) -> ImportStats:
-    """Import the inputs (all of one format) into a SENTENCES artifact, streaming."""
+    """Import the inputs (all of one format) into a SENTENCES artifact, streaming.
+
+    An input that yields no sentence is an error naming it, and so is an import that keeps none
+    (every sentence longer than ``max_tokens``): an empty corpus would run the whole pipeline on
+    nothing and exit 0.
+    """
     stats = ImportStats(max_tokens=cfg.max_tokens)
     seen: set[str] = set()
+    labels = input_labels(cfg.inputs) if len(cfg.inputs) > 1 else [None] * len(cfg.inputs)
     with artifacts.open_writer(out, artifacts.SENTENCES) as writer:
         buffer: list[dict[str, Any]] = []
-        for path in cfg.inputs:
+        for path, label in zip(cfg.inputs, labels):
             kwargs = {"parts": cfg.parts} if cfg.format == "framenet" else {}
-            for row in IMPORTERS[cfg.format](path, max_tokens=cfg.max_tokens, stats=stats, **kwargs):
+            read_before, skipped_before = stats.rows_read, stats.discontiguous_skipped
+            for row in IMPORTERS[cfg.format](path, max_tokens=cfg.max_tokens, stats=stats, label=label, **kwargs):
                 if row["sentence_id"] in seen:
                     raise InputError(path, row["source"], f"duplicate sentence id {row['sentence_id']!r}")
                 seen.add(row["sentence_id"])
@@ -278,6 +357,15 @@ def import_corpus(cfg: ImportSettings, out: Path | str) -> ImportStats:
                 if len(buffer) >= 4096:
                     writer.write(buffer)
                     buffer = []
+            if stats.rows_read == read_before:
+                skipped = stats.discontiguous_skipped - skipped_before
+                why = f" ({skipped} with discontiguous triggers skipped)" if skipped else ""
+                raise InputError(path, None, f"holds no annotated sentence{why} (expected {cfg.format} input "
+                                             "with at least one contiguous trigger)")
         writer.write(buffer)
+        if not stats.rows_kept:
+            raise InputError(", ".join(map(str, cfg.inputs)), None,
+                             f"all {stats.rows_read} sentences are longer than max_tokens={cfg.max_tokens}: "
+                             "nothing to import")
     log.info("imported %d rows from %s (%s)", stats.rows_kept, ", ".join(map(str, cfg.inputs)), stats.as_dict())
     return stats

@@ -50,6 +50,10 @@ def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int
     counts = []
     for part, path in zip(parts, out_paths):
         counts.append(artifacts.write_table(list(seed_rows(part.to_pylist())), path, artifacts.CHAIN))
+    empty = counts.count(0)
+    if empty:
+        log.warning("%d of %d shards hold no seed (%d seeds): their jobs run on empty shards", empty, len(counts),
+                    table.num_rows)
     return counts
 
 
@@ -95,6 +99,8 @@ def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 81
             writer.write([chain_row(r) for r in best_beams(rows[:cut])])
             pending = rows[cut:]
         writer.write([chain_row(r) for r in best_beams(pending)])
+    if not writer.rows:
+        log.warning("%s holds no aligned beam (every chain of this shard has ended): empty shard", aligned_path)
     return writer.rows
 
 
@@ -107,4 +113,6 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
                 ids = pc.binary_join_element_wise(table.column("seed_id"),
                                                   pc.cast(table.column("iteration"), pa.string()), "#")
                 writer.write(table.append_column("output_id", ids))
+    if not writer.rows:
+        log.warning("no output in %d iteration file(s): the augmented dataset is empty", len(iteration_paths))
     return writer.rows

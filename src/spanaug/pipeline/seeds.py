@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core.config import SeedSettings
+from spanaug.core.errors import ConfigError
 
 
 def select_seeds(table: pa.Table, cfg: SeedSettings) -> tuple[pa.Table, dict[str, Any]]:
@@ -44,6 +45,9 @@ def select_seeds(table: pa.Table, cfg: SeedSettings) -> tuple[pa.Table, dict[str
         chosen_frames.append(frame)
         if len(chosen_frames) == cfg.n_frames:
             break
+    if not chosen:
+        raise ConfigError(f"lus_per_frame: no frame has {cfg.lus_per_frame} lexical units among the {table.num_rows} "
+                          "imported rows, so from_scratch chose no seed")
     seeds = table.take(pa.array(sorted(chosen), type=pa.int64()))
     report = {
         "mode": cfg.mode,

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from spanaug.core import artifacts, files
 from spanaug.core.config import SplitSettings
 from spanaug.core.errors import InputError
 from spanaug.core.splits import assign_parts
+
+log = logging.getLogger(__name__)
 
 NULL = "NULL"
 MAX_SPAN = 3
@@ -43,32 +47,55 @@ def sentences_from_rows(rows: Iterable[dict[str, Any]], full: bool | None = None
 
 def read_training_file(path: Path | str) -> list[Sentence]:
     """Open-SESAME CoNLL, or Parquet: imported sentences (SENTENCES), augmented outputs or an
-    augmenter's examples (EXAMPLES)."""
+    augmenter's examples (EXAMPLES). A file of gold sentences that holds none is an error; augmented
+    outputs or examples may legitimately be none (a warning says so)."""
     from spanaug.pipeline.importers import read_conll
 
     path = Path(path)
     if path.suffix != ".parquet":
-        return sentences_from_rows(read_conll(path))
-    import pyarrow.parquet as pq
-
-    names = set(pq.read_schema(path).names)
+        sentences = sentences_from_rows(read_conll(path))
+        if not sentences:
+            raise InputError(path, None, "holds no sentence with a contiguous trigger")
+        return sentences
+    names = set(artifacts.read_schema(path).names)
     if "output_id" in names:  # augmented outputs: only their aligned triggers
         table = artifacts.read_table(path, artifacts.AUGMENTED)
-        return [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
-                for r in table.to_pylist() if r["aligned_start"] is not None]
-    if "augmenter" in names:  # an augmenter's examples: only their triggers
-        from spanaug.downstream.frameid.data import examples_to_sentences
-
-        return examples_to_sentences(artifacts.read_table(path, artifacts.EXAMPLES).to_pylist())
-    if "sentence_id" in names:
-        return sentences_from_rows(artifacts.read_table(path, artifacts.SENTENCES).to_pylist())
-    raise InputError(path, None, "not imported sentences, augmented outputs or examples "
-                                 "(no sentence_id/output_id/augmenter column)")
+        out = [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
+               for r in table.to_pylist() if r["aligned_start"] is not None]
+    elif "augmenter" in names:  # an augmenter's examples: only their triggers
+        out = examples_to_sentences(artifacts.read_table(path, artifacts.EXAMPLES).to_pylist())
+    elif "sentence_id" in names:
+        out = sentences_from_rows(artifacts.read_table(path, artifacts.SENTENCES).to_pylist())
+        if not out:
+            raise InputError(path, None, "holds no sentences")
+        return out
+    else:
+        raise InputError(path, None, "not imported sentences, augmented outputs or examples "
+                                     "(no sentence_id/output_id/augmenter column)")
+    if not out:
+        log.warning("%s holds no aligned output or example: it adds no training sentence", path)
+    return out
 
 
 def read_sentences(paths: Sequence[Path | str]) -> list[Sentence]:
     """The sentences of several training files, in order."""
     return [sent for path in paths for sent in read_training_file(path)]
+
+
+def hold_out_dev(sentences: Sequence[Sentence], share: float, seed: int) -> tuple[list[Sentence], list[Sentence]]:
+    """(train, dev): ``share`` of the full-text sentences, drawn by ``seed``, become dev.
+
+    Only full-text sentences can be scored (their unannotated spans are known negatives), so dev
+    is drawn from them; exemplar and augmented sentences stay in training. Dev is empty when the
+    share rounds to no sentence, or would leave no full-text sentence to train on.
+    """
+    full = [i for i, s in enumerate(sentences) if s.full]
+    n_dev = round(share * len(full))
+    if n_dev == 0 or n_dev >= len(full):
+        return list(sentences), []
+    chosen = set(random.Random(seed).sample(full, n_dev))
+    return ([s for i, s in enumerate(sentences) if i not in chosen],
+            [s for i, s in enumerate(sentences) if i in chosen])
 
 
 def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
@@ -82,17 +109,16 @@ def split_conll(path: Path | str, out_dir: Path | str, cfg: SplitSettings) -> di
     contiguous ranges stand in for held-out documents: the last ``cfg.test_share`` of sentences is
     the test split, the ``cfg.dev_share`` before it the dev split.
     """
-    blocks: list[tuple[str, list[str]]] = []
-    current: list[str] = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                current.append(line)
-            elif current:
-                blocks.append((current[0].split("\t")[6], current))
-                current = []
-    if current:
-        blocks.append((current[0].split("\t")[6], current))
+    from spanaug.pipeline.importers import ImportStats, _conll_block, conll_blocks
+
+    path = Path(path)
+    blocks = []
+    for order, block in enumerate(conll_blocks(path)):
+        # Checked as the reader will check it: a bad block is this file's fault, not the split file's.
+        _conll_block(path, block, order, ImportStats(), path.stem)
+        blocks.append((block[0][1][6], ["\t".join(cols) + "\n" for _, cols in block]))
+    if not blocks:
+        raise InputError(path, None, "holds no sentences (expected open-SESAME CoNLL blocks)")
     sent_ids = list(dict.fromkeys(s for s, _ in blocks))
     part = assign_parts(sent_ids, [("train", None), ("dev", cfg.dev_share), ("test", cfg.test_share)])
     out_dir = Path(out_dir)

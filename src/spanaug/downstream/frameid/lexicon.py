@@ -46,6 +46,9 @@ class FrameLexicon:
 
     @classmethod
     def build(cls, sentences: Sequence[Sentence], lexicon: dict[str, set[str]]) -> "FrameLexicon":
+        """Keys from ``lexicon`` (frame -> LUs; empty: the training triggers alone) and from each
+        training trigger's text and lemma variants (span_keys), so that an unseen inflection of a
+        seen trigger lemma gets its frames."""
         entries: dict[str, set[str]] = defaultdict(set)
         for frame, lus in lexicon.items():
             for lu in lus:

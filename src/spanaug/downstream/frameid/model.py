@@ -8,6 +8,8 @@ sentences supply negatives; exemplar and augmented sentences contribute only the
 """
 
 import dataclasses
+import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,11 +19,14 @@ from torch import nn
 
 from spanaug.core import modeldir
 from spanaug.core.devices import choose_device
-from spanaug.core.encoders import frozen_encoder
+from spanaug.core.encoders import frozen_encoder, piece_limit, visible_words, windows
 from spanaug.core.errors import InputError
+from spanaug.core.files import iter_lines
 from spanaug.downstream.frameid.baseline import non_overlapping
 from spanaug.downstream.frameid.data import MAX_SPAN, NULL, Sentence, Span, candidate_spans
 from spanaug.downstream.frameid.lexicon import FrameLexicon
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -43,36 +48,50 @@ class FrameIdConfig:
     span_hidden: int = 128
     label_smoothing: float = 0.2
     max_length: int = 512
-    # Lemma -> frames, when a lexicon restricts each span to its candidate frames (FrameLexicon).
+    # Span text or lemma -> its candidate frames (FrameLexicon: training triggers, plus the lexicon's
+    # LUs when one is given). None (models saved before candidates were always built): every span
+    # chooses among all frames.
     frame_lexicon: dict[str, list[str]] | None = None
 
 
-def read_glove(path: Path | str, vocab: set[str] | None = None) -> dict[str, torch.Tensor]:
-    """GloVe-format vectors (``word v1 v2 ...`` per line), optionally only for ``vocab``."""
+def _glove_fields(line: str) -> list[str]:
+    return line.rstrip().split(" ")
+
+
+def _is_header(parts: list[str]) -> bool:
+    """word2vec's text format opens with ``count dimension``; GloVe's has no header."""
+    return len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts)
+
+
+def read_glove(path: Path | str, vocab: set[str] | None = None, dim: int | None = None) -> dict[str, torch.Tensor]:
+    """GloVe-format vectors (``word v1 v2 ...`` per line), optionally only for ``vocab``; every
+    vector read must have ``dim`` finite numbers (default: as many as the first)."""
     vectors = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            parts = line.rstrip().split(" ")
-            if len(parts) < 2:
-                continue
-            if vocab is None or parts[0] in vocab or parts[0].lower() in vocab:
-                try:
-                    vectors[parts[0]] = torch.tensor([float(x) for x in parts[1:]])
-                except ValueError:
-                    raise InputError(path, lineno, "expected 'word' followed by numbers") from None
-    dims = {v.shape[0] for v in vectors.values()}
-    if len(dims) > 1:
-        raise InputError(path, None, f"vectors of different sizes {sorted(dims)}")
+    for lineno, line in iter_lines(path):
+        parts = _glove_fields(line)
+        if len(parts) < 2 or (lineno == 1 and _is_header(parts)):
+            continue
+        if vocab is None or parts[0] in vocab or parts[0].lower() in vocab:
+            try:
+                values = [float(x) for x in parts[1:]]
+            except ValueError:
+                raise InputError(path, lineno, "expected 'word' followed by numbers") from None
+            if not all(math.isfinite(v) for v in values):
+                raise InputError(path, lineno, "a vector holds NaN or infinity (expected finite numbers)")
+            dim = dim if dim is not None else len(values)
+            if len(values) != dim:
+                raise InputError(path, lineno, f"a vector of {len(values)} numbers (expected {dim}, as in the first "
+                                               "vector of the file)")
+            vectors[parts[0]] = torch.tensor(values)
     return vectors
 
 
 def glove_dimension(path: Path | str) -> int:
     """The vector size of a GloVe-format file, from its first vector line."""
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            parts = line.rstrip().split(" ")
-            if len(parts) >= 2:
-                return len(parts) - 1
+    for lineno, line in iter_lines(path):
+        parts = _glove_fields(line)
+        if len(parts) >= 2 and not (lineno == 1 and _is_header(parts)):
+            return len(parts) - 1
     raise InputError(path, None, "no vectors in the file")
 
 
@@ -140,6 +159,7 @@ class FrameIdentifier:
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
         self._tags: dict[tuple[str, ...], list[str]] = {}
         self._allowed: dict[tuple[str, ...], dict[Span, set[int]]] = {}
+        self.windowed = 0  # sentences over the encoder's limit, encoded in windows (see _encode)
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -154,23 +174,49 @@ class FrameIdentifier:
     # -- inputs
     @torch.no_grad()
     def _encode(self, sentences: Sequence[Sentence]) -> None:
-        """First-subtoken encoder vectors of each sentence, computed once (the encoder is frozen)."""
+        """First-subtoken encoder vectors of each sentence, computed once (the encoder is frozen).
+
+        Every word gets a vector: a word the tokenizer drops is read as the unknown token, and a
+        sentence longer than the encoder's limit is encoded in windows (counted in ``windowed``)
+        instead of being cut, which would leave its last words with zero vectors.
+        """
         todo = [s for s in dict.fromkeys(tuple(x.tokens) for x in sentences) if s not in self._cache]
         todo.sort(key=len)
+        limit = piece_limit(self.tokenizer, self.encoder, self.cfg.max_length)
         for i in range(0, len(todo), 32):
             batch = todo[i : i + 32]
-            enc = self.tokenizer([list(b) for b in batch], is_split_into_words=True, truncation=True,
-                                 max_length=self.cfg.max_length, padding=True, return_tensors="pt")
-            hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
-                                     if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
-            for row, toks in enumerate(batch):
-                vecs = hidden.new_zeros(len(toks), hidden.shape[-1])
-                seen = set()
-                for piece, word in enumerate(enc.word_ids(row)):
-                    if word is not None and word not in seen:
-                        seen.add(word)
-                        vecs[word] = hidden[row, piece]
-                self._cache[toks] = vecs.float()
+            words, _, lengths = visible_words(self.tokenizer, [list(b) for b in batch])
+            fit = [k for k, n in enumerate(lengths) if n <= limit]
+            if fit:
+                vectors = self._first_pieces([words[k] for k in fit], limit)
+                for k, vecs in zip(fit, vectors):
+                    self._cache[batch[k]] = vecs
+            long = [k for k, n in enumerate(lengths) if n > limit]
+            if long:
+                self.windowed += len(long)
+                log.warning("%d sentence(s) longer than the encoder's %d word pieces: encoded in windows",
+                            len(long), limit)
+            for k in long:
+                parts = [self._first_pieces([words[k][start:end]], limit)[0]
+                         for start, end in windows(self.tokenizer, words[k], limit)]
+                self._cache[batch[k]] = torch.cat(parts)
+
+    def _first_pieces(self, batch: list[list[str]], limit: int) -> list[torch.Tensor]:
+        """Each word's first-piece vector, for inputs that fit ``limit`` pieces."""
+        enc = self.tokenizer(batch, is_split_into_words=True, truncation=True, max_length=limit, padding=True,
+                             return_tensors="pt")
+        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
+                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
+        out = []
+        for row, toks in enumerate(batch):
+            vecs = hidden.new_zeros(len(toks), hidden.shape[-1])
+            seen = set()
+            for piece, word in enumerate(enc.word_ids(row)):
+                if word is not None and word not in seen:
+                    seen.add(word)
+                    vecs[word] = hidden[row, piece]
+            out.append(vecs.float())
+        return out
 
     def _load_glove(self, sentences: Sequence[Sentence]) -> None:
         """Read the GloVe vectors of words not looked up yet, in one pass over the file."""
@@ -178,7 +224,7 @@ class FrameIdentifier:
             return
         new = {w for s in sentences for t in s.tokens for w in (t, t.lower())} - self._glove_checked
         if new:
-            self.glove.update(read_glove(self.cfg.glove, new))
+            self.glove.update(read_glove(self.cfg.glove, new, self.cfg.glove_dim))
             self._glove_checked |= new
 
     def _pos(self, sent: Sentence) -> list[str]:

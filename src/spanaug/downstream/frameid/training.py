@@ -1,10 +1,13 @@
-"""Training the Frame ID model (Adam; the best dev epoch is kept).
+"""Training the Frame ID model: Adam, early stopping on dev F1 (given, or a held-out share of the
+training sentences), the best epoch kept, then optionally a refit on all the sentences.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +17,7 @@ from tqdm import tqdm
 from spanaug.core.config import FrameIdTrainConfig
 from spanaug.core.errors import ConfigError
 from spanaug.downstream.frameid.baseline import triple_scores
-from spanaug.downstream.frameid.data import NULL, Sentence
+from spanaug.downstream.frameid.data import NULL, Sentence, hold_out_dev
 from spanaug.downstream.frameid.lexicon import FrameLexicon
 from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier, glove_dimension
 
@@ -23,14 +26,19 @@ log = logging.getLogger(__name__)
 
 def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None,
                  lexicon: dict[str, set[str]] | None = None) -> FrameIdConfig:
-    """Label, POS and character inventories of the training data (and the lexicon's frames)."""
-    frame_lexicon = FrameLexicon.build(sentences, lexicon) if lexicon is not None else None
-    frames = {f for s in sentences for f in s.triggers.values()} | (frame_lexicon.frames() if frame_lexicon else set())
+    """Label, POS and character inventories of the training data (and the lexicon's frames).
+
+    Each span's candidate frames always come from a FrameLexicon: the training triggers'
+    (lemma, frame) pairs, plus the lexicon's LUs when one is given. Without the lexicon a span
+    whose text or lemma never was a training trigger is not scored at all.
+    """
+    frame_lexicon = FrameLexicon.build(sentences, lexicon or {})
+    frames = {f for s in sentences for f in s.triggers.values()} | frame_lexicon.frames()
     tags = sorted({t for s in sentences for t in (s.pos or [])} | set(_universal_tags()))
     chars = sorted({ch for s in sentences for w in s.tokens for ch in w})
     return FrameIdConfig(encoder=encoder, frames=[NULL, *sorted(frames)], pos_tags=["<unk>", *tags],
                          chars=["<pad>", "<unk>", *chars], glove=glove, glove_dim=glove_dimension(glove) if glove else 0,
-                         frame_lexicon=frame_lexicon.entries if frame_lexicon else None)
+                         frame_lexicon=frame_lexicon.entries)
 
 
 def _universal_tags() -> list[str]:
@@ -40,36 +48,98 @@ def _universal_tags() -> list[str]:
 def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainConfig, dev: Sequence[Sentence] | None = None,
                   glove: str | None = None, device: str | None = "auto", progress: bool = True,
                   lexicon: dict[str, set[str]] | None = None) -> tuple[FrameIdentifier, dict[str, Any]]:
-    """Train with Adam; with ``dev``, keep the epoch with the best dev F1; with ``lexicon`` (frame
-    -> LUs), each span chooses among the frames its lemma can evoke."""
+    """Train with Adam, keeping the epoch with the best dev F1 and stopping after ``tcfg.patience``
+    epochs without a better one.
+
+    Without ``dev``, ``tcfg.holdout_share`` of the full-text training sentences are held out as
+    dev; with ``tcfg.refit`` the model is then trained again on all the sentences for the best
+    epoch's number of epochs, so that the held-out sentences' triggers also become candidates.
+    Each span chooses among its candidate frames: the training triggers' (lemma, frame) pairs, plus
+    the frames its lemma can evoke in ``lexicon`` (frame -> LUs) when one is given.
+    """
     if not train:
         raise ConfigError("no training sentences")
+    start = time.perf_counter()
+    held_out = dev is None
+    if held_out:
+        train, dev = hold_out_dev(train, tcfg.holdout_share, tcfg.seed)
+        if dev:
+            source = f"held out: {tcfg.holdout_share:g} of the full-text training sentences (seed {tcfg.seed})"
+        elif tcfg.holdout_share:
+            source = "none: no full-text training sentences to hold out"
+        else:
+            source = "none: holdout_share is 0"
+        dev_info: dict[str, Any] = {"source": source, "sentences": len(dev)}
+    else:
+        dev_info = {"source": "given", "sentences": len(dev)}
+    threads = torch.get_num_threads()
+    if tcfg.threads:
+        torch.set_num_threads(tcfg.threads)
+    try:
+        model, summary = _train(list(train), list(dev), encoder, tcfg, glove, device, progress, lexicon)
+        summary = {"dev": dev_info, **summary, "refit": None}
+        if held_out and dev and tcfg.refit:
+            model, again = _train([*train, *dev], [], encoder, dataclasses.replace(tcfg, epochs=summary["best_epoch"]),
+                                  glove, device, progress, lexicon)
+            summary["refit"] = {"train_sentences": again["train_sentences"], "epochs": again["epochs_run"],
+                                "seconds": again["total_seconds"],
+                                "sentences_windowed": again["sentences_windowed"]}
+    finally:
+        torch.set_num_threads(threads)
+    summary["total_seconds"] = round(time.perf_counter() - start, 2)
+    return model, summary
+
+
+def _train(train: list[Sentence], dev: list[Sentence], encoder: str, tcfg: FrameIdTrainConfig, glove: str | None,
+           device: str | None, progress: bool, lexicon: dict[str, set[str]] | None) -> tuple[FrameIdentifier, dict[str, Any]]:
+    """``tcfg.epochs`` epochs at most; with ``dev``, early stopping and the best epoch's weights."""
+    start = time.perf_counter()
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
     model = FrameIdentifier(build_config(train, encoder, glove, lexicon), device=device)
     model._load_glove(train)
+    model._encode(train + dev)  # once, before the epochs are timed
     opt = torch.optim.Adam(model.net.parameters(), lr=tcfg.learning_rate)
     order = list(train)
-    history, best = [], (-1.0, None)
-    for epoch in range(tcfg.epochs):
+    n_batches = -(-len(order) // tcfg.batch_size)
+    history: list[dict[str, Any]] = []
+    best_f1, best_epoch, best_state = -1.0, None, None
+    setup_seconds = time.perf_counter() - start
+    for epoch in range(1, tcfg.epochs + 1):
+        tick = time.perf_counter()
         model.net.train()
         rng.shuffle(order)
         total = 0.0
-        for start in tqdm(range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch + 1}", disable=not progress,
+        for first in tqdm(range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch}", disable=not progress,
                           leave=False):
-            loss = model.loss(order[start : start + tcfg.batch_size])
+            loss = model.loss(order[first : first + tcfg.batch_size])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item()
-        entry: dict[str, Any] = {"epoch": epoch + 1, "loss": total / max(1, -(-len(order) // tcfg.batch_size))}
+        entry: dict[str, Any] = {"epoch": epoch, "loss": total / n_batches,
+                                 "seconds": round(time.perf_counter() - tick, 2)}
         if dev:
+            tick = time.perf_counter()
             entry["dev"] = triple_scores(dev, model.predict(dev))
-            if entry["dev"]["f1"] > best[0]:
-                best = (entry["dev"]["f1"], {k: v.detach().clone() for k, v in model.net.state_dict().items()})
+            entry["dev_seconds"] = round(time.perf_counter() - tick, 2)
+            if entry["dev"]["f1"] > best_f1:
+                best_f1, best_epoch = entry["dev"]["f1"], epoch
+                best_state = {k: v.detach().clone() for k, v in model.net.state_dict().items()}
         history.append(entry)
-        log.info("frameid epoch %d: %s", epoch + 1, entry)
-    if best[1] is not None:
-        model.net.load_state_dict(best[1])
+        log.info("frameid epoch %d: %s", epoch, entry)
+        # Patience counts from the best epoch once the model gets something right on dev: a model
+        # still at F1 0 has not started to learn, so it is not compared yet.
+        if dev and tcfg.patience and best_f1 > 0 and epoch - best_epoch >= tcfg.patience:
+            break
+    if best_state is not None:
+        model.net.load_state_dict(best_state)
     model.net.eval()
-    return model, {"train_sentences": len(train), "history": history, "best_dev_f1": best[0] if dev else None}
+    epochs_run = len(history)
+    summary = {"train_sentences": len(train), "config": dataclasses.asdict(tcfg),
+               "epochs_run": epochs_run, "stopped_early": epochs_run < tcfg.epochs,
+               "best_epoch": best_epoch if dev else epochs_run, "best_dev_f1": best_f1 if dev else None,
+               "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
+               "setup_seconds": round(setup_seconds, 2), "total_seconds": round(time.perf_counter() - start, 2),
+               "sentences_windowed": model.windowed, "history": history}
+    return model, summary

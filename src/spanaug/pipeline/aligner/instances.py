@@ -29,41 +29,71 @@ class Instance:
                 "target_span": list(self.target_span) if self.target_span is not None else None}
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _span(value: Any, n: int, path: Path | str, lineno: int, key: str, nullable: bool) -> tuple[int, int] | None:
     if value is None and nullable:
         return None
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)):
-        raise InputError(path, lineno, f"{key!r} must be [start, end] (inclusive token indices)")
+    if not (isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value)):
+        raise InputError(path, lineno, f"{key!r} is {value!r} (expected [start, end], inclusive token indices"
+                                       f"{', or null' if nullable else ''})")
     if not 0 <= value[0] <= value[1] < n:
-        raise InputError(path, lineno, f"{key!r} {value} out of range for {n} tokens")
+        raise InputError(path, lineno, f"{key!r} {value} out of range for {n} tokens (expected 0 <= start <= end < {n})")
     return value[0], value[1]
 
 
+def _id(rec: dict[str, Any], default: str, path: Path | str, lineno: int) -> str:
+    value = rec.get("id", default)
+    if not ((isinstance(value, str) and value.strip()) or _is_int(value)):
+        raise InputError(path, lineno, f"'id' is {value!r} (expected a non-blank string or an integer)")
+    return str(value)
+
+
 def read_instances(path: Path | str) -> list[Instance]:
-    """Span-alignment instances from JSON lines, validated (errors name the file and line)."""
+    """Span-alignment instances from JSON lines, validated (errors name the file and line): tokens
+    are non-empty lists of non-blank strings, spans lie inside them, ids are unique."""
     out = []
+    lines: dict[str, int] = {}
     for lineno, rec in iter_jsonl(path):
         for key in ("source_tokens", "target_tokens"):
             toks = rec.get(key)
-            if not isinstance(toks, list) or not toks or not all(isinstance(t, str) for t in toks):
-                raise InputError(path, lineno, f"{key!r} must be a non-empty list of strings")
+            if not (isinstance(toks, list) and toks and all(isinstance(t, str) and t.strip() for t in toks)):
+                raise InputError(path, lineno, f"{key!r} must be a non-empty list of tokens (strings, none empty or "
+                                               "blank)")
         src, tgt = rec["source_tokens"], rec["target_tokens"]
+        inst_id = _id(rec, f"{Path(path).stem}:{lineno}", path, lineno)
+        if inst_id in lines:
+            raise InputError(path, lineno, f"duplicate id {inst_id!r} (first on line {lines[inst_id]})")
+        lines[inst_id] = lineno
         out.append(Instance(
-            id=str(rec.get("id", f"{Path(path).stem}:{lineno}")), source_tokens=src, target_tokens=tgt,
+            id=inst_id, source_tokens=src, target_tokens=tgt,
             source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
             target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
         ))
     return out
 
 
-def read_predictions(path: Path | str) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
-    preds = {}
+def read_predictions(path: Path | str, n_targets: dict[str, int] | None = None,
+                     ) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
+    """Predictions ``{"id", "target_span": [a, b] or null, "score"}`` by id. With ``n_targets`` (id ->
+    the gold instance's target length) a span must lie inside its target; an id may appear once."""
+    preds: dict[str, tuple[tuple[int, int] | None, float | None]] = {}
+    lines: dict[str, int] = {}
     for lineno, rec in iter_jsonl(path):
-        try:
-            span = rec["target_span"]
-            preds[str(rec["id"])] = (tuple(span) if span is not None else None, rec.get("score"))
-        except (KeyError, TypeError) as exc:
-            raise InputError(path, lineno, f"expected {{'id', 'target_span', 'score'}} ({exc})") from None
+        if "id" not in rec or "target_span" not in rec:
+            raise InputError(path, lineno, "expected {'id', 'target_span', 'score'}")
+        pred_id = _id(rec, "", path, lineno)
+        if pred_id in lines:
+            raise InputError(path, lineno, f"duplicate prediction for id {pred_id!r} (first on line {lines[pred_id]})")
+        lines[pred_id] = lineno
+        n = (n_targets or {}).get(pred_id)
+        span = _span(rec["target_span"], n if n is not None else 2**63, path, lineno, "target_span", True)
+        score = rec.get("score")
+        if score is not None and not (isinstance(score, (int, float)) and not isinstance(score, bool)):
+            raise InputError(path, lineno, f"'score' is {score!r} (expected a number or null)")
+        preds[pred_id] = (span, score)
     return preds
 
 

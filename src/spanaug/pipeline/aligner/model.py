@@ -120,6 +120,10 @@ class SpanAligner:
         return cls(scorer.config, scorer=scorer, device=device)
 
     # -- encoding
+    def limit_stats(self) -> dict[str, int]:
+        """Pairs over the encoder's limit so far (encoded one sentence at a time), for stage statistics."""
+        return {"pairs_over_encoder_limit": self.pairs.windowed, "encoder_limit_word_pieces": self.pairs.limit}
+
     @property
     def encoder(self) -> nn.Module:
         return self.pairs.encoder

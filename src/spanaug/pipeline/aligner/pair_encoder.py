@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tqdm import tqdm
 
-from spanaug.core.encoders import frozen_encoder
+from spanaug.core.encoders import frozen_encoder, piece_limit, visible_words, windows
+
+log = logging.getLogger(__name__)
 
 
 class PairEncoder:
@@ -24,6 +29,7 @@ class PairEncoder:
         self.max_length = max_length
         self.tokenizer, self.encoder = frozen_encoder(name_or_path, self.device, encoder, tokenizer)
         self.cache = cache
+        self.windowed = 0  # pairs too long to encode together (see encode_batch)
 
     @torch.no_grad()
     def encode_pairs(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32,
@@ -46,20 +52,57 @@ class PairEncoder:
                 out[i] = vecs
         return out  # type: ignore[return-value]
 
+    @functools.cached_property
+    def limit(self) -> int:
+        """The most word pieces one input may have (``max_length``, the tokenizer's, the encoder's)."""
+        return piece_limit(self.tokenizer, self.encoder, self.max_length)
+
     def encode_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Word vectors of one padded batch of pairs (differentiable when the encoder is tuned)."""
-        src = [list(p[0]) for p in pairs]
-        tgt = [list(p[1]) for p in pairs]
-        enc = self.tokenizer(src, tgt, is_split_into_words=True, truncation=True,
-                             max_length=self.max_length, padding=True, return_tensors="pt")
-        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
-                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
-        return [self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row), len(src[row]), len(tgt[row]))
-                for row in range(len(pairs))]
+        """Word vectors of one padded batch of pairs (differentiable when the encoder is tuned).
+
+        No word is left without a vector: a word the tokenizer drops is read as the unknown token,
+        and a pair longer than the encoder's limit, which truncation would cut (its last words
+        getting zero vectors), is encoded one sentence at a time, in windows when a sentence alone
+        is too long. Such pairs are counted in ``windowed`` and logged.
+        """
+        src, tgt, lengths = visible_words(self.tokenizer, [list(p[0]) for p in pairs], [list(p[1]) for p in pairs])
+        joint = [k for k, n in enumerate(lengths) if n <= self.limit]
+        out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(pairs)
+        if joint:
+            enc = self.tokenizer([src[k] for k in joint], [tgt[k] for k in joint], is_split_into_words=True,
+                                 truncation=True, max_length=self.limit, padding=True, return_tensors="pt")
+            hidden = self._hidden(enc)
+            for row, k in enumerate(joint):
+                out[k] = self._word_vectors(hidden[row], enc.word_ids(row), enc.sequence_ids(row), len(src[k]),
+                                            len(tgt[k]))
+        long = [k for k in range(len(pairs)) if out[k] is None]
+        if long:
+            self.windowed += len(long)
+            log.warning("%d sentence pair(s) longer than the encoder's %d word pieces (up to %d): each sentence "
+                        "encoded on its own, in windows when it is too long by itself", len(long), self.limit,
+                        max(lengths[k] for k in long))
+            for k in long:
+                out[k] = (self._alone(src[k]), self._alone(tgt[k]))
+        return out  # type: ignore[return-value]
+
+    def _hidden(self, enc: Any) -> torch.Tensor:
+        return self.encoder(**{k: v.to(self.device) for k, v in enc.items()
+                               if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state.float()
+
+    def _alone(self, words: list[str]) -> torch.Tensor:
+        """Word vectors of one sentence encoded by itself, window by window."""
+        parts = []
+        for start, end in windows(self.tokenizer, words, self.limit):
+            enc = self.tokenizer([words[start:end]], is_split_into_words=True, truncation=True, max_length=self.limit,
+                                 return_tensors="pt")
+            hidden = self._hidden(enc)[0]
+            seq = [0 if w is not None else None for w in enc.word_ids(0)]
+            parts.append(self._word_vectors(hidden, enc.word_ids(0), seq, end - start, 0)[0])
+        return torch.cat(parts)
 
     def _word_vectors(self, hidden: torch.Tensor, word_ids: list[int | None], seq_ids: list[int | None],
                       n_src: int, n_tgt: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean of each word's pieces; words cut off by truncation get zero vectors."""
+        """Mean of each word's pieces (every word has one: see ``encode_batch``)."""
         dim = hidden.shape[-1]
         slots = [(w if s == 0 else n_src + w) if w is not None and s is not None else -1
                  for w, s in zip(word_ids, seq_ids)]

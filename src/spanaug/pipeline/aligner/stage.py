@@ -3,17 +3,28 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
-from spanaug.core import artifacts
+from spanaug.core import artifacts, files
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.model import SpanAligner
+from spanaug.pipeline.aligner.loading import load_aligner
+
+log = logging.getLogger(__name__)
 
 
 def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str, encoder: str | None = None,
-                device: str | None = "auto", chunk_rows: int = 4096, batch_size: int = 64) -> int:
-    """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam)."""
-    aligner = SpanAligner.from_pretrained(model, device=device, encoder=encoder)
+                device: str | None = "auto", chunk_rows: int = 4096, batch_size: int = 64,
+                stats_path: Path | str | None = None) -> int:
+    """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam).
+
+    Its statistics count the beams aligned and not, and the sentence pairs too long for the
+    encoder, which were encoded one sentence at a time (see ``PairEncoder.encode_batch``). An
+    empty shard is legitimate (every chain of the shard has ended) and is said so.
+    """
+    aligner = load_aligner(model, device=device, encoder=encoder)  # either kind
+    stats: dict[str, Any] = {"beams": 0, "aligned": 0, "unaligned": 0}
     with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
             rows = table.to_pylist()
@@ -22,5 +33,14 @@ def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str
             for row, (span, score) in zip(rows, aligner.predict(insts, batch_size=batch_size)):
                 row["aligned_start"], row["aligned_end"] = (span if span is not None else (None, None))
                 row["aligner_score"] = score
+                stats["aligned" if span is not None else "unaligned"] += 1
+            stats["beams"] += len(rows)
             writer.write(rows)
+    stats.update(aligner.limit_stats())
+    stats["empty_shard"] = stats["beams"] == 0
+    if stats["empty_shard"]:
+        log.warning("%s holds no paraphrase (every chain of this shard has ended): empty shard", paraphrases_path)
+    log.info("align %s: %s", paraphrases_path, stats)
+    if stats_path:
+        files.write_json(stats, stats_path)
     return writer.rows

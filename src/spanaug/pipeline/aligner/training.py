@@ -1,8 +1,13 @@
 """Training the span aligner: the scorer (and optionally the encoder's top layers), then the null threshold.
+
+The threshold is tuned on dev instances; without them, on a seeded share of the training sentence
+pairs held out from training, so that the aligner can answer 'no alignment' by default.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import random
 from collections.abc import Iterator, Sequence
@@ -15,6 +20,7 @@ from tqdm import tqdm
 from spanaug.core.config import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
+from spanaug.core.splits import assign_parts
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
 
@@ -37,16 +43,83 @@ def _batches(items: list, size: int) -> Iterator[list]:
     return (items[i : i + size] for i in range(0, len(items), size))
 
 
+def holdout_by_pair(instances: Sequence[Instance], share: float, seed: int = 0) -> tuple[list[Instance], list[Instance]]:
+    """(kept, held out): ``share`` of the sentence pairs (seeded, at least one when ``share`` > 0
+    and there are two or more pairs, never all) held out with all their spans."""
+    keys = list(dict.fromkeys(pair_key(i) for i in instances))
+    n_held = max(0, min(len(keys) - 1, max(1, round(len(keys) * share)))) if share > 0 else 0
+    part = assign_parts(keys, [("held", n_held / len(keys) if keys else 0.0), ("kept", None)], order="shuffle", seed=seed)
+    return ([i for i in instances if part[pair_key(i)] == "kept"], [i for i in instances if part[pair_key(i)] == "held"])
+
+
+def holdout_description(share: float, held: Sequence[Instance]) -> str:
+    """How a threshold tuned on held-out training pairs was set (saved as ``threshold_source``)."""
+    return (f"held-out {share:.0%} of training pairs ({len({pair_key(i) for i in held})} pairs, "
+            f"{len(held)} instances)")
+
+
+def without_pairs(instances: Sequence[Instance], held: Sequence[Instance]) -> list[Instance]:
+    """``instances`` not on a sentence pair of ``held`` (either way round)."""
+    blocked = {pair_key(i) for i in held}
+    blocked |= {(b, a) for a, b in blocked}
+    return [i for i in instances if pair_key(i) not in blocked]
+
+
 def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, dev: Sequence[Instance] | None = None,
                   device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None,
                   extra: Sequence[Instance] = ()) -> tuple[SpanAligner, dict[str, Any]]:
-    """Train the scorer (and the top encoder layers when configured); tune the null threshold on ``dev``.
+    """Train the scorer (and the top encoder layers when configured) and tune the null threshold.
 
-    ``extra`` instances (e.g. composed along paraphrase chains) are added to the training data.
+    The threshold is tuned on ``dev``; without it, on ``tcfg.threshold_holdout`` of the training
+    sentence pairs, held out from training (with ``tcfg.refit_after_holdout`` the scorer is then
+    trained again on every pair, keeping the threshold). ``config.threshold_source`` and the
+    summary say which. ``extra`` instances (e.g. composed along paraphrase chains) are added to
+    the training data; those on a held-out pair (either way round) are left out with it.
     """
+    train, extra = list(train), list(extra)
+    held: list[Instance] = []
+    if dev:
+        source = "dev instances"
+    elif tcfg.threshold_holdout > 0 and len({pair_key(i) for i in train}) > 1:
+        train, held = holdout_by_pair(train, tcfg.threshold_holdout, tcfg.seed)
+        extra = without_pairs(extra, held)
+        source = holdout_description(tcfg.threshold_holdout, held)
+        dev = held
+    else:
+        source = "untuned"
+    refit = bool(held) and tcfg.refit_after_holdout
+    fresh = None
+    if refit and aligner is not None:  # a second scorer over the same (frozen) encoder, or a copy of a tuned one
+        tuned = bool(aligner.config.finetune_layers)
+        fresh = SpanAligner(dataclasses.replace(aligner.config), encoder=copy.deepcopy(aligner.encoder) if tuned else aligner.encoder,
+                            tokenizer=aligner.tokenizer, device=str(aligner.device), cache=None if tuned else aligner.cache)
+    aligner, summary = _fit(train, cfg, tcfg, device, progress, aligner, extra)
+    summary["threshold_source"] = source
+    if dev:
+        scored = aligner.predict(dev, threshold=0.0)
+        threshold, metrics = tune_threshold([d.target_span for d in dev], scored)
+        summary.update({"threshold": threshold, "dev_metrics": metrics})
+        if refit:
+            aligner, refit_summary = _fit(train + held, cfg, tcfg, device, progress, fresh, extra)
+            summary.update({"refit_on_all_pairs": True, "train_instances": refit_summary["train_instances"],
+                            "loss_history": refit_summary["loss_history"]})
+            source += ", then trained again on all pairs"
+            summary["threshold_source"] = source
+        aligner.config.threshold = threshold
+    else:
+        aligner.config.threshold = 0.0
+        summary["threshold"] = 0.0
+    aligner.config.threshold_source = source
+    log.info("aligner threshold %.4f (%s)", aligner.config.threshold, source)
+    return aligner, summary
+
+
+def _fit(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, device: str | None, progress: bool,
+         aligner: SpanAligner | None, extra: Sequence[Instance]) -> tuple[SpanAligner, dict[str, Any]]:
+    """Train the scorer (and tuned encoder layers) on ``train`` + ``extra``; no threshold."""
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
-    aligner = aligner or SpanAligner(cfg, device=device)
+    aligner = aligner or SpanAligner(dataclasses.replace(cfg), device=device)
     train = list(train) + list(extra)
     loss_fn = nn.BCEWithLogitsLoss()
     params = [{"params": aligner.scorer.parameters(), "lr": tcfg.learning_rate}]
@@ -75,13 +148,7 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTr
         log.info("aligner epoch %d: loss %.4f", epoch + 1, history[-1])
     aligner.scorer.eval()
     aligner.encoder.eval()
-    summary: dict[str, Any] = {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
-    if dev:
-        scored = aligner.predict(dev, threshold=0.0)
-        threshold, metrics = tune_threshold([d.target_span for d in dev], scored)
-        aligner.config.threshold = threshold
-        summary.update({"threshold": threshold, "dev_metrics": metrics})
-    return aligner, summary
+    return aligner, {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
 
 
 def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings,

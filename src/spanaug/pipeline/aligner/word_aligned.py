@@ -9,16 +9,17 @@ of ``instances_from_alignments``.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import difflib
 import json
 import random
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from spanaug.core.errors import InputError
+from spanaug.core.files import iter_lines, read_json
 from spanaug.pipeline.aligner.instances import Instance
 
 Link = tuple[int, int]
@@ -53,14 +54,20 @@ class AlignedPair:
         return tuple(self.source), tuple(self.target)
 
 
+_LINK_RE = re.compile(r"([0-9]+)-([0-9]+)")
+
+
 def parse_links(text: str | None, n_src: int, n_tgt: int, path: Path | str, where: str) -> set[Link]:
     """``"0-1 2-3"`` -> {(0, 1), (2, 3)}; errors name the file and the pair."""
+    if text is not None and not isinstance(text, str):
+        raise InputError(path, where, f"links {text!r} (expected a string of 'i-j' links, or null)")
     links = set()
     for item in (text or "").split():
-        try:
-            i, j = (int(x) for x in item.split("-"))
-        except ValueError:
-            raise InputError(path, where, f"link {item!r} is not 'i-j'") from None
+        # ASCII digits only: int() would also take '²', '٣' or '1_0'.
+        match = _LINK_RE.fullmatch(item)
+        if match is None:
+            raise InputError(path, where, f"link {item!r} is not 'i-j'")
+        i, j = int(match[1]), int(match[2])
         if not (0 <= i < n_src and 0 <= j < n_tgt):
             raise InputError(path, where, f"link {item!r} out of range for {n_src} x {n_tgt} tokens")
         links.add((i, j))
@@ -69,13 +76,11 @@ def parse_links(text: str | None, n_src: int, n_tgt: int, path: Path | str, wher
 
 def read_aligned_json(path: Path | str) -> list[AlignedPair]:
     """Pairs from an Edinburgh++-format JSON list (possible links include the sure ones)."""
-    try:
-        records = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"malformed JSON: {exc.msg}") from None
+    records = read_json(path)
     if not isinstance(records, list):
         raise InputError(path, None, "expected a JSON list of aligned sentence pairs")
     pairs = []
+    seen: dict[str, int] = {}
     for n, rec in enumerate(records):
         where = f"item {n}"
         if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in ("source", "target")):
@@ -83,9 +88,15 @@ def read_aligned_json(path: Path | str) -> list[AlignedPair]:
         src, tgt = rec["source"].split(), rec["target"].split()
         if not src or not tgt:
             raise InputError(path, where, "empty source or target sentence")
+        pair_id = rec.get("id", n)
+        if not ((isinstance(pair_id, str) and pair_id.strip()) or (isinstance(pair_id, int) and not isinstance(pair_id, bool))):
+            raise InputError(path, where, f"'id' is {pair_id!r} (expected a non-blank string or an integer)")
+        if str(pair_id) in seen:
+            raise InputError(path, where, f"duplicate id {pair_id!r} (first at item {seen[str(pair_id)]})")
+        seen[str(pair_id)] = n
         sure = parse_links(rec.get("sureAlign"), len(src), len(tgt), path, where)
         possible = parse_links(rec.get("possibleAlign"), len(src), len(tgt), path, where) | sure
-        pairs.append(AlignedPair(str(rec.get("id", n)), src, tgt, sure, possible))
+        pairs.append(AlignedPair(str(pair_id), src, tgt, sure, possible))
     return pairs
 
 
@@ -182,6 +193,15 @@ def write_aligned_json(pairs: Iterable[AlignedPair], path: Path | str) -> None:
         tmp.write_text(json.dumps(records, indent=1), encoding="utf-8")
 
 
+_OFFSET_RE = re.compile(r"-?[0-9]+")
+
+
+def _offset(text: str, path: Path | str, lineno: int) -> int:
+    if not _OFFSET_RE.fullmatch(text.strip()):
+        raise InputError(path, lineno, f"span offset {text!r} is not an integer")
+    return int(text)
+
+
 def read_span_tsv(path: Path | str) -> list[Instance]:
     """Span alignments as tab-separated ``source, source_start, source_end, target, target_start, target_end``.
 
@@ -190,26 +210,26 @@ def read_span_tsv(path: Path | str) -> list[Instance]:
     layout of span-alignment releases such as the seed paper's; map other layouts onto it.
     """
     out = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        for lineno, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if not row or (lineno == 1 and row[1:2] and not row[1].lstrip("-").isdigit()):
-                continue
-            if len(row) != 6:
-                raise InputError(path, lineno, f"expected 6 tab-separated columns, got {len(row)}")
-            src, tgt = row[0].split(), row[3].split()
-            try:
-                s, e = int(row[1]), int(row[2])
-                a, b = (int(row[4]), int(row[5])) if row[4].strip() and row[4].strip() != "-1" else (None, None)
-            except ValueError:
-                raise InputError(path, lineno, "span offsets must be integers") from None
-            if not src or not tgt:
-                raise InputError(path, lineno, "empty source or target sentence")
-            if not 0 <= s < e <= len(src):
-                raise InputError(path, lineno, f"source span [{s}, {e}) out of range for {len(src)} tokens")
-            if a is not None and not 0 <= a < b <= len(tgt):
-                raise InputError(path, lineno, f"target span [{a}, {b}) out of range for {len(tgt)} tokens")
-            out.append(Instance(f"{Path(path).stem}:{lineno}", src, tgt, (s, e - 1),
-                                (a, b - 1) if a is not None else None))
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        row = line.split("\t")
+        if lineno == 1 and row[1:2] and not _OFFSET_RE.fullmatch(row[1].strip()):
+            continue  # a header
+        if len(row) != 6:
+            raise InputError(path, lineno, f"expected 6 tab-separated columns, got {len(row)}")
+        src, tgt = row[0].split(), row[3].split()
+        s, e = _offset(row[1], path, lineno), _offset(row[2], path, lineno)
+        no_target = not row[4].strip() or row[4].strip() == "-1"
+        a, b = (None, None) if no_target else (_offset(row[4], path, lineno), _offset(row[5], path, lineno))
+        if not src or not tgt:
+            raise InputError(path, lineno, "empty source or target sentence")
+        if not 0 <= s < e <= len(src):
+            raise InputError(path, lineno, f"source span [{s}, {e}) out of range for {len(src)} tokens")
+        if a is not None and not 0 <= a < b <= len(tgt):
+            raise InputError(path, lineno, f"target span [{a}, {b}) out of range for {len(tgt)} tokens")
+        out.append(Instance(f"{Path(path).stem}:{lineno}", src, tgt, (s, e - 1),
+                            (a, b - 1) if a is not None else None))
     return out
 
 

@@ -27,15 +27,13 @@ SPECIAL = {"pad": "<pad>", "eos": "</s>", "unk": "<unk>", "bos": "<s>"}
 def read_bitext(path: Path | str) -> list[tuple[str, str]]:
     """``source<TAB>paraphrase`` lines; a malformed line is an error naming its number."""
     pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) < 2 or not cols[0].strip() or not cols[1].strip():
-                raise InputError(path, lineno, "expected 'source<TAB>paraphrase' with both sides non-empty")
-            pairs.append((cols[0].strip(), cols[1].strip()))
+    for lineno, line in files.iter_lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) < 2 or not cols[0].strip() or not cols[1].strip():
+            raise InputError(path, lineno, "expected 'source<TAB>paraphrase' with both sides non-empty")
+        pairs.append((cols[0].strip(), cols[1].strip()))
     if not pairs:
         raise InputError(path, None, "bitext holds no pairs")
     return pairs

@@ -1,0 +1,48 @@
+"""``spanaug export ...``: the augmented dataset for other tools (open-SESAME CoNLL) and its dataset card."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from spanaug.cli.options import command, group
+from spanaug.core.config import setting, settings
+
+log = logging.getLogger(__name__)
+group("export", "the augmented dataset for release: open-SESAME CoNLL and a dataset card")
+
+
+@settings
+class ConllFiles:
+    augmented: str = setting(help="the augmented dataset (or one of its filtered subsets)")
+    out: str = setting(help="the CoNLL file: one block per aligned output")
+    out_ids: str | None = setting(None, "TSV mapping each block's sentence number to its output id, seed and iteration")
+    pos_tagger: str | None = setting(None, "'lexicon' or 'spacy:<model>' fills the lemma and POS columns "
+                                           "(universal POS); null leaves them '_'")
+
+
+@command("export", "conll", help="every aligned output as an open-SESAME CoNLL block")
+def conll(files: ConllFiles) -> None:
+    from spanaug.downstream.export import export_conll
+
+    counts = export_conll(files.augmented, files.out, files.out_ids, files.pos_tagger)
+    log.info("%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out)", counts)
+
+
+@settings
+class CardFiles:
+    augmented: str = setting(help="the augmented dataset")
+    seeds: str = setting(help="the run's seeds")
+    out_dir: str = setting(help="the release folder: README.md and data/*.parquet are written there")
+    run: dict[str, Any] = setting(help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, ... (the workflow "
+                             "passes it)")
+    filters: str | None = setting(None, "the filters summary (JSON of spanaug filter)")
+    conll: str | None = setting(None, "the CoNLL export in the same folder, to list it")
+
+
+@command("export", "card", help="a dataset card (README.md) beside a copy of the Parquet data, loadable by datasets")
+def card(files: CardFiles) -> None:
+    from spanaug.downstream.card import write_card
+
+    counts = write_card(files.augmented, files.seeds, files.out_dir, files.run, files.filters, files.conll)
+    log.info("dataset card for %(outputs)d outputs (%(aligned)d aligned) of %(seeds)d seeds, %(frames)d frames", counts)

@@ -1,0 +1,236 @@
+"""What an artifact's schema cannot say, checked on every read and write: spans inside their tokens,
+tokens that are not blank, list columns of matching lengths, constraint sets never empty.
+
+A Parquet file can hold every column with the right type and still be wrong: a span past the end of
+its sentence, an end before its start, half an alignment (a start without an end), an empty or
+blank token, POS tags that do not match the tokens one to one, a request with no constraints. Each
+of these once flowed on silently (an unconstrained paraphrase, an empty aligned text). The checks
+are column-wise Arrow compute kernels, so they cost little next to reading the file (the scale
+benchmark prints how much), and an error names the file, the first offending row and the column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spanaug.core.errors import ArtifactError
+
+#: List-of-token columns: at least one token each, none blank (whitespace only) or null.
+TOKEN_COLUMNS = ("tokens", "source_tokens", "paraphrase_tokens")
+
+#: (tokens, start, end, required): inclusive spans that must lie inside their tokens. An optional
+#: span (an alignment) is either wholly null or wholly set.
+SPANS = (
+    ("tokens", "span_start", "span_end", True),
+    ("source_tokens", "source_span_start", "source_span_end", True),
+    ("paraphrase_tokens", "aligned_start", "aligned_end", False),
+)
+
+#: String columns that identify or label a row: never empty or blank.
+LABEL_COLUMNS = ("sentence_id", "seed_id", "output_id", "example_id", "frame", "lexical_unit", "text",
+                 "source_text", "paraphrase_text", "seed_trigger", "trigger")
+
+#: Scores that are probabilities (null allowed where the schema allows it).
+PROBABILITIES = ("aligner_score", "p_classifier", "r_classifier")
+
+
+def _true(mask: Any) -> Any:
+    """A boolean mask with null read as False."""
+    return pc.fill_null(mask, False)
+
+
+def _first(mask: Any) -> int:
+    """Index of the first True of a mask (nulls are False), or -1."""
+    if not pc.any(_true(mask)).as_py():
+        return -1
+    return pc.index(_true(mask), True).as_py()
+
+
+def _value(table: pa.Table, column: str, row: int) -> Any:
+    return table.column(column)[row].as_py()
+
+
+Problem = tuple[int, str]
+
+
+def _token_problems(table: pa.Table, column: str) -> list[Problem]:
+    tokens = table.column(column)
+    lengths = pc.fill_null(pc.list_value_length(tokens), 0)
+    out = []
+    row = _first(pc.equal(lengths, 0))
+    if row >= 0:
+        out.append((row, f"column {column!r} is empty (expected at least one token)"))
+    flat = pc.list_flatten(tokens)
+    if len(flat):
+        # Python's str.strip and Arrow's utf8_trim_whitespace agree on what is whitespace.
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(flat), ""), True)
+        k = _first(blank)
+        if k >= 0:
+            ends = np.cumsum(lengths.to_numpy(zero_copy_only=False))
+            row = int(np.searchsorted(ends, k, side="right"))
+            position = k - (int(ends[row - 1]) if row else 0)
+            out.append((row, f"column {column!r}: token {position} is {flat[k].as_py()!r} "
+                             "(expected a non-empty token that is not only whitespace)"))
+    return out
+
+
+def _span_problems(table: pa.Table, tokens_col: str, start_col: str, end_col: str, required: bool) -> list[Problem]:
+    start, end = table.column(start_col), table.column(end_col)
+    out = []
+    if not required:
+        row = _first(pc.not_equal(pc.is_null(start), pc.is_null(end)))
+        if row >= 0:
+            out.append((row, f"{start_col} is {_value(table, start_col, row)} but {end_col} is "
+                             f"{_value(table, end_col, row)} (expected both set or both null)"))
+    lengths = pc.list_value_length(table.column(tokens_col))
+    bad = pc.or_(pc.or_(pc.less(start, 0), pc.less(end, start)), pc.greater_equal(end, lengths))
+    row = _first(bad)
+    if row >= 0:
+        s, e, n = _value(table, start_col, row), _value(table, end_col, row), lengths[row].as_py()
+        out.append((row, f"span [{start_col}, {end_col}] = [{s}, {e}] is not inside the {n} tokens of "
+                         f"{tokens_col!r} (expected 0 <= {start_col} <= {end_col} < {n})"))
+    return out
+
+
+def _problems(table: pa.Table) -> list[Problem]:
+    names = set(table.column_names)
+    out: list[Problem] = []
+    for column in TOKEN_COLUMNS:
+        if column in names:
+            out += _token_problems(table, column)
+    for tokens_col, start_col, end_col, required in SPANS:
+        if {tokens_col, start_col, end_col} <= names:
+            out += _span_problems(table, tokens_col, start_col, end_col, required)
+    for column in LABEL_COLUMNS:
+        if column in names:
+            row = _first(pc.equal(pc.utf8_trim_whitespace(table.column(column)), ""))
+            if row >= 0:
+                out.append((row, f"column {column!r} is {_value(table, column, row)!r} (expected a non-blank string)"))
+    if {"tokens", "pos_tags"} <= names:
+        tags = table.column("pos_tags")
+        row = _first(pc.not_equal(pc.list_value_length(tags), pc.list_value_length(table.column("tokens"))))
+        if row >= 0:
+            out.append((row, f"pos_tags holds {len(tags[row])} tags for {len(table.column('tokens')[row])} tokens "
+                             "(expected one tag per token)"))
+        if pc.list_flatten(tags).null_count:
+            row = _first(_has_null_item(tags))
+            out.append((row, "pos_tags holds a null tag (expected a tag per token; '_' when unknown)"))
+    if "aligned_text" in names and "aligned_start" in names:
+        row = _first(pc.not_equal(pc.is_null(table.column("aligned_start")), pc.is_null(table.column("aligned_text"))))
+        if row >= 0:
+            out.append((row, f"aligned_text is {_value(table, 'aligned_text', row)!r} while aligned_start is "
+                             f"{_value(table, 'aligned_start', row)} (expected text exactly when a span is aligned)"))
+    out += _iteration_problems(table, names)
+    out += _duplicate_problems(table, names)
+    if {"output_id", "seed_id", "iteration"} <= names:
+        # The released id is seed_id#iteration; judgments and filters refer to outputs by it.
+        expected = pc.binary_join_element_wise(table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()),
+                                               "#")
+        row = _first(pc.not_equal(table.column("output_id"), expected))
+        if row >= 0:
+            out.append((row, f"output_id is {_value(table, 'output_id', row)!r} (expected {expected[row].as_py()!r}, "
+                             "seed_id#iteration)"))
+    if "constraints" in names:
+        out += _constraint_problems(table, names)
+    if "beam_rank" in names:
+        row = _first(pc.less(table.column("beam_rank"), 0))
+        if row >= 0:
+            out.append((row, f"beam_rank is {_value(table, 'beam_rank', row)} (expected >= 0)"))
+    for column in PROBABILITIES:
+        if column in names:
+            values = table.column(column)
+            row = _first(pc.or_(pc.invert(pc.is_finite(values)),
+                                pc.or_(pc.less(values, 0), pc.greater(values, 1))))
+            if row >= 0:
+                out.append((row, f"{column} is {_value(table, column, row)} (expected a number in [0, 1])"))
+    if "paraphrase_score" in names:
+        row = _first(pc.is_nan(table.column("paraphrase_score")))
+        if row >= 0:
+            out.append((row, "paraphrase_score is NaN (expected a number)"))
+    return out
+
+
+def _key_columns(names: set[str]) -> list[str]:
+    """The columns that identify a row: an id, or a seed's request or output of one iteration (and beam)."""
+    for column in ("output_id", "example_id", "sentence_id"):
+        if column in names:
+            return [column]
+    if {"seed_id", "iteration"} <= names:
+        return ["seed_id", "iteration"] + (["beam_rank"] if "source_tokens" in names and "beam_rank" in names else [])
+    return []
+
+
+def _duplicate_problems(table: pa.Table, names: set[str]) -> list[Problem]:
+    keys = _key_columns(names)
+    if not keys or table.select(keys).group_by(keys).aggregate([]).num_rows == table.num_rows:
+        return []
+    seen: dict[tuple, int] = {}  # only on the error path: which row repeats which
+    for row, key in enumerate(zip(*(table.column(k).to_pylist() for k in keys))):
+        if key in seen:
+            shown = ", ".join(f"{k} {v!r}" for k, v in zip(keys, key))
+            return [(row, f"{shown} repeats row {seen[key]} (expected each once)")]
+        seen[key] = row
+    return []
+
+
+def _has_null_item(lists: Any) -> Any:
+    """Per row: does the list hold a null item?"""
+    flat_null = pc.is_null(pc.list_flatten(lists)).to_numpy(zero_copy_only=False)
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths)
+    per_row = np.zeros(len(lengths), dtype=bool)
+    hits = np.flatnonzero(flat_null)
+    per_row[np.searchsorted(ends, hits, side="right")] = True
+    return pa.array(per_row)
+
+
+def _iteration_problems(table: pa.Table, names: set[str]) -> list[Problem]:
+    if "iteration" not in names:
+        return []
+    # Requests, paraphrases and alignments belong to iterations >= 1; so does every released output.
+    minimum = 1 if ("source_tokens" in names or "output_id" in names) else 0
+    row = _first(pc.less(table.column("iteration"), minimum))
+    if row >= 0:
+        return [(row, f"iteration is {_value(table, 'iteration', row)} (expected >= {minimum})")]
+    return []
+
+
+def _constraint_problems(table: pa.Table, names: set[str]) -> list[Problem]:
+    constraints = table.column("constraints")
+    out = []
+    flat = pc.list_flatten(constraints)
+    if len(flat):
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(flat), ""), True)
+        k = _first(blank)
+        if k >= 0:
+            lengths = pc.fill_null(pc.list_value_length(constraints), 0).to_numpy(zero_copy_only=False)
+            row = int(np.searchsorted(np.cumsum(lengths), k, side="right"))
+            out.append((row, f"constraints hold the blank phrase {flat[k].as_py()!r} (expected phrases to avoid)"))
+    if "iteration" in names:
+        # Every paraphrase from iteration 1 on is decoded under its span's forms: an empty set means
+        # the paraphraser would run unconstrained.
+        empty = pc.and_(pc.greater_equal(table.column("iteration"), 1),
+                        pc.equal(pc.list_value_length(constraints), 0))
+        row = _first(empty)
+        if row >= 0:
+            out.append((row, f"constraints are empty at iteration {_value(table, 'iteration', row)} "
+                             "(expected the forms the paraphraser must avoid)"))
+    return out
+
+
+def validate(table: pa.Table, path: Path | str, offset: int = 0, writing: bool = False) -> None:
+    """Raise an ArtifactError naming ``path``, the first offending row (``offset`` + index) and the
+    problem, unless ``table`` is semantically valid."""
+    if not table.num_rows:
+        return
+    problems = _problems(table)
+    if problems:
+        row, message = min(problems, key=lambda p: p[0])
+        suffix = " (in the rows being written)" if writing else ""
+        raise ArtifactError(f"{path}, row {offset + row}: {message}{suffix}")
+

@@ -1,0 +1,236 @@
+"""The released dataset's card: ``README.md`` beside a copy of the Parquet files.
+
+The YAML front matter is the Hugging Face dataset-card metadata: ``configs`` name the Parquet
+files, so ``datasets.load_dataset(<folder>)`` loads them (``augmented``, the default, and
+``seeds``), and the folder can be pushed to the hub as it is. The body says what a row is,
+gives counts per iteration, the frames and the filters, where the data came from (the run's
+inputs, models and settings), the licences of the inputs, and how to cite.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from datetime import date
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from spanaug.core import artifacts, files
+from spanaug.core.errors import InputError
+
+CITATION = """@article{culkin-etal-2021-iterative,
+  title = {Iterative Paraphrastic Augmentation with Discriminative Span Alignment},
+  author = {Culkin, Ryan and Hu, J. Edward and Stengel-Eskin, Elias and Qin, Guanghui and Van Durme, Benjamin},
+  journal = {Transactions of the Association for Computational Linguistics},
+  volume = {9},
+  year = {2021}
+}
+
+@inproceedings{baker-etal-1998-berkeley,
+  title = {The {B}erkeley {F}rame{N}et Project},
+  author = {Baker, Collin F. and Fillmore, Charles J. and Lowe, John B.},
+  booktitle = {Proceedings of COLING-ACL 1998},
+  year = {1998}
+}"""
+
+FIELDS = [
+    ("output_id", "`seed_id#iteration`: the output's stable id"),
+    ("seed_id", "the seed sentence it derives from (`sentence_id` in the `seeds` config)"),
+    ("frame", "the seed's frame, which the aligned span evokes"),
+    ("lexical_unit", "the seed's lexical unit (`lemma.pos`)"),
+    ("seed_trigger", "the seed's trigger text"),
+    ("iteration", "1-based: iteration i paraphrases the same seed's output of iteration i-1 (the seed for i = 1)"),
+    ("paraphrase_tokens, paraphrase_text", "the paraphrase"),
+    ("aligned_start, aligned_end", "the trigger's counterpart in the paraphrase: inclusive token indices (null: "
+                                   "nothing aligned)"),
+    ("aligned_text, aligned_lemma", "the aligned span and its citation form"),
+    ("paraphrase_score", "the paraphraser's length-normalised NLL (lower is better)"),
+    ("aligner_score", "the span aligner's score, 0-1"),
+    ("beam_rank", "the output's rank among the decoded beams"),
+    ("constraints", "the phrases the paraphrase was forbidden to contain (the trigger, its forms and earlier triggers)"),
+]
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def _is_demo_corpus(path: str) -> bool:
+    return "resources/demo" in Path(path).as_posix()
+
+
+def licences(run: dict[str, Any]) -> tuple[str, list[str]]:
+    """The card's ``license`` id and one line per input saying what licence applies.
+
+    The outputs paraphrase the corpus's sentences and keep its labels, so the corpus's licence is
+    the dataset's: MIT only for the demo corpus (written for this project), ``other`` otherwise.
+    """
+    lines, kinds = [], set()
+    for path in run.get("inputs", []):
+        if _is_demo_corpus(path):
+            kinds.add("demo")
+            lines.append(f"- Corpus `{path}`: the demo corpus written for the spanaug project, under its MIT licence.")
+        elif run.get("format") == "framenet" or "framenet" in path.lower() or "fndata" in path.lower() \
+                or Path(path).name.startswith("fn1."):
+            kinds.add("framenet")
+            lines.append(f"- Corpus `{path}`: FrameNet (Berkeley FrameNet Project, ICSI), released under a Creative "
+                         "Commons Attribution licence (see the release's documentation for its version). The "
+                         "outputs paraphrase FrameNet sentences and carry FrameNet's frame labels: attribute FrameNet.")
+        else:
+            kinds.add("unknown")
+            lines.append(f"- Corpus `{path}`: its licence is not known to spanaug; state it here before release.")
+    if run.get("paraphraser_bitext"):
+        lines.append(f"- Paraphraser: trained in this run on `{run['paraphraser_bitext']}`; the bitext's licence "
+                     "governs the model, and may govern the outputs.")
+    elif run.get("paraphraser_model"):
+        lines.append(f"- Paraphraser: `{run['paraphraser_model']}`; see its model card for its licence and training data.")
+    enc = run.get("encoder")
+    if enc == "minilm":
+        lines.append("- Aligner encoder: all-MiniLM-L6-v2 (sentence-transformers), Apache 2.0.")
+    elif enc:
+        lines.append(f"- Aligner encoder: `{enc}`; see its model card.")
+    return ("mit" if kinds == {"demo"} else "other"), lines
+
+
+def _copy(src: Path | str, dst: Path) -> None:
+    """Copy a Parquet file into the release, atomically (a half-copied file is never left behind)."""
+    with files.atomic_path(dst, ".parquet") as tmp:
+        shutil.copyfile(src, tmp)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def per_iteration(table: Any) -> list[list[Any]]:
+    rows = []
+    for it in sorted(set(table.column("iteration").to_pylist())):
+        part = table.filter(pc.equal(table.column("iteration"), it))
+        aligned = part.filter(part.column("aligned_start").is_valid())
+        rows.append([it, part.num_rows, aligned.num_rows, len(set(part.column("frame").to_pylist())),
+                     pc.mean(part.column("paraphrase_score")).as_py(), pc.mean(part.column("aligner_score")).as_py()])
+    return rows
+
+
+def write_card(augmented: Path | str, seeds: Path | str, out_dir: Path | str, run: dict[str, Any],
+               filters: Path | str | None = None, conll: Path | str | None = None, top_frames: int = 25) -> dict[str, Any]:
+    """Copy the data into ``out_dir/data/`` and write ``out_dir/README.md``; returns the counts."""
+    out_dir = Path(out_dir)
+    table = artifacts.read_table(augmented, artifacts.AUGMENTED)
+    seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    _copy(augmented, out_dir / "data" / "augmented.parquet")
+    _copy(seeds, out_dir / "data" / "seeds.parquet")
+    n = table.num_rows
+    aligned = table.filter(table.column("aligned_start").is_valid())
+    licence, licence_lines = licences(run)
+    name = run.get("run_name", "run")
+    front = {
+        "pretty_name": f"spanaug {name}: paraphrastically augmented frame triggers",
+        "language": ["en"],
+        "license": licence,
+        **({"license_name": "framenet-cc-by", "license_link": "https://framenet.icsi.berkeley.edu/"}
+           if any("FrameNet (Berkeley" in line for line in licence_lines) else {}),
+        "task_categories": ["token-classification"],
+        "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"],
+        "size_categories": [_size_category(n)],
+        "configs": [
+            {"config_name": "default", "data_files": [{"split": "train", "path": "data/augmented.parquet"}]},
+            {"config_name": "seeds", "data_files": [{"split": "train", "path": "data/seeds.parquet"}]},
+        ],
+    }
+    frames = Counter(aligned.column("frame").to_pylist())
+    seed_frames = Counter(seed_table.column("frame").to_pylist())
+    parts = [
+        "---", _yaml(front), "---", "",
+        f"# spanaug {name}: paraphrastically augmented frame triggers", "",
+        (f"{n:,} paraphrases of {seed_table.num_rows:,} seed sentences, made by iterative paraphrastic augmentation "
+         "(Culkin et al., TACL 2021) with spanaug: each row is a paraphrase of a seed "
+         "sentence, or of the same seed's previous paraphrase, with the span that rewrites the seed's frame "
+         f"trigger ({aligned.num_rows:,} rows have one) and the seed's frame."),
+        "",
+    ]
+    if run.get("demo"):
+        parts += ["> **Demo data.** Made from the bundled demo corpus with tiny models trained for a minute: it shows "
+                  "the pipeline's mechanics, not paraphrase quality. Do not train on it.", ""]
+    parts += [
+        "## Files", "",
+        _table(["file", "rows", "what"], [
+            ["`data/augmented.parquet` (config `default`)", f"{n:,}", "the outputs, one per seed and iteration"],
+            ["`data/seeds.parquet` (config `seeds`)", f"{seed_table.num_rows:,}", "the seed sentences (`sentence_id`, "
+             "`tokens`, `span_start`/`span_end` inclusive, `frame`, `lexical_unit`, provenance)"],
+            *([[f"`{Path(conll).name}`", f"{aligned.num_rows:,} blocks", "the aligned outputs in open-SESAME CoNLL "
+                "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
+                f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids"]] if conll else []),
+        ]), "",
+        "```python", "from datasets import load_dataset",
+        'outputs = load_dataset("path/to/this/folder")["train"]           # or the hub name, once pushed',
+        'seeds = load_dataset("path/to/this/folder", "seeds")["train"]', "```", "",
+        "## Fields", "", _table(["column", "meaning"], [[f"`{a}`", b] for a, b in FIELDS]), "",
+        "## Counts per iteration", "",
+        _table(["iteration", "outputs", "aligned", "frames", "mean paraphrase score", "mean aligner score"],
+               per_iteration(table)), "",
+        "## Frames", "",
+        f"{len(frames):,} frames among the aligned outputs ({len(seed_frames):,} among the seeds). The "
+        f"{min(top_frames, len(frames))} with most outputs:", "",
+        _table(["frame", "aligned outputs", "seeds"], [[f, c, seed_frames.get(f, 0)] for f, c in frames.most_common(top_frames)]),
+        "",
+    ]
+    parts += _filters_section(filters, seed_table.num_rows)
+    parts += ["## Provenance", "", *_provenance(run), "", "## Licences of the inputs", "", *licence_lines, "",
+              "## Citation", "", "Cite the method and FrameNet:", "", "```bibtex", CITATION, "```", ""]
+    with files.atomic_path(out_dir / "README.md", ".md") as tmp:
+        tmp.write_text("\n".join(parts), encoding="utf-8")
+    return {"outputs": n, "aligned": aligned.num_rows, "seeds": seed_table.num_rows, "frames": len(frames)}
+
+
+def _filters_section(filters: Path | str | None, n_seeds: int) -> list[str]:
+    if not filters:
+        return []
+    try:
+        data = json.loads(Path(filters).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(filters, None, f"not a filters summary ({exc})") from None
+    bounds = data.get("filters", {})
+    rows = [[r["filter"], ", ".join(f"{k} {v}" for k, v in bounds.get(r["filter"], {}).items()) or "–", f"{r['outputs']:,}",
+             r.get("multiple_over_seeds") if r.get("multiple_over_seeds") is not None else "–"]
+            for r in data.get("table", [])]
+    return ["## Filters", "",
+            "The seed paper's Table 4 filters (bounds on iteration, paraphrase score and aligner score) and their sizes; "
+            "apply one with the same bounds on the columns, or use the run's `filtering/subsets/*.parquet`.", "",
+            _table(["filter", "bounds", "outputs", f"× {n_seeds:,} seeds"], rows), ""]
+
+
+def _provenance(run: dict[str, Any]) -> list[str]:
+    try:
+        version = metadata.version("spanaug")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    items = [("made", f"{date.today().isoformat()} with spanaug {version}"), ("run", run.get("run_name")),
+             ("corpus", ", ".join(f"`{p}`" for p in run.get("inputs", [])) + f" ({run.get('format', '?')})"),
+             ("seeds", run.get("seeds_mode")), ("iterations", run.get("iterations")),
+             ("paraphraser", run.get("paraphraser")), ("decoding", run.get("decoding")),
+             ("span aligner", run.get("aligner")), ("aligner encoder", run.get("encoder"))]
+    return [f"- {k}: {v}" for k, v in items if v not in (None, "")] + [
+        "- the whole configuration: the run's config file (`snakemake --report` shows it), every default in "
+        "`workflow/schemas/config.schema.yaml` of that spanaug version."]
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")

@@ -1,0 +1,102 @@
+"""The augmented dataset for other tools: open-SESAME CoNLL, and a dataset card for release.
+
+Frame ID and SRL tools (open-SESAME and its successors) read the open-SESAME CoNLL format, so
+every aligned output becomes one CoNLL block: 15 tab-separated columns per token (id, form, ``_``,
+lemma, coarse POS, POS, sentence number, five ``_``, lexical unit, frame, frame-element tag), the
+lexical unit and frame on the trigger tokens, frame-element tags ``O`` (the pipeline aligns the
+trigger only; frame elements are not carried to the paraphrase). The project's own importer
+(:func:`spanaug.pipeline.importers.read_conll`) reads such a file back, one row per output.
+
+The dataset card that goes with the export is :mod:`spanaug.downstream.card`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spanaug.core import artifacts, files
+from spanaug.core.errors import ArtifactError
+from spanaug.core.tagging import load_tagger
+from spanaug.pipeline.constraints import lemma_of
+from spanaug.pipeline.importers import CONLL_COLUMNS
+
+_EXPORT_COLUMNS = ["output_id", "seed_id", "frame", "lexical_unit", "iteration", "paraphrase_tokens", "aligned_start",
+                   "aligned_end", "aligned_text", "aligned_lemma"]
+
+
+def output_lexical_unit(aligned_lemma: str | None, aligned_text: str | None, seed_lu: str) -> str:
+    """The output's own lexical unit: its aligned span's lemma with the seed LU's part of speech
+    (``purchase.v`` for a seed ``buy.v`` rewritten as *purchased*)."""
+    lemma = (aligned_lemma or aligned_text or "").lower()
+    pos = seed_lu.rpartition(".")[2] if "." in seed_lu else ""
+    return f"{lemma}.{pos}" if pos else lemma
+
+
+def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> list[str]:
+    """One aligned output as CoNLL lines (no trailing blank line)."""
+    tokens = row["paraphrase_tokens"]
+    bad = [t for t in tokens if not t or any(c.isspace() for c in t)]
+    if bad:
+        raise ArtifactError(f"output {row['output_id']}: token {bad[0]!r} is empty or holds whitespace, which CoNLL "
+                            "cannot carry")
+    tags = tagger.tag(list(tokens)) if tagger is not None else ["_"] * len(tokens)
+    lu = output_lexical_unit(row["aligned_lemma"], row["aligned_text"], row["lexical_unit"])
+    lines = []
+    for i, token in enumerate(tokens):
+        lemma = lemma_of([token], tags[i]) if tagger is not None else "_"
+        trigger = row["aligned_start"] <= i <= row["aligned_end"]
+        cols = [str(i + 1), token, "_", lemma, tags[i], tags[i], str(sentence), "_", "_", "_", "_", "_",
+                lu if trigger else "_", row["frame"] if trigger else "_", "O"]
+        lines.append("\t".join(cols))
+    assert len(cols) == CONLL_COLUMNS
+    return lines
+
+
+def iter_aligned(augmented: Path | str, counts: Counter | None = None) -> Iterator[dict[str, Any]]:
+    """The aligned outputs of an AUGMENTED table (a filtered subset works too), in file order;
+    ``counts`` gets the number of outputs without an aligned span, which are left out."""
+    for table in artifacts.iter_batches(augmented, artifacts.AUGMENTED):
+        aligned = table.filter(table.column("aligned_start").is_valid()).select(_EXPORT_COLUMNS)
+        if counts is not None:
+            counts["unaligned_left_out"] += table.num_rows - aligned.num_rows
+        yield from aligned.to_pylist()
+
+
+def export_conll(augmented: Path | str, out: Path | str, out_ids: Path | str | None = None,
+                 pos_tagger: str | None = None) -> dict[str, int]:
+    """Write every aligned output as an open-SESAME CoNLL block; sentence numbers count from 0.
+
+    ``out_ids`` (TSV) maps each sentence number to its output id, seed and iteration, since CoNLL
+    has no column for them. ``pos_tagger`` ('lexicon' or 'spacy:<model>') fills the lemma and POS
+    columns with universal POS tags and lemminflect lemmas; without it they are ``_``.
+    """
+    tagger = None
+    if pos_tagger:
+        tagger, why = load_tagger(pos_tagger)
+        if tagger is None:
+            raise ArtifactError(f"cannot fill the POS columns: {why}")
+    n = 0
+    counts: Counter = Counter(unaligned_left_out=0)
+    ids = []
+    with files.atomic_path(out, ".conll") as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        for row in iter_aligned(augmented, counts):
+            handle.write("\n".join(conll_block(row, n, tagger)) + "\n\n")
+            ids.append({"sentence": n, "output_id": row["output_id"], "seed_id": row["seed_id"],
+                        "iteration": row["iteration"], "seed_lexical_unit": row["lexical_unit"]})
+            n += 1
+    if out_ids:
+        _write_tsv(ids, out_ids)
+    return {"blocks": n, **counts}
+
+
+def _write_tsv(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
+    import csv
+
+    fields = list(rows[0]) if rows else ["sentence", "output_id", "seed_id", "iteration", "seed_lexical_unit"]
+    with files.atomic_path(path, ".tsv") as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,0 +1,74 @@
+"""Report tables: each CSV or JSON result rendered as an HTML page, its raw file a download on the page."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spanaug.core.errors import ConfigError, InputError
+from spanaug.report import html
+
+
+def _number(text: str) -> Any:
+    """A CSV cell as int or float when it reads as one (so it is formatted and right-aligned)."""
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_csv(path: Path | str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and rows of a CSV file, numbers parsed."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = [{k: _number(v or "") for k, v in row.items()} for row in reader]
+            return list(reader.fieldnames or []), rows
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(path, None, f"not a readable CSV file ({exc})") from None
+
+
+def read_json(path: Path | str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, None, f"not a readable JSON file ({exc})") from None
+
+
+def table_page(path: Path | str, title: str | None = None, max_rows: int = 200) -> str:
+    """The HTML page of one CSV or JSON file: its warnings first (when it records any), then the
+    table (a JSON object: its keys and values, nested objects and row lists as tables)."""
+    path = Path(path)
+    title = title or path.name
+    link = f'<p class="note small">Raw file: {html.download_link(path)}</p>'
+    if path.suffix == ".csv":
+        columns, rows = read_csv(path)
+        body = html.table(rows, columns, max_rows=max_rows) if rows else '<p class="note">(no rows)</p>'
+        return html.page(title, body + link)
+    if path.suffix == ".json":
+        data = read_json(path)
+        warnings = data.pop("warnings", None) if isinstance(data, dict) else None
+        if isinstance(data, list) and all(isinstance(r, dict) for r in data):
+            body = html.table(data, max_rows=max_rows)
+        else:
+            body = html.value_html(data)
+        return html.page(title, html.warnings_html(warnings or []) + body + link)
+    raise ConfigError(f"{path}: only CSV and JSON files are rendered as report tables")
+
+
+def render_tables(inputs: Sequence[Path | str], outputs: Sequence[Path | str], titles: Sequence[str] = (),
+                  max_rows: int = 200) -> None:
+    """Render each input file into the output page of the same position."""
+    if len(inputs) != len(outputs):
+        raise ConfigError(f"{len(inputs)} inputs but {len(outputs)} outputs: give one page per table")
+    if titles and len(titles) != len(inputs):
+        raise ConfigError(f"{len(titles)} titles for {len(inputs)} tables")
+    for n, (src, out) in enumerate(zip(inputs, outputs)):
+        html.write_page(table_page(src, titles[n] if titles else None, max_rows), out)

@@ -1,0 +1,237 @@
+"""The warnings page: every stage that yielded nothing or ran degraded, and why, on one page.
+
+Two sources. Stages that write a JSON summary record their own warnings in it (a ``warnings``
+list, see :mod:`spanaug.core.degraded`): filters passing no output, augmenters with no examples,
+a chain graph with no instances, a skipped POS tagger, a trained aligner below the cosine
+baseline. The rest is checked here, from artifacts that have no summary of their own: the
+paraphrase stage's per-shard statistics, the aligner's null threshold, the Frame ID curves, and
+whether the human judgments were simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spanaug.core import files, modeldir
+from spanaug.core.errors import InputError
+from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
+from spanaug.report import html
+from spanaug.report.tables import read_csv, read_json
+
+#: Stage names for the summaries that record warnings, by the end of their path.
+STAGES = {
+    "data/import_stats.json": "import",
+    "report/stats.json": "intrinsic statistics",
+    "filtering/filters.json": "filters (Table 4)",
+    "augmenters/paraphrastic.json": "augmenter: paraphrastic",
+    "augmenters/lexsub.json": "augmenter: lexsub",
+    "augmenters/geca.json": "augmenter: GECA",
+    "augmenters/graph.json": "chain graph (aligner self-training data)",
+    "table2/summary.json": "span aligner: Table 2 ablations",
+    "selftrain/summary.json": "span aligner: self-training round",
+    "aligner_eval/comparison.json": "word aligners (Tables 1-2)",
+    "human_eval/span_agreement.json": "span-alignment task",
+}
+
+#: Above this share of decoded candidates dropped for breaking a constraint, the paraphraser is
+#: mostly fighting its constraints: say so.
+VIOLATION_SHARE = 0.5
+
+
+def stage_of(path: Path | str) -> str:
+    text = Path(path).as_posix()
+    return next((name for end, name in STAGES.items() if text.endswith(end)), Path(path).name)
+
+
+def record(stage: str, kind: str, message: str, source: Path | str | None) -> dict[str, Any]:
+    return {"stage": stage, "kind": kind, "message": message, "source": None if source is None else str(source)}
+
+
+def from_summaries(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
+    """The ``warnings`` lists recorded by the stages in their JSON summaries."""
+    out = []
+    for path in paths:
+        data = read_json(path)
+        for w in (data.get("warnings") or []) if isinstance(data, dict) else []:
+            out.append(record(stage_of(path), w.get("kind", "degraded"), w.get("message", ""), path))
+    return out
+
+
+# ---------------------------------------------------------------- the paraphrase stage
+
+
+_ITERATION = re.compile(r"iter(\d+)$")
+
+PARAPHRASE_COLUMNS = ["iteration", "shards", "requests", "outputs", "outputs_per_request", "requests_without_output",
+                      "without_output_share", "violations_dropped", "violation_share_of_candidates",
+                      "duplicates_dropped"]
+
+
+def paraphrase_rows(paths: Sequence[Path | str], width: int | None = None) -> list[dict[str, Any]]:
+    """The per-shard decoding statistics (``iter{i}/shard{j}.paraphrase_stats.json``) summed per iteration.
+
+    ``width`` is the number of candidates decoded per request (the beam size, or the samples);
+    with it, the share of candidates dropped for breaking a constraint is given too.
+    """
+    sums: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        match = _ITERATION.search(Path(path).parent.name)
+        if not match:
+            raise InputError(path, None, "expected a shard's statistics under a folder named iter<N>")
+        stats = read_json(path)
+        row = sums.setdefault(int(match.group(1)), {"iteration": int(match.group(1)), "shards": 0, "requests": 0,
+                                                    "outputs": 0, "violations_dropped": 0, "duplicates_dropped": 0,
+                                                    "requests_without_output": 0})
+        row["shards"] += 1
+        for key in ("requests", "outputs", "violations_dropped", "duplicates_dropped", "requests_without_output"):
+            row[key] += int(stats.get(key, 0))
+    rows = [sums[i] for i in sorted(sums)]
+    for row in rows:
+        req = row["requests"]
+        row["outputs_per_request"] = row["outputs"] / req if req else None
+        row["without_output_share"] = row["requests_without_output"] / req if req else None
+        row["violation_share_of_candidates"] = row["violations_dropped"] / (req * width) if req and width else None
+    return rows
+
+
+def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | None = None) -> list[dict[str, Any]]:
+    out = []
+    stage = "paraphrase"
+    for row in rows:
+        it, req = row["iteration"], row["requests"]
+        if not req:
+            out.append(record(stage, "empty", f"iteration {it}: no requests (every chain ended before it)", source))
+            continue
+        if row["requests_without_output"]:
+            out.append(record(stage, "empty" if row["requests_without_output"] == req else "degraded",
+                              f"iteration {it}: {row['requests_without_output']:,} of {req:,} requests "
+                              f"({row['without_output_share']:.0%}) got no output, so their chains end here", source))
+        share = row.get("violation_share_of_candidates")
+        if share is not None and share >= VIOLATION_SHARE:
+            out.append(record(stage, "degraded", f"iteration {it}: {share:.0%} of the decoded candidates broke a "
+                                                 "constraint and were dropped", source))
+    return out
+
+
+# ---------------------------------------------------------------- the aligner, Frame ID, judgments
+
+
+def aligner_warnings(model_dir: Path | str, outputs_per_iteration: Path | str | None = None) -> list[dict[str, Any]]:
+    """An aligner whose null threshold is 0 (not tuned on dev data) never predicts 'no counterpart'."""
+    path = Path(model_dir) / modeldir.CONFIG_FILE
+    if not path.is_file():
+        return []
+    threshold = read_json(path).get("threshold", 0.0)
+    if threshold:
+        return []
+    detail = ""
+    if outputs_per_iteration:
+        _, rows = read_csv(outputs_per_iteration)
+        n, aligned = sum(r["outputs"] for r in rows), sum(r["aligned"] for r in rows)
+        detail = f" ({aligned:,} of {n:,} outputs aligned)"
+    return [record("span aligner", "degraded", "the aligner's null threshold is 0, not tuned (aligner.train.dev is "
+                   "unset): it never predicts 'no counterpart', so every output counts as aligned" + detail, path)]
+
+
+def comparison_warnings(comparison_json: Path | str) -> list[dict[str, Any]]:
+    """The span aligner below a word aligner on the same held-out instances (the paper's Tables 1-2
+    have it above both)."""
+    rows = read_json(comparison_json).get("table", [])
+    ours = next((r for r in rows if r["system"].startswith("span aligner")), None)
+    if not ours or ours.get("soft_f1") is None:
+        return []
+    return [record("word aligners (Tables 1-2)", "degraded", f"the span aligner's held-out soft F1 {ours['soft_f1']:.3f} "
+                   f"is below {r['system']}'s {r['soft_f1']:.3f}", comparison_json)
+            for r in rows if r is not ours and r.get("soft_f1") is not None and r["soft_f1"] > ours["soft_f1"]]
+
+
+def curve_warnings(curves_csv: Path | str) -> list[dict[str, Any]]:
+    """Augmenters that added no examples to a Frame ID point, and curves equal to 'none'."""
+    _, rows = read_csv(curves_csv)
+    out = []
+    for row in rows:
+        if row["augmenter"] != BASELINE and not row.get("augmented_examples"):
+            out.append(record("Frame ID (Figure 8)", "empty", f"{row['augmenter']} at {row['fraction']:.0%} of the "
+                              "training sentences: 0 augmented examples, so the point is the unaugmented model", curves_csv))
+    for augmenter, no_examples in same_as_baseline(rows).items():
+        why = "it added no examples" if no_examples else "its examples left F1 unchanged"
+        out.append(record("Frame ID (Figure 8)", "empty", f"the {augmenter} curve equals 'none' at every fraction "
+                          f"({why}); the figure draws it dashed over 'none'", curves_csv))
+    return out
+
+
+def judgment_warnings(human_eval_json: Path | str) -> list[dict[str, Any]]:
+    return [record("human evaluation", "degraded", "the judgments are SIMULATED (human_eval.simulate): acceptance "
+                   "rates, agreement and the neural filter trained on them show the loop's mechanics, not human "
+                   "opinion", human_eval_json)]
+
+
+# ---------------------------------------------------------------- the page
+
+
+def relative(records: list[dict[str, Any]], base: Path | str | None) -> list[dict[str, Any]]:
+    """Sources shown relative to the run's folder."""
+    if base is None:
+        return records
+    for r in records:
+        if r["source"]:
+            try:
+                r["source"] = Path(r["source"]).resolve().relative_to(Path(base).resolve()).as_posix()
+            except ValueError:
+                pass
+    return records
+
+
+def warnings_page(records: Sequence[Mapping[str, Any]], demo: bool = False) -> str:
+    intro = ("<p>Every stage that yielded nothing (<span class=\"kind empty\">empty</span>) or ran weaker than "
+             "configured (<span class=\"kind degraded\">degraded</span>), with the file that says so. A number "
+             "downstream of an empty stage means nothing.</p>")
+    if demo:
+        intro += ('<div class="banner demo">Demo run: with tiny models, empty filters and augmenters are expected; '
+                  "on a real run each line here needs a look.</div>")
+    if not records:
+        return html.page("Warnings", intro + '<div class="banner ok">No stage reported an empty or degraded result.</div>')
+    counts = {k: sum(r["kind"] == k for r in records) for k in ("empty", "degraded")}
+    summary = (f'<div class="banner warn"><strong>{len(records)} warning(s)</strong>: {counts["empty"]} empty, '
+               f"{counts['degraded']} degraded.</div>")
+    rows = [{"stage": html.esc(r["stage"]), "kind": f'<span class="kind {html.esc(r["kind"])}">{html.esc(r["kind"])}</span>',
+             "what happened": html.esc(r["message"]), "source": f"<code>{html.esc(r['source'] or '')}</code>"}
+            for r in records]
+    return html.page("Warnings", intro + summary + html.table(rows, raw_html=("stage", "kind", "what happened", "source")))
+
+
+def collect(summaries: Sequence[Path | str] = (), paraphrase_stats: Sequence[Path | str] = (), width: int | None = None,
+            aligner: Path | str | None = None, per_iteration: Path | str | None = None,
+            curves: Path | str | None = None, simulated_judgments: Path | str | None = None,
+            base: Path | str | None = None, comparison: Path | str | None = None,
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every warning of the run, and the per-iteration paraphrase statistics they were read from."""
+    records = from_summaries(summaries)
+    para_rows = paraphrase_rows(paraphrase_stats, width) if paraphrase_stats else []
+    records += paraphrase_warnings(para_rows, Path(paraphrase_stats[0]).parent.parent if paraphrase_stats else None)
+    if aligner:
+        records += aligner_warnings(aligner, per_iteration)
+    if comparison:
+        records += comparison_warnings(comparison)
+    if curves:
+        records += curve_warnings(curves)
+    if simulated_judgments:
+        records += judgment_warnings(simulated_judgments)
+    return relative(records, base), para_rows
+
+
+def write_warnings(records: list[dict[str, Any]], out_json: Path | str, out_html: Path | str, demo: bool = False) -> None:
+    files.write_json({"warnings": records}, out_json)
+    html.write_page(warnings_page(records, demo), out_html)
+
+
+def load(path: Path | str) -> list[dict[str, Any]]:
+    """The records of a warnings JSON written by :func:`write_warnings`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))["warnings"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise InputError(path, None, f"not a warnings file ({exc})") from None

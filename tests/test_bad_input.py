@@ -1,0 +1,273 @@
+"""The bad inputs of issue 14, one by one: each once crashed, printed a traceback or passed silently."""
+
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO, output, seed
+
+from spanaug.core import artifacts
+from spanaug.core.config import ImportSettings
+from spanaug.core.errors import ArtifactError, ConfigError, InputError
+
+
+def _conll(path, token="bought", token_id="2"):
+    rows = [["1", "He"], [token_id, token], ["3", "it"]]
+    lines = []
+    for n, (i, tok) in enumerate(rows):
+        lu, frame = ("buy.v", "Commerce_buy") if n == 1 else ("_", "_")
+        lines.append("\t".join([i, tok, "_", tok, "nn", "NN", "0", "_", "_", "_", "_", "_", lu, frame, "O"]))
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    return path
+
+
+def test_a_non_utf8_corpus_names_the_line(tmp_path):
+    from spanaug.pipeline.importers import read_conll
+
+    path = _conll(tmp_path / "x.conll")
+    path.write_bytes(path.read_bytes().replace(b"bought", "boüght".encode("latin-1")))
+    with pytest.raises(InputError, match=r"x\.conll, line 2: not UTF-8 text \(byte 0xfc"):
+        list(read_conll(path))
+
+
+def test_a_token_id_of_a_non_ascii_digit_is_an_error_not_a_traceback(tmp_path):
+    from spanaug.pipeline.importers import read_conll
+
+    with pytest.raises(InputError, match=r"line 2: token id '²' should be 2"):
+        list(read_conll(_conll(tmp_path / "x.conll", token_id="²")))
+
+
+@pytest.mark.parametrize("field, value", [("text", 3), ("lexical_unit", 1.5), ("span", [True, False]),
+                                          ("pos_tags", "PRP VBD PRP"), ("pos_tags", ["PRP"]), ("tokens", ["He", " "])])
+def test_jsonl_fields_of_the_wrong_type_or_length_are_named(tmp_path, field, value):
+    from spanaug.pipeline.importers import read_jsonl_sentences
+
+    rec = {"tokens": ["He", "bought", "it"], "span": [1, 1], "frame": "Commerce_buy", field: value}
+    (tmp_path / "x.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(InputError, match=rf"x\.jsonl, line 1: '{field}'"):
+        list(read_jsonl_sentences(tmp_path / "x.jsonl"))
+
+
+def test_an_empty_input_is_an_error_not_an_empty_dataset(tmp_path):
+    from spanaug.pipeline.importers import import_corpus
+
+    (tmp_path / "x.jsonl").write_text("\n")
+    with pytest.raises(InputError, match=r"x\.jsonl: holds no annotated sentence"):
+        import_corpus(ImportSettings(format="jsonl", inputs=[str(tmp_path / "x.jsonl")]), tmp_path / "s.parquet")
+    assert not (tmp_path / "s.parquet").exists()
+
+
+def test_same_named_inputs_in_different_folders_get_distinct_ids(tmp_path):
+    from spanaug.pipeline.importers import import_corpus
+
+    paths = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        paths.append(_conll(tmp_path / folder / "dev.conll"))
+    import_corpus(ImportSettings(format="conll", inputs=[str(p) for p in paths]), tmp_path / "s.parquet")
+    ids = artifacts.read_table(tmp_path / "s.parquet", artifacts.SENTENCES).column("sentence_id").to_pylist()
+    assert ids == ["a/dev:1", "b/dev:1"]
+
+
+@pytest.mark.parametrize("victim", ["frame/Commerce_buy.xml", "frameIndex.xml", "frRelation.xml", "lu/lu1000.xml"])
+def test_a_corrupt_framenet_file_is_the_file_named(tmp_path, victim):
+    from spanaug.pipeline.importers import read_framenet
+
+    root = shutil.copytree(REPO / "resources/demo/fndata-demo", tmp_path / "fndata")
+    path = root / victim
+    path.write_bytes(path.read_bytes()[:150])  # cut mid-tag
+    with pytest.raises(InputError) as err:
+        list(read_framenet(root))
+    assert str(err.value).startswith(f"{path}: malformed FrameNet XML")
+
+
+def _chain(tmp_path, **changes):
+    row = output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")
+    row.update(changes)
+    loose = pa.schema([f.with_nullable(True) for f in artifacts.CHAIN])
+    pq.write_table(pa.Table.from_pylist([output("s0", 1, ["He", "got", "it"], 1, 1, "F", "get.v", "get"), row],
+                                        schema=loose), tmp_path / "chain.parquet")
+    return tmp_path / "chain.parquet"
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"aligned_start": 2, "aligned_end": 1}, r"\[aligned_start, aligned_end\] = \[2, 1\] is not inside"),
+    ({"aligned_end": 7}, r"\[1, 7\] is not inside the 3 tokens"),
+    ({"aligned_start": -1}, r"\[-1, 1\]"),
+    ({"aligned_end": None}, r"aligned_start is 1 but aligned_end is None"),
+    ({"constraints": []}, r"constraints are empty at iteration 1"),
+    ({"paraphrase_tokens": ["He", "", "it"]}, r"token 1 is ''"),
+])
+def test_a_chain_row_that_would_run_the_paraphraser_unconstrained_is_named(tmp_path, changes, message):
+    from spanaug.core.config import ConstraintSettings
+    from spanaug.pipeline.constraints import expand_stage
+
+    path = _chain(tmp_path, **changes)
+    with pytest.raises(ArtifactError, match=rf"chain\.parquet, row 1: .*{message}"):
+        expand_stage(path, tmp_path / "req.parquet", 2, ConstraintSettings())
+    assert not (tmp_path / "req.parquet").exists()
+
+
+def test_a_parquet_file_damaged_mid_file_names_it(tmp_path):
+    path = tmp_path / "s.parquet"
+    artifacts.write_table([seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "F", "buy.v") for i in range(500)],
+                          path, artifacts.SENTENCES)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 32] = b"\x00" * 32
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match=rf"^{path}: not a readable Parquet file"):
+        artifacts.read_table(path, artifacts.SENTENCES)
+
+
+def test_predictions_out_of_range_or_repeated_are_errors(tmp_path):
+    from spanaug.pipeline.aligner.instances import read_predictions
+
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text('{"id": "a", "target_span": [0, 5], "score": 1}\n')
+    with pytest.raises(InputError, match=r"line 1: 'target_span' \[0, 5\] out of range for 3 tokens"):
+        read_predictions(pred, {"a": 3})
+    pred.write_text('{"id": "a", "target_span": [0, 1]}\n{"id": "a", "target_span": null}\n')
+    with pytest.raises(InputError, match=r"line 2: duplicate prediction for id 'a' \(first on line 1\)"):
+        read_predictions(pred, {"a": 3})
+    pred.write_text('{"id": "a", "target_span": [0]}\n')
+    with pytest.raises(InputError, match=r"line 1: 'target_span' is \[0\]"):
+        read_predictions(pred)
+
+
+def test_crowd_csvs_with_a_bom_read_and_a_missing_column_is_named(tmp_path):
+    from spanaug.evaluation.human_eval import read_key
+
+    key = tmp_path / "key.csv"
+    key.write_text("\ufeffitem_id,candidate,kind,ref_id\ni1,1,output,s#1\n", encoding="utf-8")
+    assert read_key(key) == {("i1", 1): ("output", "s#1")}
+    key.write_text("item_id,candidate,ref_id\ni1,1,s#1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"key\.csv, line 1: the header lacks column\(s\) \['kind'\]"):
+        read_key(key)
+
+
+def test_filter_bounds_are_checked_and_a_null_bound_is_no_bound():
+    from spanaug.evaluation.filtering import check_filters, heuristic_mask
+
+    with pytest.raises(ConfigError, match=r"filters: filter 'lax': max_iteration is '3' \(expected an integer\)"):
+        check_filters({"lax": {"max_iteration": "3"}})
+    table = artifacts.records_to_table([{"output_id": "s#1", **output("s", 1, ["a"], 0, 0, "F", "a.v", "a")}],
+                                       artifacts.AUGMENTED)
+    bounds = check_filters({"lax": {"max_iteration": 3, "max_paraphrase_score": None}})["lax"]
+    assert heuristic_mask(table, bounds).to_pylist() == [True]
+
+
+def test_fast_align_refuses_blank_tokens_before_the_library_sees_them(tmp_path):
+    from spanaug.evaluation.fastalign import fast_align
+
+    with pytest.raises(InputError, match=r"instances\.jsonl, sentence pair 1: source tokens \[' ', ''\]"):
+        fast_align([(("a", "b"), ("a", "c")), ((" ", ""), ("a",))], origin=str(tmp_path / "instances.jsonl"))
+    # Whitespace or NUL inside a token, and the separator token, are escaped (each crashed the library).
+    pairs = [(("he", "bought", "it"), ("he", "purchased", "it")), (("a b", "|||", "x\x00y"), ("a", "b", "c"))]
+    assert set(fast_align(pairs)) == set(pairs)
+
+
+def test_a_pair_over_the_encoder_limit_is_windowed_not_given_zero_vectors(tiny_encoder):
+    import torch
+
+    from spanaug.pipeline.aligner.pair_encoder import PairEncoder
+
+    enc = PairEncoder(tiny_encoder, max_length=24)
+    short = (["Abby", "bought", "a", "car"], ["Abby", "purchased", "a", "car"])
+    long = (["Abby", "bought", "a", "car", "from", "Robin", "last", "week"] * 3, ["The", "company", "\u200b", "steel"])
+    (s_src, s_tgt), (l_src, l_tgt) = enc.encode_batch([short, long])
+    assert enc.windowed == 1
+    assert (l_src.shape[0], l_tgt.shape[0]) == (24, 4) and (s_src.shape[0], s_tgt.shape[0]) == (4, 4)
+    # Every word has a vector, the zero-width space (which the tokenizer drops) included.
+    assert all(bool(v.abs().sum() > 0) for v in torch.cat([s_src, s_tgt, l_src, l_tgt]))
+
+
+def test_the_align_stage_counts_pairs_over_the_limit_and_an_empty_shard(tiny_encoder, tmp_path):
+    from spanaug.core.config import AlignerConfig
+    from spanaug.pipeline.aligner.model import SpanAligner
+    from spanaug.pipeline.aligner.stage import align_stage
+
+    SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=8, max_length=24), device="cpu").save_pretrained(
+        tmp_path / "aligner")
+    request = {"seed_id": "s", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
+               "source_tokens": ["Abby", "bought", "a", "car"] * 4, "source_text": "x", "source_span_start": 1,
+               "source_span_end": 1, "constraints": ["bought"], "beam_rank": 0,
+               "paraphrase_tokens": ["Abby", "purchased", "a", "car"] * 4, "paraphrase_text": "y",
+               "paraphrase_score": 0.5}
+    artifacts.write_table([request], tmp_path / "p.parquet", artifacts.PARAPHRASES)
+    align_stage(tmp_path / "aligner", tmp_path / "p.parquet", tmp_path / "a.parquet", device="cpu",
+                stats_path=tmp_path / "stats.json")
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["pairs_over_encoder_limit"] == 1 and stats["beams"] == 1 and not stats["empty_shard"]
+    artifacts.write_table([], tmp_path / "p.parquet", artifacts.PARAPHRASES)
+    assert align_stage(tmp_path / "aligner", tmp_path / "p.parquet", tmp_path / "a.parquet", device="cpu",
+                       stats_path=tmp_path / "stats.json") == 0
+    assert json.loads((tmp_path / "stats.json").read_text())["empty_shard"]
+
+
+def test_a_lone_surrogate_and_a_missing_file_are_named(tmp_path):
+    from spanaug.pipeline.importers import read_conll, read_jsonl_sentences
+
+    (tmp_path / "x.jsonl").write_text('{"tokens": ["He", "\\ud800"], "span": [0, 0], "frame": "F"}\n')
+    with pytest.raises(InputError, match=r"x\.jsonl, line 1: .*surrogate"):
+        list(read_jsonl_sentences(tmp_path / "x.jsonl"))
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'missing.conll'}: no such file$"):
+        list(read_conll(tmp_path / "missing.conll"))
+
+
+def test_select_refuses_an_aligned_span_outside_the_paraphrase(tmp_path):
+    from spanaug.pipeline.iterations import select_stage
+
+    request = {"seed_id": "s", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
+               "source_tokens": ["He", "bought", "it"], "source_text": "He bought it", "source_span_start": 1,
+               "source_span_end": 1, "constraints": ["bought"], "beam_rank": 0,
+               "paraphrase_tokens": ["He", "purchased", "it"], "paraphrase_text": "He purchased it",
+               "paraphrase_score": 0.5, "aligned_start": 3, "aligned_end": 4, "aligner_score": 0.9}
+    loose = pa.schema([f.with_nullable(True) for f in artifacts.ALIGNED])
+    pq.write_table(pa.Table.from_pylist([request], schema=loose), tmp_path / "aligned.parquet")
+    with pytest.raises(ArtifactError, match=r"aligned\.parquet, row 0: .*\[3, 4\] is not inside the 3 tokens"):
+        select_stage(tmp_path / "aligned.parquet", tmp_path / "chain.parquet")  # it wrote an empty aligned text
+    assert not (tmp_path / "chain.parquet").exists()
+
+
+def test_an_empty_shard_is_written_with_a_warning(tmp_path, caplog):
+    from spanaug.core.config import ConstraintSettings
+    from spanaug.pipeline.constraints import expand_stage
+    from spanaug.pipeline.iterations import select_stage
+
+    artifacts.write_table([], tmp_path / "aligned.parquet", artifacts.ALIGNED)
+    assert select_stage(tmp_path / "aligned.parquet", tmp_path / "chain.parquet") == 0
+    expand_stage(tmp_path / "chain.parquet", tmp_path / "req.parquet", 2, ConstraintSettings())
+    assert artifacts.read_table(tmp_path / "req.parquet", artifacts.REQUESTS).num_rows == 0
+    assert "empty shard" in caplog.text and "shard is empty" in caplog.text
+
+
+def test_the_cli_turns_an_unexpected_exception_into_one_line(tmp_path, capsys, monkeypatch):
+    import spanaug.pipeline.importers
+    from spanaug.cli.main import main
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("a library fault")
+
+    monkeypatch.setattr(spanaug.pipeline.importers, "import_corpus", boom)
+    assert main(["import", "--format", "jsonl", "--inputs", str(tmp_path / "x.jsonl"),
+                 "--out", str(tmp_path / "s.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert err == "spanaug: error: import: RuntimeError: a library fault (rerun with -v for the traceback)\n"
+
+
+def test_frame_id_windows_a_sentence_over_the_encoder_limit(tiny_encoder):
+    import torch
+
+    from spanaug.downstream.frameid.data import Sentence
+    from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier
+
+    model = FrameIdentifier(FrameIdConfig(encoder=tiny_encoder, frames=["NULL", "F"], pos_tags=["?"],
+                                            chars=["", "?", "A"], max_length=24), device="cpu")
+    long = Sentence(["Abby", "bought", "a", "car", "from", "Robin", "last", "week"] * 4, {(1, 1): "F"})
+    model._encode([long, Sentence(["Abby", "bought", "it"], {(1, 1): "F"})])
+    vectors = model._cache[tuple(long.tokens)]
+    assert model.windowed == 1 and vectors.shape[0] == 32
+    assert all(bool(v.abs().sum() > 0) for v in vectors)  # no word past a cut left with a zero vector
+    assert torch.isfinite(vectors).all()

@@ -1,0 +1,208 @@
+"""The cross-encoder span aligner (aligner kind 'cross'), on a tiny random encoder."""
+
+import json
+
+import pytest
+import torch
+from conftest import WORDS, copy_task
+
+from spanaug.cli.main import main
+from spanaug.core.config import CrossAlignerConfig
+from spanaug.core.config import CrossTrainSettings as CrossTrainConfig
+from spanaug.core.metrics import span_metrics
+from spanaug.pipeline.aligner.cross_inputs import target_distribution
+from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
+from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.aligner.loading import aligner_kind, load_aligner
+
+
+def _aligner(tiny_encoder, **kw):
+    torch.manual_seed(0)
+    return CrossAligner(CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32, **kw), device="cpu")
+
+
+def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
+    train, test = copy_task(200, 0), copy_task(40, 1)
+    cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32)
+    aligner, summary = train_cross_aligner(train, cfg, CrossTrainConfig(epochs=8, learning_rate=1e-3), dev=copy_task(30, 2),
+                                           device="cpu", progress=False)
+    assert summary["loss_history"][-1]["loss"] < summary["loss_history"][0]["loss"]
+    assert summary["threshold_source"] == "dev instances" and aligner.config.temperature > 0
+    preds = aligner.predict(test)
+    metrics = span_metrics([i.target_span for i in test], [p for p, _ in preds])
+    assert metrics["exact_f1"] > 0.6, metrics
+    assert all(0.0 <= s <= 1.0 for _, s in preds)
+    aligner.save_pretrained(tmp_path / "al")
+    saved = json.loads((tmp_path / "al" / "config.json").read_text())
+    assert saved["threshold_source"] == "dev instances" and saved["kind"] == "cross" and aligner_kind(tmp_path / "al") == "cross"
+    again = load_aligner(tmp_path / "al", device="cpu", encoder="ignored")
+    assert isinstance(again, CrossAligner)
+    reloaded = again.predict(test)
+    assert [p for p, _ in reloaded] == [p for p, _ in preds]
+    assert [s for _, s in reloaded] == pytest.approx([s for _, s in preds], abs=1e-5)
+    aligner.save_pretrained(tmp_path / "al")  # overwriting an existing model directory works
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_markers_are_added_once(tiny_encoder, tmp_path):
+    aligner = _aligner(tiny_encoder)
+    n = len(aligner.tokenizer)
+    assert aligner.encoder.get_input_embeddings().num_embeddings == n
+    vocab = aligner.tokenizer.get_vocab()
+    assert "[S]" in vocab and "[/S]" in vocab
+    again = CrossAligner(aligner.config, encoder=aligner.encoder, tokenizer=aligner.tokenizer, head=aligner.head, device="cpu")
+    assert len(again.tokenizer) == n and again.encoder.get_input_embeddings().num_embeddings == n
+    aligner.save_pretrained(tmp_path / "m")
+    loaded = CrossAligner.from_pretrained(tmp_path / "m", device="cpu")
+    assert len(loaded.tokenizer) == n and loaded.encoder.get_input_embeddings().num_embeddings == n
+    ids = loaded.tokenizer(["[S]", "Abby", "[/S]"], add_special_tokens=False)["input_ids"]
+    assert [len(i) for i in ids] == [1, 1, 1] and ids[0] != ids[2]
+
+
+def test_marker_embeddings_start_from_init_tokens(tiny_encoder):
+    aligner = _aligner(tiny_encoder, marker_init=(".", ","))
+    emb = aligner.encoder.get_input_embeddings().weight
+    tok = aligner.tokenizer
+    for marker, init in (("[S]", "."), ("[/S]", ",")):
+        src = tok(init, add_special_tokens=False)["input_ids"]
+        assert torch.allclose(emb[tok.convert_tokens_to_ids(marker)], emb[src].mean(0))
+
+
+def test_input_marks_the_span_and_candidates_obey_k(tiny_encoder):
+    aligner = _aligner(tiny_encoder)
+    src = WORDS[:9]
+    tgt = WORDS[3:14]
+    inst = Instance("x", src, tgt, (2, 3), (1, 1))
+    enc = aligner.inputs.encode(inst)
+    toks = aligner.tokenizer.convert_ids_to_tokens(enc.ids)
+    assert toks[enc.marked[0]] == "[S]" and toks[enc.marked[1]] == "[/S]"
+    assert enc.marked[1] - enc.marked[0] - 1 == sum(b - a for a, b in enc.source_words)
+    assert len(enc.target_words) == len(tgt) and not enc.source_windowed
+    batch = aligner.collate([enc])
+    lengths = (batch.cands[:, 1] - batch.cands[:, 0] + 1)
+    assert int(lengths.min()) >= 1 and int((lengths - 2).abs().max()) <= 2
+    assert int(batch.cands.max()) < len(tgt) and len(batch.cands) == len({tuple(c) for c in batch.cands.tolist()})
+    assert sorted(set(lengths.tolist())) == [1, 2, 3, 4]
+
+
+def test_over_long_pairs_are_windowed_cut_and_counted(tiny_encoder):
+    aligner = _aligner(tiny_encoder, max_length=24)
+    src = (WORDS * 2)[:20]
+    short_tgt, long_tgt = WORDS[:6], (WORDS * 3)[:30]
+    insts = [Instance("a", src, short_tgt, (10, 10), (2, 2)), Instance("b", src, long_tgt, (10, 10), (2, 2)),
+             Instance("c", WORDS[:3], WORDS[:3], (0, 0), (0, 0))]
+    raw = aligner.raw_scores(insts)
+    stats = aligner.stats
+    assert stats["source_windowed"] == 2 and stats["target_truncated"] == 1 and stats["unscorable"] == 0
+    enc = aligner.inputs.encode(insts[1])
+    assert len(enc.ids) <= 24 and 0 < len(enc.target_words) < 30
+    # the cut words are never candidates
+    assert int(raw[1][0].max()) < len(enc.target_words)
+    src_enc = aligner.inputs.encode(insts[0])
+    assert src_enc.source_windowed and len(src_enc.ids) <= 24
+    tiny = _aligner(tiny_encoder, max_length=8)
+    tiny.raw_scores([Instance("d", src, long_tgt, (0, 3), (0, 0))])
+    assert tiny.stats["unscorable"] == 1
+    assert tiny.predict([Instance("d", src, long_tgt, (0, 3), (0, 0))]) == [(None, 0.0)]
+
+
+def test_top_layers_reproduce_the_full_forward(tiny_encoder):
+    aligner = _aligner(tiny_encoder)
+    encs, _ = aligner.encode(copy_task(6, 3))
+    batch = aligner.collate(encs)
+    with torch.inference_mode():
+        full = aligner.hidden(batch)
+        for n_top in (0, 1, 2):
+            top = aligner.top_layers(aligner.prefix_states(batch, n_top), batch.mask, n_top)
+            assert torch.allclose(full[batch.mask.bool()], top[batch.mask.bool()], atol=1e-5)
+
+
+def test_tuning_top_layer_moves_only_it_and_head(tiny_encoder):
+    from spanaug.pipeline.aligner.model import encoder_layers
+
+    cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=16, tune_layers=1)
+    aligner = CrossAligner(cfg, device="cpu")
+    before = {n: p.detach().clone() for n, p in aligner.encoder.named_parameters()}
+    head_before = {n: p.detach().clone() for n, p in aligner.head.named_parameters()}
+    aligner, summary = train_cross_aligner(copy_task(40, 4), cfg, CrossTrainConfig(epochs=1, learning_rate=1e-3),
+                                           aligner=aligner, device="cpu", progress=False)
+    top = {id(p) for p in encoder_layers(aligner.encoder)[-1].parameters()}
+    changed = {id(p) for n, p in aligner.encoder.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and changed <= top
+    assert any(not torch.equal(p, head_before[n]) for n, p in aligner.head.named_parameters())
+    assert summary["threshold_source"].startswith("held-out 10% of training pairs")
+
+
+def test_soft_and_hard_targets():
+    cands = torch.tensor([[2, 3], [2, 4], [0, 0]])
+    soft, found = target_distribution(cands, (2, 3), "soft")
+    weights = torch.tensor([1.0, 0.5, 2.0 ** -5])
+    assert found and soft[0] == 0 and torch.allclose(soft[1:], weights / weights.sum())
+    hard, _ = target_distribution(cands, (2, 3), "hard")
+    assert hard.tolist() == [0.0, 1.0, 0.0, 0.0]
+    null, _ = target_distribution(cands, None, "hard")
+    assert null.tolist() == [1.0, 0.0, 0.0, 0.0]
+    outside, found = target_distribution(cands, (5, 9), "hard")
+    assert not found and outside[0] == 0 and outside[1:].sum() == pytest.approx(1.0)
+
+
+def test_temperature_fit_sharpens_underconfident_scores():
+    cands = torch.tensor([[0, 0], [1, 1]])
+    raw = [(cands, torch.tensor([-5.0, 0.2, 0.0]))] * 10  # gold always candidate 0, but only slightly preferred
+    t, _ = fit_temperature(raw, [(0, 0)] * 10)
+    assert t < 0.5
+    overconfident = [(cands, torch.tensor([-5.0, 4.0, 0.0]))] * 10  # right only half the time
+    t, _ = fit_temperature(overconfident, [(0, 0)] * 5 + [(1, 1)] * 5)
+    assert t > 2
+
+
+def test_cli_trains_and_predicts_cross_kind(tiny_encoder, tmp_path, capsys):
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(40, 5)))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(10, 6)))
+    model, pred = tmp_path / "model", tmp_path / "pred.jsonl"
+    assert main(["align", "train", "--kind", "cross", "--instances", str(train), "--encoder", tiny_encoder, "--out",
+                 str(model), "--k", "2", "--cross", '{"epochs": 1, "head_dim": 16}', "--device", "cpu"]) == 0
+    summary = json.loads((model / "training_summary.json").read_text())
+    assert summary["threshold_source"].startswith("held-out 10% of training pairs")
+    assert summary["kind"] == "cross" and len(summary["loss_history"]) == 1
+    assert json.loads((model / "config.json").read_text())["head_dim"] == 16
+    assert main(["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred), "--device", "cpu"]) == 0
+    assert len(pred.read_text().splitlines()) == 10
+    capsys.readouterr()
+    assert main(["align", "eval", "--gold", str(gold), "--pred", str(pred), "--calibration"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert {"ece", "pred_null_share", "gold_null_share", "exact_f1"} <= set(metrics)
+
+
+def test_fast_head_matches_plain_features(tiny_encoder):
+    aligner = _aligner(tiny_encoder)
+    encs, _ = aligner.encode(copy_task(7, 9))
+    batch = aligner.collate(encs)
+    torch.manual_seed(1)
+    hidden = torch.randn(batch.ids.shape[0], batch.ids.shape[1], aligner.encoder.config.hidden_size)
+    words = torch.bmm(batch.word_pool, hidden)
+    query = torch.bmm(batch.query_pool.unsqueeze(1), hidden).squeeze(1)
+    source = torch.bmm(batch.source_pool.unsqueeze(1), hidden).squeeze(1)
+    args = (words, query, source, hidden[:, 0], batch.item, batch.cands, batch.length_diff)
+    with torch.no_grad():
+        fast, plain = aligner.head(*args), aligner.head.forward_reference(*args)
+    assert torch.allclose(fast[0], plain[0], atol=1e-4) and torch.allclose(fast[1], plain[1])
+
+
+def test_null_is_weighed_against_all_spans_and_its_threshold_tuned(tiny_encoder):
+    aligner = _aligner(tiny_encoder)
+    cands = torch.tensor([[0, 0], [0, 1], [1, 1]])
+    spread = (cands, torch.log(torch.tensor([0.4, 0.2, 0.2, 0.2])))  # null beats the best span, not all of them
+    sure_null = (cands, torch.log(torch.tensor([0.9, 0.04, 0.03, 0.03])))
+    assert aligner.decide([spread, sure_null], temperature=1.0, threshold=0.5) == [
+        ((0, 0), pytest.approx(0.2)), (None, pytest.approx(0.04))]
+    raw = [spread] * 4 + [sure_null] * 4
+    gold = [(0, 0)] * 4 + [None] * 4
+    aligner.config.temperature = 1.0
+    t, m = aligner.tune_threshold(raw, gold, "exact_f1")
+    assert 0.4 < t <= 0.9 and m["exact_f1"] == 1.0
+    t, _ = aligner.tune_threshold(raw, [(0, 0)] * 8, "soft_f1")
+    assert t > 0.9  # never null when nothing is

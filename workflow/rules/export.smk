@@ -1,0 +1,47 @@
+# The augmented dataset for release: open-SESAME CoNLL for Frame ID and SRL tools, and a dataset
+# card beside a copy of the Parquet files (the folder loads with Hugging Face datasets).
+
+
+rule export_conll:
+    input:
+        augmented=rules.assemble.output,
+    output:
+        conll=f"{RES}/release/augmented.conll",
+        ids=f"{RES}/release/augmented.conll.ids.tsv",
+    log:
+        f"{LOGS}/export_conll.log",
+    benchmark:
+        f"{BENCH}/export_conll.tsv"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug export conll --augmented {input.augmented} --out {output.conll} --out-ids {output.ids} > {log} 2>&1"
+
+
+rule export_card:
+    input:
+        augmented=rules.assemble.output,
+        seeds=rules.select_seeds.output.seeds,
+        filters=rules.filter_outputs.output.summary,
+        conll=rules.export_conll.output.conll,
+    output:
+        card=f"{RES}/release/README.md",
+        data=[f"{RES}/release/data/augmented.parquet", f"{RES}/release/data/seeds.parquet"],
+    log:
+        f"{LOGS}/export_card.log",
+    benchmark:
+        f"{BENCH}/export_card.tsv"
+    params:
+        out_dir=out_dir,
+        run=run_option(),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug export card --augmented {input.augmented} --seeds {input.seeds} --out-dir {params.out_dir}"
+        " {params.run} --filters {input.filters} --conll {input.conll} > {log} 2>&1"

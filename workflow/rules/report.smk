@@ -1,0 +1,109 @@
+# The report's own pages: every CSV/JSON result as an HTML table (Snakemake's report shows .html
+# entries inline and only offers other files as downloads), the example chains, the warnings page
+# and the landing summary. Category "At a glance" sorts first in the report's menu.
+
+
+# One rule per table: each page has its own caption, which a single wildcard rule could not give.
+for page, source, title, caption, category, *subcategory in report_tables():
+
+    rule:
+        name:
+            f"report_table_{table_slug(page)}"
+        localrule: True
+        input:
+            source,
+        output:
+            report(page, caption=caption, category=category, subcategory=subcategory[0] if subcategory else None),
+        log:
+            f"{LOGS}/report/{table_slug(page)}.log",
+        benchmark:
+            f"{BENCH}/report/{table_slug(page)}.tsv"
+        params:
+            title=shlex.quote(title),
+            max_rows=config["report"]["max_rows"],
+        threads: CPU_THREADS
+        resources:
+            **CPU,
+        conda:
+            "../../envs/cpu.yaml"
+        shell:
+            "spanaug report tables --inputs {input} --outputs {output} --titles {params.title}"
+            " --max-rows {params.max_rows} > {log} 2>&1"
+
+
+rule report_warnings:
+    input:
+        unpack(warning_inputs),
+    output:
+        json=f"{RES}/report/warnings.json",
+        page=report(f"{RES}/report/warnings.html", caption="../report/warnings.rst", category="At a glance"),
+        paraphrase=f"{RES}/report/paraphrase_stage.csv",
+        paraphrase_page=report(f"{RES}/report/paraphrase_stage.html", caption="../report/paraphrase_stage.rst",
+                               category="Augmented dataset"),
+    log:
+        f"{LOGS}/report/warnings.log",
+    benchmark:
+        f"{BENCH}/report/warnings.tsv"
+    params:
+        width=decode_width(),
+        optional=warning_options,
+        base=run_folder,
+        demo=is_demo(),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug report warnings --summaries {input.summaries} --paraphrase-stats {input.paraphrase}"
+        " --width {params.width} --per-iteration {input.per_iteration} {params.optional} --base {params.base}"
+        " --demo {params.demo} --out-json {output.json} --out-html {output.page}"
+        " --out-paraphrase-csv {output.paraphrase} --out-paraphrase-html {output.paraphrase_page} > {log} 2>&1"
+
+
+rule report_chains:
+    input:
+        augmented=rules.assemble.output,
+        seeds=rules.select_seeds.output.seeds,
+    output:
+        report(f"{RES}/report/chains.html", caption="../report/chains.rst", category="At a glance"),
+    log:
+        f"{LOGS}/report/chains.log",
+    benchmark:
+        f"{BENCH}/report/chains.tsv"
+    params:
+        options=flags(config["report"], keys=("chains", "seed")),
+        demo=is_demo(),
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug report chains --augmented {input.augmented} --seeds {input.seeds} {params.options}"
+        " --demo {params.demo} --out {output} > {log} 2>&1"
+
+
+rule report_summary:
+    input:
+        unpack(summary_inputs),
+    output:
+        page=report(f"{RES}/report/summary.html", caption="../report/summary.rst", category="At a glance"),
+        fragment=f"{RES}/report/summary_fragment.html",
+        json=f"{RES}/report/summary.json",
+    log:
+        f"{LOGS}/report/summary.log",
+    benchmark:
+        f"{BENCH}/report/summary.tsv"
+    params:
+        run=run_option(),
+        optional=summary_options,
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug report summary {params.run} --stats {input.stats} --per-iteration {input.per_iteration}"
+        " --filters {input.filters} --warnings {input.warnings} --paraphrase {input.paraphrase} {params.optional}"
+        " --out-html {output.page} --out-fragment {output.fragment} --out-json {output.json} > {log} 2>&1"
