@@ -7,7 +7,8 @@ import yaml
 from conftest import REPO
 
 from spanaug.cli.main import main
-from spanaug.core.config import coerce_overrides, load_run_config, merge_configs
+from spanaug.core.config import load_run_config
+from spanaug.core.overrides import coerce_overrides, merge_configs
 from spanaug.workflow import preflight
 from spanaug.workflow.preflight import check_run
 

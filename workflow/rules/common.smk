@@ -11,7 +11,8 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import update_config
 
-from spanaug.core.config import coerce_overrides, load_run_config
+from spanaug.core.config import load_run_config
+from spanaug.core.overrides import coerce_overrides
 from spanaug.core.errors import SpanaugError
 from spanaug.core.files import remove_stale_temporaries
 from spanaug.workflow import envs, preflight, rundir

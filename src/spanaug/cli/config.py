@@ -51,8 +51,9 @@ class CheckFiles:
 def check(files: CheckFiles) -> None:
     import yaml
 
-    from spanaug.core.config import load_run_config, merge_configs
+    from spanaug.core.config import load_run_config
     from spanaug.core.errors import InputError
+    from spanaug.core.overrides import merge_configs
     from spanaug.workflow.preflight import preflight
 
     raw: dict = {}

@@ -1,0 +1,69 @@
+"""Config files and ``--config`` overrides combined as Snakemake combines them, with their types.
+
+Beside core.config (which would pass the 700-line limit with them): merging several ``--configfile``
+and typing the nested ``--config`` values that Snakemake leaves strings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spanaug.core.config import config_schema
+
+
+def merge_configs(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` merged into a copy of ``base``, nested mappings key by key (as Snakemake merges
+    several ``--configfile``)."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_configs(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def coerce_overrides(values: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``--config`` overrides with their types restored where the schema says what they are.
+
+    Snakemake reads a nested ``--config paraphraser='{beam_size: 4}'`` with YAML's BaseLoader, so every
+    nested value arrives as a string (and ``null`` as the string "null"). A string where the schema
+    allows no string is read again as YAML and kept when the result fits the schema; anything else
+    is left for validation to report.
+    """
+    schema = config_schema() if schema is None else schema
+    return {key: _coerce(value, _property(schema, key)) for key, value in values.items()}
+
+
+def _property(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    for option in [schema, *schema.get("oneOf", [])]:
+        if key in option.get("properties", {}):
+            return option["properties"][key]
+        if isinstance(option.get("additionalProperties"), dict):
+            return option["additionalProperties"]
+    return {}
+
+
+def _coerce(value: Any, schema: dict[str, Any]) -> Any:
+    import jsonschema
+    import yaml
+
+    if isinstance(value, dict):
+        return {k: _coerce(v, _property(schema, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        items = next((o["items"] for o in [schema, *schema.get("oneOf", [])] if "items" in o), {})
+        return [_coerce(v, items) for v in value]
+    if not isinstance(value, str) or not schema:
+        return value
+    validator = jsonschema.Draft202012Validator(schema)
+    if value in ("null", "Null", "NULL", "~") and validator.is_valid(None):
+        return None  # YAML's null, which BaseLoader leaves a string
+    if validator.is_valid(value):
+        return value
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    if isinstance(parsed, (dict, list)):
+        parsed = _coerce(parsed, schema)
+    return parsed if validator.is_valid(parsed) else value
