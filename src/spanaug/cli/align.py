@@ -14,10 +14,8 @@ from spanaug.core.config import (
     AlignerSystemsSettings,
     AlignerTrainSection,
     Runtime,
-    inherit,
-    setting,
-    settings,
 )
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 group("align", "the span aligners: the paper's discriminative one and the cross encoder")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import FilteringSection, GecaConfig, LexsubSettings, inherit, setting, settings
+from spanaug.core.config import FilteringSection, GecaConfig, LexsubSettings
+from spanaug.core.settings import inherit, setting, settings
 
 group("augment", "augmenters compared downstream")
 

@@ -6,16 +6,8 @@ import logging
 from pathlib import Path
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import (
-    AlignerConfig,
-    BaselinesSection,
-    DiscAlignSettings,
-    FastAlignSettings,
-    Runtime,
-    inherit,
-    setting,
-    settings,
-)
+from spanaug.core.config import AlignerConfig, BaselinesSection, DiscAlignSettings, FastAlignSettings, Runtime
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 group("baseline", "word-alignment baselines")

@@ -4,7 +4,7 @@ preflight check of a run's config, and the rules' conda environments (generated 
 from __future__ import annotations
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import setting, settings
+from spanaug.core.settings import setting, settings
 
 group("config", "the configuration: its schema, checks of a run's config, the rules' environments")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command, emit
-from spanaug.core.config import ImportSettings, SeedSettings, setting, settings
+from spanaug.core.config import ImportSettings, SeedSettings
+from spanaug.core.settings import setting, settings
 
 
 @settings

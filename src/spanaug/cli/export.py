@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import setting, settings
+from spanaug.core.settings import setting, settings
 
 log = logging.getLogger(__name__)
 group("export", "the augmented dataset for release: open-SESAME CoNLL and a dataset card")

@@ -8,16 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import (
-    FrameIdSection,
-    FrameIdTrainConfig,
-    GecaConfig,
-    Runtime,
-    SplitSettings,
-    inherit,
-    setting,
-    settings,
-)
+from spanaug.core.config import FrameIdSection, FrameIdTrainConfig, GecaConfig, Runtime, SplitSettings
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 group("frameid", "the downstream Frame ID model")

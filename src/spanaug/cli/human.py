@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import HumanEvalSettings, inherit, setting, settings
+from spanaug.core.config import HumanEvalSettings
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 group("human", "the human-evaluation loop")

@@ -6,7 +6,8 @@ import logging
 from typing import Literal
 
 from spanaug.cli.options import command
-from spanaug.core.config import ConstraintSettings, DecodeSettings, Runtime, setting, settings
+from spanaug.core.config import ConstraintSettings, DecodeSettings, Runtime
+from spanaug.core.settings import setting, settings
 
 log = logging.getLogger(__name__)
 

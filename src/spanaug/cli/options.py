@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from spanaug.core.config import BOUNDS
 from spanaug.core.errors import ConfigError
+from spanaug.core.settings import BOUNDS
 
 
 def _nullable(kind: type) -> Callable[[str], Any]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import ParaphraserTrainSettings, Runtime, setting, settings
+from spanaug.core.config import ParaphraserTrainSettings, Runtime
+from spanaug.core.settings import setting, settings
 
 group("paraphraser", "the paper's paraphraser")
 

@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import ReportSettings, inherit, setting, settings
+from spanaug.core.config import ReportSettings
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 group("report", "pages of the HTML report: tables, example chains, warnings, summary")

@@ -12,55 +12,10 @@ The defaults are the seed paper's production settings (Culkin et al., TACL 2021,
 from __future__ import annotations
 
 import dataclasses
-import functools
-import types
-import typing
-from collections.abc import Callable
 from typing import Any, Literal
 
 from spanaug.core.errors import ConfigError
-
-#: Field-metadata key of the JSON-schema keywords that bound a setting (minimum, maxItems, ...).
-BOUNDS = "json_schema"
-
-
-def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Callable[[], Any] | Any = dataclasses.MISSING,
-            **bounds: Any) -> Any:
-    """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...)."""
-    metadata: dict[str, Any] = {"help": help}
-    if bounds:
-        metadata[BOUNDS] = bounds
-    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
-
-
-def inherit(cls: type, name: str, **changes: Any) -> Any:
-    """Another section's setting, reused with its default, help and bounds (``changes`` override them)."""
-    source = next(f for f in dataclasses.fields(cls) if f.name == name)
-    metadata = dict(source.metadata)
-    if "help" in changes:
-        metadata["help"] = changes.pop("help")
-    default = changes.pop("default", source.default)
-    factory = source.default_factory if default is dataclasses.MISSING else dataclasses.MISSING
-    return dataclasses.field(default=default, default_factory=factory, metadata={**metadata, **changes})
-
-
-class Settings:
-    """Base of every settings dataclass: values are checked against the generated schema when made; a
-    nested section given as a mapping (an option holding JSON, such as ``--cross``) becomes its dataclass."""
-
-    def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for field in dataclasses.fields(self):
-            tp, value = hints[field.name], getattr(self, field.name)
-            section = next((a for a in typing.get_args(tp) or [tp] if dataclasses.is_dataclass(a)), None)
-            if isinstance(value, dict) and section is not None:
-                setattr(self, field.name, _build(section, value))
-        check(self)
-
-
-def settings(cls: type) -> type:
-    """``@settings``: a keyword-only dataclass (so required settings may follow defaulted ones)."""
-    return dataclasses.dataclass(kw_only=True)(cls)
+from spanaug.core.settings import Settings, build, inherit, schema_of, setting, settings
 
 
 @settings
@@ -611,98 +566,9 @@ class RunConfig(Settings):
     resources: ResourcesSection = setting(factory=ResourcesSection, help="what jobs ask the scheduler for")
 
 
-# ---------------------------------------------------------------- schema generation and checks
-
-
-def _type_schema(tp: Any) -> dict[str, Any]:
-    """The JSON schema of a Python type hint."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) != 1:
-            raise TypeError(f"only X | None unions are settings: {tp}")
-        schema = _type_schema(inner[0])
-        if "enum" in schema:
-            return {**schema, "enum": [*schema["enum"], None]}
-        if "type" in schema:
-            return {**schema, "type": [schema["type"], "null"]}
-        return {"oneOf": [schema, {"type": "null"}]}
-    if origin is Literal:
-        return {"enum": list(args)}
-    if origin is list:
-        return {"type": "array", "items": _type_schema(args[0])}
-    if origin is dict:
-        return {"type": "object", "additionalProperties": _type_schema(args[1])}
-    if dataclasses.is_dataclass(tp):
-        return schema_of(tp)
-    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
-    if tp in names:
-        return {"type": names[tp]}
-    raise TypeError(f"no JSON schema for {tp!r}")
-
-
-def _default(field: dataclasses.Field) -> Any:
-    if field.default is not dataclasses.MISSING:
-        value = field.default
-    elif field.default_factory is not dataclasses.MISSING:
-        value = field.default_factory()
-    else:
-        return dataclasses.MISSING
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
-
-
-@functools.cache
-def schema_of(cls: type) -> dict[str, Any]:
-    """The JSON schema of a settings dataclass: types, bounds, help as descriptions, defaults."""
-    hints = typing.get_type_hints(cls)
-    properties: dict[str, Any] = {}
-    required = []
-    for field in dataclasses.fields(cls):
-        prop = _type_schema(hints[field.name])
-        prop.update(field.metadata.get(BOUNDS, {}))
-        if field.metadata.get("help"):
-            prop["description"] = field.metadata["help"]
-        default = _default(field)
-        if default is dataclasses.MISSING:
-            required.append(field.name)
-        else:
-            prop["default"] = default
-        properties[field.name] = prop
-    schema: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": properties}
-    if cls.__doc__:
-        schema["description"] = " ".join(cls.__doc__.split())
-    if required:
-        schema["required"] = required
-    return schema
-
-
 def config_schema() -> dict[str, Any]:
     """The JSON schema of a config file (written to workflow/schemas/config.schema.yaml)."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema_of(RunConfig)}
-
-
-def check(value: Any) -> None:
-    """Check a settings dataclass against its schema; a violation is a ConfigError naming the setting."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema_of(type(value)))
-    errors = sorted(validator.iter_errors(_as_json(value)), key=lambda e: list(e.absolute_path))
-    if errors:
-        error = errors[0]
-        where = ".".join(map(str, error.absolute_path)) or type(value).__name__
-        raise ConfigError(f"{where}: {error.message}")
-
-
-def _as_json(value: Any) -> Any:
-    """A settings dataclass as plain JSON values (nested sections included, tuples as lists)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _as_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_as_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _as_json(v) for k, v in value.items()}
-    return value
 
 
 def load_run_config(raw: dict[str, Any]) -> RunConfig:
@@ -713,17 +579,4 @@ def load_run_config(raw: dict[str, Any]) -> RunConfig:
     if errors:
         where = ".".join(map(str, errors[0].absolute_path)) or "config"
         raise ConfigError(f"{where}: {errors[0].message}")
-    return _build(RunConfig, raw)
-
-
-def _build(cls: type, values: dict[str, Any]) -> Any:
-    """Settings of ``cls`` from schema-valid ``values``, nested sections included."""
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            tp, value = hints[field.name], values[field.name]
-            inner = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
-            section = next((a for a in inner if dataclasses.is_dataclass(a)), None)
-            kwargs[field.name] = _build(section, value) if section and isinstance(value, dict) else value
-    return cls(**kwargs)
+    return build(RunConfig, raw)

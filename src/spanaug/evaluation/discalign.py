@@ -14,8 +14,9 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
-from spanaug.core.config import AlignerConfig, DiscAlignSettings, inherit, setting, settings
+from spanaug.core.config import AlignerConfig, DiscAlignSettings
 from spanaug.core.devices import choose_device
+from spanaug.core.settings import inherit, setting, settings
 from spanaug.core.splits import assign_parts
 from spanaug.evaluation.word_alignment import Pair, links_above
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
