@@ -167,6 +167,18 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
     assert "No stage reported" in warnings.warnings_page([])
 
 
+def test_only_an_untuned_null_threshold_is_a_warning(tmp_path):
+    """A threshold of 0 chosen on held-out pairs is measured, not degraded; one never tuned is."""
+    model = tmp_path / "aligner"
+    model.mkdir()
+    for saved, flagged in [({"threshold": 0.0, "threshold_source": "untuned"}, True),
+                           ({"threshold": 0.0, "threshold_source": "held-out 10% of training pairs"}, False),
+                           ({"threshold": 0.3, "threshold_source": "dev instances"}, False),
+                           ({"threshold": 0.0}, True)]:  # saved before threshold_source existed
+        (model / modeldir.CONFIG_FILE).write_text(json.dumps(saved))
+        assert bool(warnings.aligner_warnings(model)) is flagged, saved
+
+
 def test_warnings_and_summary_commands(run, tmp_path):
     stats, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsConfig(pos_tagger=None))
     files.write_json(stats, tmp_path / "report/stats.json")

@@ -99,8 +99,9 @@ def test_report_pages_release_and_the_snakemake_report(run):
         assert (res / page).is_file(), page
     records = json.loads((res / "report/warnings.json").read_text())["warnings"]
     stages = {r["stage"] for r in records}
-    # The demo's aligner is trained without dev data, and its judgments are simulated.
-    assert {"span aligner", "human evaluation"} <= stages
+    # The demo's judgments are simulated; its aligner, trained without dev data, tunes its null
+    # threshold on held-out training pairs, which is no warning.
+    assert "human evaluation" in stages and "span aligner" not in stages
     assert "Demo run" in (res / "report/summary.html").read_text()
     report = work / "report.html"
     _run(work, config, "--report", str(report))

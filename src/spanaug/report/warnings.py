@@ -121,20 +121,22 @@ def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | 
 
 
 def aligner_warnings(model_dir: Path | str, outputs_per_iteration: Path | str | None = None) -> list[dict[str, Any]]:
-    """An aligner whose null threshold is 0 (not tuned on dev data) never predicts 'no counterpart'."""
+    """An aligner whose null threshold was never tuned (no dev data, no hold-out) never predicts 'no
+    counterpart'. A threshold tuned to 0 on held-out pairs is a measured choice, not a degradation."""
     path = Path(model_dir) / modeldir.CONFIG_FILE
     if not path.is_file():
         return []
-    threshold = read_json(path).get("threshold", 0.0)
-    if threshold:
+    saved = read_json(path)
+    # Models saved before threshold_source existed: an untuned threshold was 0.
+    if saved.get("threshold_source", "untuned" if not saved.get("threshold") else "") != "untuned":
         return []
     detail = ""
     if outputs_per_iteration:
         _, rows = read_csv(outputs_per_iteration)
         n, aligned = sum(r["outputs"] for r in rows), sum(r["aligned"] for r in rows)
         detail = f" ({aligned:,} of {n:,} outputs aligned)"
-    return [record("span aligner", "degraded", "the aligner's null threshold is 0, not tuned (aligner.train.dev is "
-                   "unset): it never predicts 'no counterpart', so every output counts as aligned" + detail, path)]
+    return [record("span aligner", "degraded", "the aligner's null threshold is 0, not tuned (no aligner.train.dev "
+                   "and aligner.train.threshold_holdout 0): it never predicts 'no counterpart', so every output counts as aligned" + detail, path)]
 
 
 def comparison_warnings(comparison_json: Path | str) -> list[dict[str, Any]]:
