@@ -133,6 +133,18 @@ def write_augmented(tmp_path, seeds, chain):
     assemble([tmp_path / "iter.parquet"], tmp_path / "augmented.parquet")
 
 
+def write_two_chains(tmp_path):
+    """Two seeds: one aligned over two iterations, one whose second output failed to align."""
+    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
+             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
+    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
+             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
+             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
+             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
+    write_augmented(tmp_path, seeds, chain)
+    return tmp_path
+
+
 TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
             "stopped": "Activity_stop"}
 FILLER = "the a man woman car book yesterday quickly old city to from".split()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 import yaml
-from conftest import output, seed, write_augmented
+from conftest import output, seed, write_augmented, write_two_chains
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
@@ -17,13 +17,7 @@ from spanaug.pipeline.importers import read_conll
 
 @pytest.fixture
 def run(tmp_path):
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
-             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
-    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
-             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
-             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
-    write_augmented(tmp_path, seeds, chain)
+    write_two_chains(tmp_path)
     return tmp_path
 
 

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import output, seed, write_augmented
+from conftest import write_two_chains
 
 from spanaug.core import artifacts
 from spanaug.core.errors import InputError
@@ -14,13 +14,7 @@ from spanaug.pipeline.framenet import read_lexicon
 
 @pytest.fixture
 def run(tmp_path):
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
-             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
-    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
-             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
-             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
-    write_augmented(tmp_path, seeds, chain)
+    write_two_chains(tmp_path)
     lexicon = {"Commerce_buy": ["buy.v", "purchase.v", "purchase.n"], "Activity_stop": ["quit.v", "stop.v", "give up.v"]}
     (tmp_path / "lexicon.json").write_text(json.dumps(lexicon))
     return tmp_path

@@ -209,3 +209,12 @@ def target_distribution(cands: torch.Tensor, gold: tuple[int, int] | None, loss:
     else:
         out[0] = 1.0
     return out, found
+
+
+def split_scores(batch: Batch, logits: torch.Tensor, idx: Sequence[int], out: list[Any]) -> None:
+    """Store each batch row's (candidates [C, 2], logits [1 + C], null first) at ``out[idx[row]]``."""
+    logits, cands = logits.cpu(), batch.cands.cpu()
+    offset = 0
+    for row, (n, c) in enumerate(zip(idx, batch.counts)):
+        out[n] = (cands[offset : offset + c], logits[row, : 1 + c])
+        offset += c

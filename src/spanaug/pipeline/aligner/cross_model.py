@@ -41,7 +41,7 @@ from spanaug.core.devices import choose_device
 from spanaug.core.encoders import resolve
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
-from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits
+from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.model import encoder_layers
 
@@ -262,12 +262,7 @@ class CrossAligner:
         for start in tqdm(range(0, len(order), batch_size), desc="align", unit="batch", disable=not progress):
             idx = order[start : start + batch_size]
             batch = self.collate([encs[n] for n in idx])
-            logits = self.scores(batch, self.hidden(batch)).cpu()
-            cands = batch.cands.cpu()
-            offset = 0
-            for row, (n, c) in enumerate(zip(idx, batch.counts)):
-                out[n] = (cands[offset : offset + c], logits[row, : 1 + c])
-                offset += c
+            split_scores(batch, self.scores(batch, self.hidden(batch)), idx, out)
         return out
 
     def decide(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], temperature: float | None = None,

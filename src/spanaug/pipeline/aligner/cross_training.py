@@ -25,7 +25,7 @@ from tqdm import tqdm
 from spanaug.core.config import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
-from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, target_distribution
+from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, split_scores, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.model import candidate_spans, encoder_layers
@@ -132,12 +132,7 @@ class _Trainer:
             for start in range(0, len(order), 32):
                 idx = order[start : start + 32]
                 batch = al.collate([encs[n] for n in idx])
-                logits = al.scores(batch, self.hidden(batch, [key0 + n for n in idx])).cpu()
-                cands = batch.cands.cpu()
-                offset = 0
-                for row, (n, c) in enumerate(zip(idx, batch.counts)):
-                    out[n] = (cands[offset : offset + c], logits[row, : 1 + c])
-                    offset += c
+                split_scores(batch, al.scores(batch, self.hidden(batch, [key0 + n for n in idx])), idx, out)
         return out
 
 
