@@ -3,8 +3,10 @@
 Where conda channels cannot be reached, this installs what the environment's pip section installs
 (its dependencies and this checkout's spanaug, SPANAUG_SOURCE expanded by pip as in `conda env
 create`) into a venv made with this Python, whose version must be the file's `python=X.Y`. What the
-file takes from conda besides Python and pip (envs/cpu.yaml: conda-forge's CPU PyTorch) comes from
-pip here; pass pip options after `--` to steer it (e.g. `-- --constraint c.txt` with torch==2.13.0+cpu).
+file takes from conda besides Python and pip comes from pip here. Where it asks for a CPU PyTorch
+build (envs/cpu.yaml), the torch of the Python running this script is installed first, so pip does not
+fetch a CUDA wheel for `torch>=...` (run it with the project's .venv, whose torch is the CPU wheel);
+`--torch REQUIREMENT` names another. Pass more pip options after `--`.
 
     .venv/bin/python scripts/env_venv.py envs/cpu.yaml /tmp/env-cpu [-- PIP_OPTIONS...]
 
@@ -34,10 +36,25 @@ sys.path.insert(0, str(REPO / "src"))
 from spanaug.workflow.envs import SOURCE_VAR, pip_requirements  # noqa: E402
 
 
+def cpu_torch(deps: list) -> str | None:
+    """``torch==<this Python's version>`` when the env's conda part asks for a CPU PyTorch build."""
+    if not any(isinstance(d, str) and d.startswith("pytorch") and "cpu" in d for d in deps):
+        return None
+    try:
+        from importlib.metadata import version
+
+        return f"torch=={version('torch')}"
+    except Exception:  # no torch here: pip chooses, as conda would not
+        print("warning: no torch in this Python to pin; pip may choose a CUDA wheel", file=sys.stderr)
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("env_file")
     parser.add_argument("dest")
+    parser.add_argument("--torch", help="torch requirement installed first (default, for an env asking for a CPU "
+                                        "PyTorch build: this Python's torch version)")
     parser.add_argument("pip_options", nargs="*", help="after --: more pip install options")
     args = parser.parse_args()
     deps = yaml.safe_load(Path(args.env_file).read_text())["dependencies"]
@@ -50,6 +67,9 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "venv", args.dest], check=True)
     pip = [str(Path(args.dest) / "bin" / "python"), "-m", "pip"]
     subprocess.run([*pip, "install", "-q", "--upgrade", "pip"], check=True)
+    torch = args.torch or cpu_torch(deps)
+    if torch:
+        subprocess.run([*pip, "install", "-q", torch, *args.pip_options], check=True)
     with tempfile.NamedTemporaryFile("w", suffix=".requirements.txt", delete=False) as handle:
         handle.write("\n".join(pip_requirements(args.env_file)) + "\n")
     env = dict(os.environ, **{SOURCE_VAR: str(REPO)})

@@ -6,6 +6,7 @@ against an uninterrupted one): prints the verdict, exits 1 when they differ.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from spanaug.core import artifacts
@@ -22,4 +23,8 @@ def main(first: str, second: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("first", help="an augmented.parquet")
+    parser.add_argument("second", help="the augmented.parquet to compare with it")
+    args = parser.parse_args()
+    sys.exit(main(args.first, args.second))
