@@ -15,8 +15,8 @@ from spanaug.pipeline.aligner.word_aligned import (
 )
 
 
-def pair(src, tgt, sure, possible=""):
-    return {"id": "p", "source": src, "target": tgt, "sureAlign": sure, "possibleAlign": possible}
+def pair(src, tgt, sure, possible="", pid="p"):
+    return {"id": pid, "source": src, "target": tgt, "sureAlign": sure, "possibleAlign": possible}
 
 
 def spans(insts):
@@ -51,7 +51,7 @@ def test_function_words_do_not_bound_phrases(tmp_path):
 
 def test_bad_links_name_the_item(tmp_path):
     path = tmp_path / "a.json"
-    path.write_text(json.dumps([pair("a b", "c d", "0-0"), pair("a b", "c d", "0-5")]))
+    path.write_text(json.dumps([pair("a b", "c d", "0-0"), pair("a b", "c d", "0-5", pid="q")]))
     with pytest.raises(InputError, match=r"a\.json, item 1: link '0-5' out of range"):
         read_aligned_json(path)
 
