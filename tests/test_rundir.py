@@ -40,6 +40,16 @@ def test_a_changed_config_stops_the_run_naming_what_changed(tmp_path):
     assert rundir.check_record(changed, tmp_path) == []
 
 
+def test_settings_an_upgrade_adds_or_removes_are_no_change(tmp_path):
+    """A newer spanaug fills in settings the record lacks; that alone must not refuse the run."""
+    old = {"run_name": "r", "paraphraser": {"beam_size": 20, "retired": 1}}
+    rundir.guard_record(old, tmp_path, forced=False)
+    upgraded = {"run_name": "r", "paraphraser": {"beam_size": 20, "max_batch_tokens": None}}
+    assert rundir.check_record(upgraded, tmp_path) == []
+    edited = {"run_name": "r", "paraphraser": {"beam_size": 5, "max_batch_tokens": None}}
+    assert rundir.check_record(edited, tmp_path) == ["paraphraser.beam_size: 20 -> 5"]
+
+
 def test_the_record_is_written_with_the_umask(tmp_path):
     old = os.umask(0o022)
     try:

@@ -44,10 +44,15 @@ def recorded_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def config_changes(old: Any, new: Any, path: str = "") -> Iterator[str]:
-    """``key: old -> new`` for every setting that differs, nested keys dotted."""
+    """``key: old -> new`` for every setting that differs, nested keys dotted.
+
+    Settings that exist on one side only are not changes: the filled config records every setting,
+    so they are settings an upgrade of spanaug added or removed, not the user's edits (an upgrade
+    must not make ``make demo`` refuse its own results).
+    """
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(set(old) | set(new), key=str):
-            yield from config_changes(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+        for key in sorted(set(old) & set(new), key=str):
+            yield from config_changes(old[key], new[key], f"{path}.{key}" if path else str(key))
     elif old != new:
         yield f"{path}: {json.dumps(old)} -> {json.dumps(new)}"
 
