@@ -27,9 +27,9 @@ from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, split_scores, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
-from spanaug.pipeline.aligner.instances import Instance, pair_key
+from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.model import candidate_spans, encoder_layers
-from spanaug.pipeline.aligner.training import holdout_by_pair, holdout_description, without_pairs
+from spanaug.pipeline.aligner.training import threshold_split
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +151,8 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
     """
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
-    train, extra = list(train), list(extra)
-    if dev:
-        source = "dev instances"
-    elif tcfg.threshold_holdout > 0 and len({pair_key(i) for i in train}) > 1:
-        train, dev = holdout_by_pair(train, tcfg.threshold_holdout, tcfg.seed)
-        extra = without_pairs(extra, dev)
-        source = holdout_description(tcfg.threshold_holdout, dev)
-    else:
-        dev, source = [], "untuned"
+    train, extra, held, source = threshold_split(train, extra, dev, tcfg.threshold_holdout, tcfg.seed)
+    dev = list(dev) if dev else held
     aligner = aligner or CrossAligner(dataclasses.replace(cfg), device=device)
     cfg = aligner.config
     data = train + extra

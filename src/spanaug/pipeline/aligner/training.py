@@ -65,6 +65,20 @@ def without_pairs(instances: Sequence[Instance], held: Sequence[Instance]) -> li
     return [i for i in instances if pair_key(i) not in blocked]
 
 
+def threshold_split(train: Sequence[Instance], extra: Sequence[Instance], dev: Sequence[Instance] | None,
+                    share: float, seed: int) -> tuple[list[Instance], list[Instance], list[Instance], str]:
+    """(train, extra, held out, source): where an aligner's null threshold is tuned. On ``dev`` when
+    given; else on ``share`` of the training pairs held out (their extra instances leave with them);
+    else nowhere ('untuned'). Both aligner kinds use it, so they record ``threshold_source`` alike."""
+    train, extra = list(train), list(extra)
+    if dev:
+        return train, extra, [], "dev instances"
+    if share > 0 and len({pair_key(i) for i in train}) > 1:
+        train, held = holdout_by_pair(train, share, seed)
+        return train, without_pairs(extra, held), held, holdout_description(share, held)
+    return train, extra, [], "untuned"
+
+
 def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, dev: Sequence[Instance] | None = None,
                   device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None,
                   extra: Sequence[Instance] = ()) -> tuple[SpanAligner, dict[str, Any]]:
@@ -76,17 +90,8 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTr
     summary say which. ``extra`` instances (e.g. composed along paraphrase chains) are added to
     the training data; those on a held-out pair (either way round) are left out with it.
     """
-    train, extra = list(train), list(extra)
-    held: list[Instance] = []
-    if dev:
-        source = "dev instances"
-    elif tcfg.threshold_holdout > 0 and len({pair_key(i) for i in train}) > 1:
-        train, held = holdout_by_pair(train, tcfg.threshold_holdout, tcfg.seed)
-        extra = without_pairs(extra, held)
-        source = holdout_description(tcfg.threshold_holdout, held)
-        dev = held
-    else:
-        source = "untuned"
+    train, extra, held, source = threshold_split(train, extra, dev, tcfg.threshold_holdout, tcfg.seed)
+    dev = dev if dev else held
     refit = bool(held) and tcfg.refit_after_holdout
     fresh = None
     if refit and aligner is not None:  # a second scorer over the same (frozen) encoder, or a copy of a tuned one
