@@ -4,7 +4,7 @@ import csv
 import random
 
 import pytest
-from conftest import output, seed
+from conftest import output, seed, write_augmented
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
@@ -120,6 +120,18 @@ def test_human_loop_export_and_import(run):
     judgments = read_judgments(run / "imported" / "judgments.csv")
     assert len(judgments) == 12 and set(judgments.values()) == {0}
     assert (run / "imported" / "score_histogram.png").is_file()
+
+
+def test_export_without_any_aligned_output_says_why(tmp_path):
+    # Every output failed to align (an aligner whose null threshold is above all its scores): the
+    # error names the aligner's threshold, not the frames, as the reason there is nothing to judge.
+    seeds = [seed(f"s{n}", f"w{n} buy it .".split(), 1, 1, frame, lus[0]) for n, (frame, lus) in enumerate(FRAMES)]
+    chain = [output(f"s{n}", 1, f"w{n} got it .".split(), None, None, frame, lus[0], None)
+             for n, (frame, lus) in enumerate(FRAMES)]
+    write_augmented(tmp_path, seeds, chain)
+    with pytest.raises(InputError, match=r"augmented\.parquet: none of its 3 outputs has an aligned span.*null threshold"):
+        export_task(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "t.csv", tmp_path / "k.csv",
+                    n_items=2, seed=0)
 
 
 def test_import_rejects_unknown_items(run, tmp_path):

@@ -36,8 +36,12 @@ def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | s
                 ) -> dict[str, int]:
     """Sample ``n_items`` aligned outputs and write the task CSV and its key CSV; returns counts."""
     rng = random.Random(seed)
-    aug = artifacts.read_table(augmented, artifacts.AUGMENTED)
-    aug = aug.filter(aug.column("aligned_start").is_valid()).to_pylist()
+    table = artifacts.read_table(augmented, artifacts.AUGMENTED)
+    aug = table.filter(table.column("aligned_start").is_valid()).to_pylist()
+    if not aug:  # say why there is nothing to judge: the aligner, not the frames
+        raise InputError(augmented, None, f"none of its {table.num_rows:,} outputs has an aligned span, so there is "
+                         "nothing to judge (the aligner answered 'no alignment' for every one: see its null "
+                         "threshold in the aligner's training_summary.json)")
     gold = artifacts.read_table(sentences, artifacts.SENTENCES).to_pylist()
     by_frame: dict[str, list[dict[str, Any]]] = {}
     for row in gold:
