@@ -8,6 +8,7 @@ skipped and counted in :class:`ImportStats`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -192,6 +193,18 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict
     }
 
 
+def _numbered(rows: Iterable[dict[str, Any] | None], order: Iterator[int], stats: ImportStats,
+              max_tokens: int | None) -> Iterator[dict[str, Any]]:
+    """The kept rows, each with its position from ``order``. None (a discontiguous target) is not a
+    row but still takes its place, so positions do not depend on what was skipped."""
+    for row in rows:
+        position = next(order)
+        if row is not None:
+            row["order"] = position
+            if _keep(row, stats, max_tokens):
+                yield row
+
+
 def read_framenet(
     root: Path | str,
     max_tokens: int | None = None,
@@ -213,7 +226,7 @@ def read_framenet(
         raise ConfigError(f"unknown FrameNet part(s) {sorted(unknown)}; use exemplar and/or fulltext")
     reader = framenet_reader(root)
     prefix = f"fn:{label}:" if label else "fn:"
-    order = 0
+    order = itertools.count()  # one running position over exemplars, then documents
     if "exemplar" in parts:
         lu_ids = _guarded(root / "luIndex.xml", lambda: sorted(reader.lu_ids_and_names()), reader)
         for lu_id in lu_ids:
@@ -221,23 +234,13 @@ def read_framenet(
             if not lu_path.is_file():
                 continue  # FrameNet lists LUs without annotation files
             rows = _guarded(lu_path, lambda: _lu_rows(reader, root, lu_id, lu_path, prefix, stats), reader)
-            for row in rows:  # None: a discontiguous target, which still takes its place in the order
-                if row is not None:
-                    row["order"] = order
-                    if _keep(row, stats, max_tokens):
-                        yield row
-                order += 1
+            yield from _numbered(rows, order, stats, max_tokens)
     if "fulltext" in parts and (root / "fulltextIndex.xml").is_file():
         docs = _guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()), reader)
         for meta in docs:
             doc_path = root / "fulltext" / str(meta.filename)
             rows = _guarded(doc_path, lambda: _doc_rows(reader, root, meta, doc_path, prefix, stats), reader)
-            for row in rows:  # None: a discontiguous target, which still takes its place in the order
-                if row is not None:
-                    row["order"] = order
-                    if _keep(row, stats, max_tokens):
-                        yield row
-                order += 1
+            yield from _numbered(rows, order, stats, max_tokens)
 
 
 def _lu_rows(reader, root: Path, lu_id: int, lu_path: Path, prefix: str, stats: ImportStats,  # noqa: ANN001
