@@ -108,6 +108,8 @@ def test_report_pages_release_and_the_snakemake_report(run):
     assert "human evaluation" in stages and "span aligner" in stages
     untuned = next(r for r in records if r["stage"] == "span aligner")
     assert untuned["kind"] == "degraded" and "not tuned" in untuned["message"]
+    # The dataset card describes the aligner as trained (the demo's own config tunes on held-out pairs).
+    assert "(null threshold not tuned: no dev file and threshold_holdout 0)" in (res / "release/README.md").read_text()
     assert "Demo run" in (res / "report/summary.html").read_text()
     report = work / "report.html"
     _run(work, config, "--report", str(report))

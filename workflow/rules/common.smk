@@ -356,6 +356,15 @@ def simulated_judgments():
     return bool(h and h["simulate"] and not h["results"])
 
 
+def threshold_description(train):
+    """Where the trained aligner's null threshold comes from, as aligner training decides it."""
+    if train["dev"]:
+        return f"tuned on {train['dev']}"
+    if train["threshold_holdout"] > 0:
+        return f"tuned on {train['threshold_holdout']:.0%} of the training pairs, held out"
+    return "not tuned: no dev file and threshold_holdout 0"
+
+
 def run_description():
     """What ran, for the report's summary and the dataset card: data, models and the main settings."""
     p, a = config["paraphraser"], config["aligner"]
@@ -369,7 +378,7 @@ def run_description():
         aligner = a["model"]
     else:
         data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
-        aligner = f"trained in this run on {data}" + ("" if a["train"]["dev"] else " (null threshold not tuned: no dev)")
+        aligner = f"trained in this run on {data} (null threshold {threshold_description(a['train'])})"
     return {"run_name": config["run_name"], "inputs": config["data"]["inputs"], "format": config["data"]["format"],
             "seeds_mode": config["seeds"]["mode"], "iterations": config["iterations"], "n_shards": config["n_shards"],
             "paraphraser": paraphraser, "paraphraser_model": None if p["train"] else p["model"],
