@@ -46,9 +46,9 @@ demo-slurm: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-# No Snakemake, no real encoder, no shared data: under a minute.
+# No Snakemake, no real encoder, no shared data, a quarter of the fuzz cases: under a minute.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not workflow and not integration" tests
+	SPANAUG_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest -q -m "not workflow and not integration" tests
 
 # The config schema is generated from src/spanaug/core/config.py (tests check it is current).
 schema: $(STAMP)
