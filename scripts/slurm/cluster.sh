@@ -36,8 +36,8 @@ need_root() { [[ $(id -u) == 0 ]] || die "$1 needs root (slurmd runs jobs as the
 # waiting for a container's PID 1 to reap it).
 running() {  # running NAME PIDFILE
     local pid
-    [[ -s $2 ]] || return 1
-    pid=$(<"$2")
+    # The file can vanish between two reads (a daemon removes it as it exits): read it once.
+    pid=$(cat "$2" 2>/dev/null) && [[ -n $pid ]] || return 1
     [[ -r /proc/$pid/comm && $(</proc/"$pid"/comm) == "$1"* ]] || return 1
     [[ $(cut -d' ' -f3 /proc/"$pid"/stat 2>/dev/null) != Z ]]
 }
@@ -141,8 +141,8 @@ stop_daemon() {  # NAME: TERM, then KILL after 30 s
     local file pid
     file=$(pidfile "$1")
     running "$1" "$file" || return 0
-    pid=$(<"$file")
-    kill "$pid"
+    pid=$(cat "$file" 2>/dev/null) || { say "$1 had already stopped"; return 0; }
+    kill "$pid" 2>/dev/null || { say "$1 had already stopped"; return 0; }
     for _ in $(seq 30); do running "$1" "$file" || { say "stopped $1 ($pid)"; return; }; sleep 1; done
     kill -9 "$pid" 2>/dev/null || true
     say "killed $1 ($pid)"
