@@ -46,7 +46,7 @@ demo-slurm: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-# No Snakemake, no real encoder, no shared data, a quarter of the fuzz cases: under a minute.
+# No Snakemake, no real encoder, no shared data, a quarter of the fuzz cases: about a minute on 2 cores.
 test-fast: $(STAMP)
 	SPANAUG_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest -q -m "not workflow and not integration" tests
 

@@ -32,15 +32,18 @@ say() { echo "cluster.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 need_root() { [[ $(id -u) == 0 ]] || die "$1 needs root (slurmd runs jobs as their users)"; }
 
-# A pid file whose process is alive and is the expected program (not a recycled pid, not a zombie
-# waiting for a container's PID 1 to reap it).
-running() {  # running NAME PIDFILE
+# The pid in a pid file whose process is alive and is the expected program (not a recycled pid, not
+# a zombie waiting for a container's PID 1 to reap it). Callers use the printed pid instead of
+# reading the file again: a daemon removes it as it exits.
+live_pid() {  # live_pid NAME PIDFILE
     local pid
-    # The file can vanish between two reads (a daemon removes it as it exits): read it once.
     pid=$(cat "$2" 2>/dev/null) && [[ -n $pid ]] || return 1
     [[ -r /proc/$pid/comm && $(</proc/"$pid"/comm) == "$1"* ]] || return 1
-    [[ $(cut -d' ' -f3 /proc/"$pid"/stat 2>/dev/null) != Z ]]
+    [[ $(cut -d' ' -f3 /proc/"$pid"/stat 2>/dev/null) != Z ]] || return 1
+    echo "$pid"
 }
+
+running() { live_pid "$@" >/dev/null; }  # running NAME PIDFILE
 
 pidfile() {
     case $1 in
@@ -140,8 +143,7 @@ cmd_start() {
 stop_daemon() {  # NAME: TERM, then KILL after 30 s
     local file pid
     file=$(pidfile "$1")
-    running "$1" "$file" || return 0
-    pid=$(cat "$file" 2>/dev/null) || { say "$1 had already stopped"; return 0; }
+    pid=$(live_pid "$1" "$file") || return 0
     kill "$pid" 2>/dev/null || { say "$1 had already stopped"; return 0; }
     for _ in $(seq 30); do running "$1" "$file" || { say "stopped $1 ($pid)"; return; }; sleep 1; done
     kill -9 "$pid" 2>/dev/null || true
@@ -161,10 +163,10 @@ cmd_stop() {
 }
 
 cmd_status() {
-    local up=0
+    local up=0 pid
     for d in munged slurmctld slurmd; do
-        if running "$d" "$(pidfile "$d")"; then
-            echo "$d: running (pid $(<"$(pidfile "$d")"))"
+        if pid=$(live_pid "$d" "$(pidfile "$d")"); then
+            echo "$d: running (pid $pid)"
         else
             echo "$d: stopped"
             up=3
