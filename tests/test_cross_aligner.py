@@ -12,7 +12,7 @@ from spanaug.core.config import CrossTrainSettings as CrossTrainConfig
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.cross_inputs import target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
-from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+from spanaug.pipeline.aligner.cross_training import _fit_calibration, train_cross_aligner
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.loading import aligner_kind, load_aligner
 
@@ -206,3 +206,30 @@ def test_null_is_weighed_against_all_spans_and_its_threshold_tuned(tiny_encoder)
     assert 0.4 < t <= 0.9 and m["exact_f1"] == 1.0
     t, _ = aligner.tune_threshold(raw, [(0, 0)] * 8, "soft_f1")
     assert t > 0.9  # never null when nothing is
+
+
+def test_platt_scaling_fixes_overconfident_scores_and_is_saved(tiny_encoder, tmp_path):
+    aligner = _aligner(tiny_encoder)
+    cands = torch.tensor([[0, 0], [1, 1]])
+    raw = [(cands, torch.tensor([-9.0, 3.0, 0.0]))] * 20  # best span's probability 0.95, right half the time
+    gold = [(0, 0)] * 10 + [(1, 1)] * 10
+    aligner.config.threshold = 0.5
+    fitted = _fit_calibration(aligner, raw, gold)
+    assert fitted["heldout_ece_before"] == pytest.approx(0.45, abs=0.01)
+    assert fitted["heldout_ece_after"] < 0.05 and fitted["answers"] == 20
+    assert [s for _, s in aligner.decide(raw)] == pytest.approx([0.5] * 20, abs=0.03)
+    # training's own (explicit temperature) scores are not rescaled
+    assert aligner.decide(raw[:1], temperature=1.0)[0][1] == pytest.approx(0.95, abs=0.01)
+    aligner.save_pretrained(tmp_path / "m")
+    again = CrossAligner.from_pretrained(tmp_path / "m", device="cpu")
+    assert again.config.calibration == pytest.approx(aligner.config.calibration)
+
+
+def test_training_fits_the_scaling_on_held_out_pairs(tiny_encoder):
+    cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32, calibration=[5.0, 5.0])
+    aligner, summary = train_cross_aligner(copy_task(60, 0), cfg, CrossTrainConfig(epochs=1), device="cpu", progress=False)
+    assert summary["calibration"]["params"] == aligner.config.calibration != [5.0, 5.0]
+    assert summary["calibration"]["answers"] > 0
+    _, plain = train_cross_aligner(copy_task(60, 0), cfg, CrossTrainConfig(epochs=1, calibrate=False), device="cpu",
+                                   progress=False)
+    assert "calibration" not in plain

@@ -199,6 +199,9 @@ class CrossAlignerConfig(Settings):
     threshold_source: str = inherit(AlignerConfig, "threshold_source")
     temperature: float = setting(1.0, "softmax temperature of the scores (fitted on held-out data)", exclusiveMinimum=0)
     temperature_source: str = setting("untuned", "how the temperature was set")
+    calibration: list[float] | None = setting(None, "Platt scaling [a, b] of the chosen span's log-odds against exact "
+                                                    "correctness (fitted on held-out data; null: none)",
+                                              minItems=2, maxItems=2)
     encoder_dim: int = inherit(AlignerConfig, "encoder_dim")
 
 
@@ -217,7 +220,8 @@ class CrossTrainSettings(Settings):
     threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout")
     select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
     tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
-    calibrate: bool = setting(True, "fit the softmax temperature on the held-out data (least NLL)")
+    calibrate: bool = setting(True, "fit the softmax temperature (least NLL) and the score's Platt scaling (against "
+                                    "exact correctness) on the held-out data")
     max_minutes: float | None = setting(None, "stop after this many minutes (null: no limit)", exclusiveMinimum=0)
     prefix_cache_dir: str | None = setting(None, "tune_layers N: keep the frozen layers' outputs here (null: no)")
     pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic) first", minimum=1)

@@ -36,6 +36,7 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
+from spanaug.core.calibration import platt
 from spanaug.core.config import CrossAlignerConfig
 from spanaug.core.devices import choose_device
 from spanaug.core.encoders import resolve
@@ -276,7 +277,12 @@ class CrossAligner:
 
     def probabilities(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], temperature: float | None = None,
                       ) -> list[tuple[tuple[int, int] | None, float, float]]:
-        """(best span, its probability, the null option's probability) per instance."""
+        """(best span, its probability, the null option's probability) per instance.
+
+        The span's probability goes through the fitted Platt scaling (``config.calibration``) unless
+        ``temperature`` is given (training's own uses, before the scaling is fitted).
+        """
+        scaling = self.config.calibration if temperature is None else None
         temperature = self.config.temperature if temperature is None else temperature
         out: list[tuple[tuple[int, int] | None, float, float]] = []
         for item in raw:
@@ -286,7 +292,7 @@ class CrossAligner:
             cands, logits = item
             probs = torch.softmax(logits / temperature, dim=0)
             best = int(probs[1:].argmax())
-            out.append(((int(cands[best, 0]), int(cands[best, 1])), float(probs[1 + best]), float(probs[0])))
+            out.append(((int(cands[best, 0]), int(cands[best, 1])), platt(float(probs[1 + best]), scaling), float(probs[0])))
         return out
 
     def tune_threshold(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],

@@ -22,9 +22,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from spanaug.core.calibration import fit_platt, platt
 from spanaug.core.config import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.errors import ConfigError
-from spanaug.core.metrics import span_metrics
+from spanaug.core.metrics import expected_calibration_error, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, split_scores, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.instances import Instance
@@ -155,6 +156,7 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
     dev = list(dev) if dev else held
     aligner = aligner or CrossAligner(dataclasses.replace(cfg), device=device)
     cfg = aligner.config
+    cfg.calibration = None  # refitted below; a scaling fitted to the old weights means nothing for the new ones
     data = train + extra
     encs, enc_stats = aligner.encode(data)
     labels, outside = [], 0
@@ -274,12 +276,29 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
         cfg.threshold, metrics = aligner.tune_threshold(raw, gold, tcfg.tune_threshold_on)
         cfg.threshold_source = source
         summary.update({"threshold": cfg.threshold, "temperature": cfg.temperature, "heldout_metrics": metrics})
+        if tcfg.calibrate:
+            summary["calibration"] = _fit_calibration(aligner, raw, gold)
     else:
         cfg.threshold, cfg.threshold_source = 0.5, "untuned"
         summary.update({"threshold": 0.5, "temperature": cfg.temperature})
     log.info("cross aligner: threshold %.4f, temperature %.3f (%s); trained in %.0f s", cfg.threshold,
              cfg.temperature, source, train_s)
     return aligner, summary
+
+
+def _fit_calibration(aligner: CrossAligner, raw: Sequence[Any], gold: Sequence[tuple[int, int] | None]) -> dict[str, Any]:
+    """Fit the Platt scaling of the chosen span's score on the held-out answers (non-null
+    predictions against exact correctness, as the ECE counts them); the held-out ECE before and after."""
+    answered = [(score, g is not None and tuple(g) == span)
+                for (span, score), g in zip(aligner.decide(raw), gold) if span is not None]
+    scores, correct = [s for s, _ in answered], [c for _, c in answered]
+    before = expected_calibration_error(scores, correct)
+    params = fit_platt(scores, correct)
+    aligner.config.calibration = list(params) if params else None
+    after = expected_calibration_error([platt(s, params) for s in scores], correct)
+    log.info("cross aligner: Platt scaling %s on %d held-out answers, ECE %.3f -> %.3f", params, len(scores), before, after)
+    return {"params": aligner.config.calibration, "answers": len(scores), "heldout_ece_before": before,
+            "heldout_ece_after": after}
 
 
 def _trainable_state(aligner: CrossAligner) -> dict[str, Any]:
