@@ -165,6 +165,38 @@ def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
     assert summary["train_instances"] == 60 and summary["extra_instances"] == 30
 
 
+def test_train_adds_reversed_and_phrase_pair_instances_off_held_out_pairs(tiny_encoder, tmp_path):
+    from spanaug.pipeline.aligner.word_aligned import AlignedPair
+
+    def shifted(insts):  # targets gain a first word, so a pair read backwards is another pair
+        return [Instance(i.id, i.source_tokens, ["so"] + i.target_tokens, i.source_span,
+                         (i.target_span[0] + 1, i.target_span[1] + 1)) for i in insts]
+
+    train = shifted(copy_task(30, 9))
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in train))
+    dev = shifted(copy_task(6, 10))
+    dev_path = tmp_path / "dev.jsonl"
+    dev_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in dev))
+    # the word-aligned corpus holds the dev pairs too: no phrase instance may come from them
+    pairs = [AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
+             for i in train + dev]
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps([{"id": p.id, "source": " ".join(p.source), "target": " ".join(p.target),
+                                 "sureAlign": " ".join(f"{s}-{t}" for s, t in sorted(p.sure)), "possibleAlign": ""}
+                                for p in pairs]))
+    base = ["align", "train", "--instances", str(path), "--dev", str(dev_path), "--encoder", tiny_encoder, "--k", "2",
+            "--epochs", "1", "--device", "cpu"]
+    assert main(base + ["--out", str(tmp_path / "plain")]) == 0
+    assert main(base + ["--out", str(tmp_path / "m"), "--reversed", "--phrase-pairs", str(gold),
+                        "--phrase-max-per-pair", "2", "--phrase-keep-identical"]) == 0
+    summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
+    counts = summary["extra_sources"]
+    assert counts["reversed"] == len(train) and 0 < counts["phrases"] <= 2 * len(train)
+    assert summary["extra_instances"] == counts["reversed"] + counts["phrases"]
+    assert "extra_sources" not in json.loads((tmp_path / "plain" / "training_summary.json").read_text())
+
+
 # ---------------------------------------------------------------- the null threshold without a dev file
 
 

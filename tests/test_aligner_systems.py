@@ -10,7 +10,8 @@ from spanaug.cli.main import main
 from spanaug.core.config import AlignerSystemsSettings, CrossTrainSection
 from spanaug.core.metrics import expected_calibration_error, prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
-from spanaug.evaluation.aligner_systems import DataSources, Row, extra_instances, run_systems
+from spanaug.evaluation.aligner_systems import run_systems
+from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
 from spanaug.pipeline.aligner.instances import Instance, pair_key, read_instances
 from spanaug.pipeline.aligner.training_data import (
     chain_instances,
@@ -107,8 +108,9 @@ def test_extra_data_comes_from_training_pairs_only():
     train, dev, test = split_by_pair(insts, seed=0)
     gold = [AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
             for i in insts]
-    extra, counts = extra_instances(Row("x", "cross", ("phrases", "reversed")), train,
-                                    DataSources(gold_pairs=gold, phrase_options={"keep_identical": True}))
+    extra, counts = extra_training_instances(("phrases", "reversed"), train,
+                                             DataSources(gold_pairs=gold, phrase_options={"keep_identical": True}),
+                                             held_out=dev + test)
     assert counts["phrases"] > 0 and counts["reversed"] > 0
     train_keys = {pair_key(i) for i in train}
     assert all(pair_key(i) in train_keys or pair_key(i)[::-1] in train_keys for i in extra)

@@ -445,7 +445,10 @@ def aligner_training_instances(wildcards=None):
 
 
 def aligner_training_input(wildcards):
-    return [] if config["aligner"]["train"]["instances"] else [made_instances()]
+    """Made instances (when none are given), and the files the training reads besides them."""
+    train = config["aligner"]["train"]
+    made = [] if train["instances"] else [made_instances()]
+    return made + [path for path in [train["dev"], train["phrase_pairs"], *train["extra_instances"]] if path]
 
 
 # -- evaluation inputs: external data named in the config, or what this run derives

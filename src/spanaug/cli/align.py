@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +45,8 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         raise ConfigError("--instances or --bitext: the aligner needs training data")
     dev = read_instances(train.dev) if train.dev else None
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
+    made, counts = _made_sources(train, instances, dev or ())
+    extra += made
     if files.kind == "cross":
         from spanaug.core.config import CrossTrainSection
         from spanaug.pipeline.aligner.cross_training import train_cross_aligner
@@ -57,7 +60,28 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
                                          device=runtime.device, extra=extra)
     aligner.save_pretrained(files.out)
     log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
+    if counts:
+        summary["extra_sources"] = counts
     write_json(summary, Path(files.out) / "training_summary.json")
+
+
+def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) -> tuple[list, dict]:
+    """Reversed and phrase-pair instances of the training pairs (``train.reversed``, ``train.phrase_pairs``),
+    none on a dev pair."""
+    from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances, phrase_options
+
+    names = (["phrases"] if train.phrase_pairs else []) + (["reversed"] if train.reversed else [])
+    if not names:
+        return [], {}
+    gold = ()
+    if train.phrase_pairs:
+        from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+        gold = read_aligned_json(train.phrase_pairs)
+    made, counts = extra_training_instances(names, instances, DataSources(gold_pairs=gold, phrase_options=phrase_options(train)),
+                                            seed=train.seed, held_out=dev)
+    log.info("extra training instances: %s", ", ".join(f"{counts[n]} {n}" for n in names))
+    return made, counts
 
 
 @settings

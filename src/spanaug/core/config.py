@@ -254,6 +254,13 @@ class AlignerTrainSection(AlignerTrainSettings):
     dev: str | None = setting(None, "span-alignment JSONL to tune the null threshold on")
     extra_instances: list[str] = setting(factory=list, help="more span-alignment JSONL added to training "
                                                             "(e.g. composed along paraphrase chains)")
+    reversed: bool = setting(False, "also train on every training instance read backwards (target -> source)")
+    phrase_pairs: str | None = setting(None, "the training instances' word-aligned pairs (Edinburgh++ JSON): also "
+                                             "train on every consistent phrase pair of a training pair")
+    phrase_max_len: int = setting(4, "phrase pairs: longest source phrase", minimum=1)
+    phrase_max_per_pair: int | None = setting(None, "phrase pairs: a seeded sample of N per sentence pair (null: all)",
+                                              minimum=1)
+    phrase_keep_identical: bool = setting(False, "phrase pairs: keep phrases copied unchanged")
     features: list[Literal["df", "mx", "cue"]] = inherit(AlignerConfig, "features")
     loss: Literal["soft", "hard"] = inherit(AlignerConfig, "loss")
     k: int = inherit(AlignerConfig, "k")
@@ -296,9 +303,9 @@ class AlignerSystemsSettings(Settings):
     synthetic: str | None = setting(None, "pre-training instances (spanaug align synthetic): the synthetic rows")
     epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
     seed: int = setting(0, "split and training seed")
-    phrase_max_len: int = setting(4, "phrases rows: longest source phrase", minimum=1)
-    phrase_max_per_pair: int | None = setting(None, "phrases rows: a seeded sample of N per pair", minimum=1)
-    phrase_keep_identical: bool = setting(False, "phrases rows: keep phrases copied unchanged")
+    phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
+    phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
+    phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
     cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
 
 

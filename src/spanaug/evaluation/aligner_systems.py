@@ -31,9 +31,10 @@ from spanaug.core.config import (
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import prediction_metrics, span_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair, unseen_in_training
-from spanaug.pipeline.aligner.instances import Instance, pair_key, reverse_instances
+from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.model import SpanAligner
-from spanaug.pipeline.aligner.training import train_aligner, without_pairs
+from spanaug.pipeline.aligner.training import train_aligner
+from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
 
 log = logging.getLogger(__name__)
 
@@ -72,47 +73,6 @@ SYSTEMS: dict[str, Row] = {r.name: r for r in [
 assert tuple(SYSTEMS) == ALIGNER_SYSTEMS  # the settings' choices
 
 
-@dataclasses.dataclass
-class DataSources:
-    """Where extra training data comes from; each is built from the training pairs only."""
-
-    gold_pairs: Sequence[Any] = ()  # word_aligned.AlignedPair: the corpus the instances come from
-    synthetic: Sequence[Instance] = ()
-    phrase_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-def extra_instances(row: Row, train: Sequence[Instance], sources: DataSources, seed: int = 0,
-                    held_out: Sequence[Instance] = ()) -> tuple[list[Instance], dict[str, Any]]:
-    """The row's extra training instances and their counts. They are made from the training pairs
-    only, and none lies on a ``held_out`` pair (either way round)."""
-    from spanaug.pipeline.aligner.training_data import chain_instances, pairs_for, phrase_pair_instances, restrict_to_pairs
-
-    train_keys = {pair_key(i) for i in train}
-    seen = {(pair_key(i), i.source_span) for i in train}
-    out: list[Instance] = []
-    counts: dict[str, Any] = {}
-    for name in row.extra:
-        if name == "reversed":
-            made = reverse_instances(train)
-        elif name in ("phrases", "chains"):
-            if not sources.gold_pairs:
-                raise ConfigError(f"system {row.name!r} needs the word-aligned pairs (--gold-pairs)")
-            pairs = pairs_for(sources.gold_pairs, train_keys)
-            if name == "phrases":
-                made = phrase_pair_instances(pairs, seed=seed, **sources.phrase_options)
-            else:
-                made, chain_counts = chain_instances(pairs)
-                counts["chains"] = chain_counts
-            made = restrict_to_pairs(made, train_keys) if name == "phrases" else made
-        else:
-            raise ConfigError(f"unknown data source {name!r}")
-        fresh = [i for i in without_pairs(made, held_out) if (pair_key(i), i.source_span) not in seen]
-        seen |= {(pair_key(i), i.source_span) for i in fresh}
-        counts[name] = len(fresh)
-        out.extend(fresh)
-    return out, counts
-
-
 def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, encoder: str, out_dir: Path | str,
                 sources: DataSources | None = None, k: int = 5, device: str | None = "auto", resume: bool = False,
                 progress: bool = False) -> dict[str, Any]:
@@ -147,7 +107,7 @@ def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, enco
             rows.append(done[name])
             continue
         row = SYSTEMS[name]
-        extra, counts = extra_instances(row, train, sources, seed, held_out=dev + test)
+        extra, counts = extra_training_instances(row.extra, train, sources, seed, held_out=dev + test)
         use_dev = dev if row.threshold == "dev" else None
         started = time.perf_counter()
         if row.kind == "paper":
@@ -216,9 +176,9 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
 def data_sources(cfg: AlignerSystemsSettings) -> DataSources:
     """The word-aligned pairs, synthetic instances and phrase options that ``cfg`` names."""
     from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.training_data import phrase_options
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     return DataSources(gold_pairs=read_aligned_json(cfg.gold_pairs) if cfg.gold_pairs else (),
                        synthetic=read_instances(cfg.synthetic) if cfg.synthetic else (),
-                       phrase_options={"max_phrase": cfg.phrase_max_len, "max_per_pair": cfg.phrase_max_per_pair,
-                                       "keep_identical": cfg.phrase_keep_identical})
+                       phrase_options=phrase_options(cfg))

@@ -180,6 +180,8 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         if a.train.dev:
             yield from _files("aligner.train.dev", [a.train.dev])
         yield from _files("aligner.train.extra_instances", a.train.extra_instances)
+        if a.train.phrase_pairs:
+            yield from _files("aligner.train.phrase_pairs", [a.train.phrase_pairs])
     if not a.model or a.evaluation:
         yield from _model("aligner.encoder", a.encoder, has_module)
     if a.evaluation:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +132,10 @@ def iter_pairs_from_bitext(path: Path | str) -> Iterator[tuple[list[str], list[s
 
     for src, tgt in read_bitext(path):
         yield tokenize(src), tokenize(tgt)
+
+
+def without_pairs(instances: Sequence[Instance], held: Sequence[Instance]) -> list[Instance]:
+    """``instances`` not on a sentence pair of ``held`` (either way round)."""
+    blocked = {pair_key(i) for i in held}
+    blocked |= {(b, a) for a, b in blocked}
+    return [i for i in instances if pair_key(i) not in blocked]

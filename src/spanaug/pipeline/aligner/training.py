@@ -21,7 +21,7 @@ from spanaug.core.config import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
-from spanaug.pipeline.aligner.instances import Instance, pair_key
+from spanaug.pipeline.aligner.instances import Instance, pair_key, without_pairs
 from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
 
 log = logging.getLogger(__name__)
@@ -56,13 +56,6 @@ def holdout_description(share: float, held: Sequence[Instance]) -> str:
     """How a threshold tuned on held-out training pairs was set (saved as ``threshold_source``)."""
     return (f"held-out {share:.0%} of training pairs ({len({pair_key(i) for i in held})} pairs, "
             f"{len(held)} instances)")
-
-
-def without_pairs(instances: Sequence[Instance], held: Sequence[Instance]) -> list[Instance]:
-    """``instances`` not on a sentence pair of ``held`` (either way round)."""
-    blocked = {pair_key(i) for i in held}
-    blocked |= {(b, a) for a, b in blocked}
-    return [i for i in instances if pair_key(i) not in blocked]
 
 
 def threshold_split(train: Sequence[Instance], extra: Sequence[Instance], dev: Sequence[Instance] | None,

@@ -9,19 +9,23 @@
   pairs share, made with ``graph_instances``;
 - ``synthetic_instances``: pairs made by rewriting one labelled span of a sentence (another
   lexical unit of the same frame, inflected like the original), for pre-training;
-- ``restrict_to_pairs``: keep only instances on allowed sentence pairs (no test-pair leakage).
+- ``restrict_to_pairs``: keep only instances on allowed sentence pairs (no test-pair leakage);
+- ``extra_training_instances``: the named sources (phrases, reversed, chains) for a training set,
+  as ``align train`` and ``align systems`` add them.
 
 ``instances.reverse_instances`` gives reversed instances.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from spanaug.pipeline.aligner.instances import Instance, pair_key
+from spanaug.core.errors import ConfigError
+from spanaug.pipeline.aligner.instances import Instance, pair_key, reverse_instances, without_pairs
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, _link_index, _phrase_target, is_content
 
 PairKey = tuple[tuple[str, ...], tuple[str, ...]]
@@ -237,3 +241,51 @@ def describe(instances: Sequence[Instance]) -> dict[str, Any]:
     """Counts of a set of instances: all, with no counterpart, sentence pairs."""
     return {"instances": len(instances), "null": sum(i.target_span is None for i in instances),
             "pairs": len({pair_key(i) for i in instances})}
+
+
+# ---------------------------------------------------------------- sources by name
+
+
+@dataclasses.dataclass
+class DataSources:
+    """Where extra training data comes from; each is built from the training pairs only."""
+
+    gold_pairs: Sequence[AlignedPair] = ()  # the word-aligned corpus the instances come from
+    synthetic: Sequence[Instance] = ()
+    phrase_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def phrase_options(cfg: Any) -> dict[str, Any]:
+    """``phrase_pair_instances`` options from settings with ``phrase_max_len``, ``phrase_max_per_pair``
+    and ``phrase_keep_identical`` (``aligner.train`` or ``aligner.systems``)."""
+    return {"max_phrase": cfg.phrase_max_len, "max_per_pair": cfg.phrase_max_per_pair,
+            "keep_identical": cfg.phrase_keep_identical}
+
+
+def extra_training_instances(names: Sequence[str], train: Sequence[Instance], sources: DataSources, seed: int = 0,
+                             held_out: Sequence[Instance] = ()) -> tuple[list[Instance], dict[str, Any]]:
+    """The extra training instances of the sources ``names`` (phrases, reversed, chains) and their
+    counts. They are made from the training pairs only, none lies on a ``held_out`` pair (either
+    way round), and none repeats a (pair, source span) already in ``train`` or an earlier source."""
+    train_keys = {pair_key(i) for i in train}
+    seen = {(pair_key(i), i.source_span) for i in train}
+    out: list[Instance] = []
+    counts: dict[str, Any] = {}
+    for name in names:
+        if name == "reversed":
+            made = reverse_instances(train)
+        elif name in ("phrases", "chains"):
+            if not sources.gold_pairs:
+                raise ConfigError(f"the {name} source needs the word-aligned pairs of the training instances")
+            pairs = pairs_for(sources.gold_pairs, train_keys)
+            if name == "phrases":
+                made = restrict_to_pairs(phrase_pair_instances(pairs, seed=seed, **sources.phrase_options), train_keys)
+            else:
+                made, counts["chains"] = chain_instances(pairs)
+        else:
+            raise ConfigError(f"unknown data source {name!r}")
+        fresh = [i for i in without_pairs(made, held_out) if (pair_key(i), i.source_span) not in seen]
+        seen |= {(pair_key(i), i.source_span) for i in fresh}
+        counts[name] = len(fresh)
+        out.extend(fresh)
+    return out, counts
