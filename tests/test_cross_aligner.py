@@ -233,3 +233,16 @@ def test_training_fits_the_scaling_on_held_out_pairs(tiny_encoder):
     _, plain = train_cross_aligner(copy_task(60, 0), cfg, CrossTrainConfig(epochs=1, calibrate=False), device="cpu",
                                    progress=False)
     assert "calibration" not in plain
+
+
+def test_cli_pretrains_the_cross_kind_only(tiny_encoder, tmp_path):
+    train, pre = tmp_path / "train.jsonl", tmp_path / "pre.jsonl"
+    train.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(30, 5)))
+    pre.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(12, 7)))
+    base = ["align", "train", "--instances", str(train), "--encoder", tiny_encoder, "--k", "2", "--pretrain", str(pre),
+            "--device", "cpu"]
+    assert main(base + ["--kind", "cross", "--out", str(tmp_path / "m"), "--cross", '{"epochs": 1, "head_dim": 16}']) == 0
+    summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
+    assert summary["pretrain_instances"] == 12 and summary["loss_history"][0]["pretrain_epoch"] == 1
+    assert main(base + ["--out", str(tmp_path / "p"), "--epochs", "1"]) == 2
+    assert not (tmp_path / "p").exists()

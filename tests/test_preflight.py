@@ -132,3 +132,12 @@ def test_config_check_command(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("section", ["baselines", "human_eval", "augmenters", "frameid"])
 def test_each_nullable_section_can_be_off_alone(section):
     assert check_run(_demo(**{section: None})) == []
+
+
+def test_extra_aligner_training_files_are_checked(tmp_path):
+    cfg = _demo(aligner={"train": {"phrase_pairs": str(tmp_path / "gold.json"), "pretrain": [str(tmp_path)]}})
+    problems = check_run(cfg)
+    assert _keys(problems) == ["aligner.train.phrase_pairs", "aligner.train.pretrain"]
+    text = "\n".join(map(str, problems))
+    assert "gold.json: no such file" in text and "a directory, not a file" in text
+    assert "only the cross aligner pre-trains" in text  # the demo trains the paper's aligner

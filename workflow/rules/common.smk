@@ -448,7 +448,8 @@ def aligner_training_input(wildcards):
     """Made instances (when none are given), and the files the training reads besides them."""
     train = config["aligner"]["train"]
     made = [] if train["instances"] else [made_instances()]
-    return made + [path for path in [train["dev"], train["phrase_pairs"], *train["extra_instances"]] if path]
+    given = [train["dev"], train["phrase_pairs"], *train["extra_instances"], *train["pretrain"]]
+    return made + [path for path in given if path]
 
 
 # -- evaluation inputs: external data named in the config, or what this run derives

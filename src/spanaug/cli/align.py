@@ -27,7 +27,6 @@ class TrainFiles:
     out: str = setting(help="the trained aligner's directory")
     encoder: str = inherit(AlignerConfig, "encoder")
     kind: Literal["paper", "cross"] = inherit(AlignerSection, "kind")
-    pretrain: list[str] = setting(factory=list, help="cross: instances trained on first (e.g. align synthetic)")
 
 
 @command("align", "train", help="train a span aligner (instances, or a bitext's token differences)")
@@ -52,10 +51,12 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         from spanaug.pipeline.aligner.cross_training import train_cross_aligner
 
         cross = train.cross or CrossTrainSection()
-        pretrain = [inst for path in files.pretrain for inst in read_instances(path)]
+        pretrain = [inst for path in train.pretrain for inst in read_instances(path)]
         aligner, summary = train_cross_aligner(instances, cross.architecture(files.encoder, train.k), cross.training(),
                                                dev=dev, device=runtime.device, extra=extra, pretrain=pretrain)
     else:
+        if train.pretrain:
+            raise ConfigError("--pretrain: only the cross aligner pre-trains (aligner.kind: cross)")
         aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
                                          device=runtime.device, extra=extra)
     aligner.save_pretrained(files.out)

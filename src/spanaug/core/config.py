@@ -261,6 +261,8 @@ class AlignerTrainSection(AlignerTrainSettings):
     phrase_max_per_pair: int | None = setting(None, "phrase pairs: a seeded sample of N per sentence pair (null: all)",
                                               minimum=1)
     phrase_keep_identical: bool = setting(False, "phrase pairs: keep phrases copied unchanged")
+    pretrain: list[str] = setting(factory=list, help="kind cross: span-alignment JSONL trained on first "
+                                                     "(e.g. spanaug align synthetic)")
     features: list[Literal["df", "mx", "cue"]] = inherit(AlignerConfig, "features")
     loss: Literal["soft", "hard"] = inherit(AlignerConfig, "loss")
     k: int = inherit(AlignerConfig, "k")

@@ -182,6 +182,9 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         yield from _files("aligner.train.extra_instances", a.train.extra_instances)
         if a.train.phrase_pairs:
             yield from _files("aligner.train.phrase_pairs", [a.train.phrase_pairs])
+        yield from _files("aligner.train.pretrain", a.train.pretrain)
+        if a.train.pretrain and a.kind != "cross":
+            yield Problem("aligner.train.pretrain", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it")
     if not a.model or a.evaluation:
         yield from _model("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
