@@ -181,6 +181,12 @@ def test_cli_synthetic_and_import_all_phrases(tmp_path):
     assert main(["align", "synthetic", "--conll", str(conll), "--lexicon", str(lexicon), "--out", str(out)]) == 0
     made = read_instances(out)
     assert made and {i.target_tokens[i.target_span[0]] for i in made if not i.id.endswith("reversed")} <= {"purchase", "gift"}
+    # the same triggers from imported sentences (spanaug import of the CoNLL file)
+    sentences, again = tmp_path / "sentences.parquet", tmp_path / "again.jsonl"
+    assert main(["import", "--inputs", str(conll), "--format", "conll", "--out", str(sentences)]) == 0
+    assert main(["align", "synthetic", "--sentences", str(sentences), "--lexicon", str(lexicon), "--out", str(again)]) == 0
+    assert [(i.target_tokens, i.target_span) for i in read_instances(again)] == [(i.target_tokens, i.target_span) for i in made]
+    assert main(["align", "synthetic", "--lexicon", str(lexicon), "--out", str(again)]) == 2
     assert all(i.source_tokens[i.source_span[0]] != i.target_tokens[i.target_span[0]] for i in made)
     pairs = tmp_path / "pairs.json"
     from spanaug.pipeline.aligner.word_aligned import write_aligned_json

@@ -135,9 +135,12 @@ def test_each_nullable_section_can_be_off_alone(section):
 
 
 def test_extra_aligner_training_files_are_checked(tmp_path):
-    cfg = _demo(aligner={"train": {"phrase_pairs": str(tmp_path / "gold.json"), "pretrain": [str(tmp_path)]}})
+    cfg = _demo(aligner={"train": {"phrase_pairs": str(tmp_path / "gold.json"), "pretrain": [str(tmp_path)],
+                                   "synthetic_lexicon": str(tmp_path / "lexicon.json")}})
     problems = check_run(cfg)
-    assert _keys(problems) == ["aligner.train.phrase_pairs", "aligner.train.pretrain"]
+    assert _keys(problems) == ["aligner.train.phrase_pairs", "aligner.train.pretrain", "aligner.train.synthetic_lexicon"]
     text = "\n".join(map(str, problems))
-    assert "gold.json: no such file" in text and "a directory, not a file" in text
-    assert "only the cross aligner pre-trains" in text  # the demo trains the paper's aligner
+    assert "gold.json: no such file" in text and "a directory, not a file" in text and "lexicon.json: no such file" in text
+    assert text.count("only the cross aligner pre-trains") == 2  # the demo trains the paper's aligner
+    lexicon = str(REPO / "resources/demo/fndata-demo")
+    assert check_run(_demo(aligner={"kind": "cross", "train": {"synthetic_lexicon": lexicon}})) == []

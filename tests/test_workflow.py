@@ -226,6 +226,23 @@ def test_overrides_keep_their_types_and_a_second_configfile_merges(run, tmp_path
     assert "results/k3/models/aligner" in train and "--k 3" in train and "--epochs 2" in train  # merged, typed
 
 
+def test_cross_aligner_sources_from_config_plan_as_jobs(run, tmp_path):
+    """aligner.train's reversed, phrase pairs and synthetic pre-training reach align train."""
+    work, config, _ = run
+    lexicon = REPO / "resources/demo/fndata-demo"
+    override = tmp_path / "cross.yaml"
+    override.write_text(yaml.safe_dump({"run_name": "synth", "aligner": {"kind": "cross", "train": {
+        "reversed": True, "synthetic_lexicon": str(lexicon), "phrase_max_per_pair": 6}}}))
+    proc = _run(work, [config, override], "-n", "-p")
+    counts = _job_counts(proc.stdout)
+    assert counts.get("make_synthetic_instances") == 1
+    made = proc.stdout.split("rule make_synthetic_instances:")[1].split("rule ")[0]
+    assert f"--sentences results/synth/data/sentences.parquet --lexicon {lexicon}" in made
+    train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
+    assert "--kind cross" in train and "--reversed True" in train and "--phrase-max-per-pair 6" in train
+    assert "--pretrain results/synth/models/aligner_synthetic.jsonl" in train and "--synthetic-lexicon" not in train
+
+
 def test_a_changed_config_under_the_same_run_name_is_refused(run, tmp_path):
     work, config, res = run
     before = (res / "augmented.parquet").stat().st_mtime_ns

@@ -1,6 +1,7 @@
 # The span aligner (aligner.kind: the paper's, or the cross encoder): trained here unless the
 # config names a trained one; then every beam is aligned.
-# External data (instances, dev, bitext) are params, not inputs, so a dry run plans without them;
+# External data (instances, dev, bitext, phrase pairs, extra and pre-training instances) are params,
+# not inputs, so a dry run plans without them;
 # after changing them, force a retrain with -R train_aligner.
 
 
@@ -24,9 +25,30 @@ rule make_alignment_instances:
         " > {log} 2>&1"
 
 
+rule make_synthetic_instances:
+    input:
+        sentences=rules.import_corpus.output.sentences,
+    output:
+        made_synthetic(),
+    log:
+        f"{LOGS}/make_synthetic_instances.log",
+    benchmark:
+        f"{BENCH}/make_synthetic_instances.tsv"
+    params:
+        lexicon=synthetic_lexicon,
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "spanaug align synthetic --sentences {input.sentences} --lexicon {params.lexicon} --out {output} > {log} 2>&1"
+
+
 rule train_aligner:
     input:
-        aligner_training_input,
+        made=aligner_training_input,
+        pretrain=aligner_pretrain_input,
     output:
         directory(f"{RES}/models/aligner"),
     log:
@@ -37,7 +59,8 @@ rule train_aligner:
         instances=aligner_training_instances,
         encoder=config["aligner"]["encoder"],
         kind=config["aligner"]["kind"],
-        options=section_options("aligner", "train", skip=("instances", "bitext")),
+        options=section_options("aligner", "train", skip=("instances", "bitext", "pretrain", "synthetic_lexicon")),
+        pretrain=aligner_pretrain_option,
         device=config["device"],
     threads: GPU_THREADS
     resources:
@@ -46,7 +69,7 @@ rule train_aligner:
         "../../envs/gpu.yaml"
     shell:
         "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder} --out {output}"
-        " {params.options} --device {params.device} > {log} 2>&1"
+        " {params.options} {params.pretrain} --device {params.device} > {log} 2>&1"
 
 
 rule align:

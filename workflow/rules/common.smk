@@ -445,11 +445,28 @@ def aligner_training_instances(wildcards=None):
 
 
 def aligner_training_input(wildcards):
-    """Made instances (when none are given), and the files the training reads besides them."""
-    train = config["aligner"]["train"]
-    made = [] if train["instances"] else [made_instances()]
-    given = [train["dev"], train["phrase_pairs"], *train["extra_instances"], *train["pretrain"]]
-    return made + [path for path in given if path]
+    """Made instances when none are given. External files (dev, phrase pairs, extra and pre-training
+    instances) are params, not inputs, as the comment of aligner.smk says."""
+    return [] if config["aligner"]["train"]["instances"] else [made_instances()]
+
+
+def made_synthetic():
+    return f"{RES}/models/aligner_synthetic.jsonl"
+
+
+def aligner_pretrain_input(wildcards):
+    """The synthetic pre-training instances, when aligner.train.synthetic_lexicon asks for them."""
+    return [made_synthetic()] if config["aligner"]["train"]["synthetic_lexicon"] else []
+
+
+def aligner_pretrain_option(wildcards, input):
+    """--pretrain: the config's files and the made synthetic instances."""
+    files = [*config["aligner"]["train"]["pretrain"], *input.pretrain]
+    return " ".join(["--pretrain", *map(shlex.quote, files)]) if files else ""
+
+
+def synthetic_lexicon(wildcards):
+    return config["aligner"]["train"]["synthetic_lexicon"]
 
 
 # -- evaluation inputs: external data named in the config, or what this run derives

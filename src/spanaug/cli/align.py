@@ -197,26 +197,36 @@ def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runti
 
 @settings
 class SyntheticFiles:
-    conll: str = setting(help="open-SESAME CoNLL with frame annotations (and PTB tags)")
     lexicon: str = setting(help="lexicon JSON (frame -> lexical units, lemma.pos) or a FrameNet release")
     out: str = setting(help="span-alignment JSONL")
+    conll: str | None = setting(None, "open-SESAME CoNLL with frame annotations (and PTB tags)")
+    sentences: str | None = setting(None, "or imported sentences (SENTENCES Parquet, spanaug import)")
     per_span: int = setting(1, "rewrites per labelled span", minimum=1)
     seed: int = setting(0, "which units and perturbations are drawn")
 
 
 @command("align", "synthetic", help="pre-training instances: FrameNet triggers rewritten as other units of their frame")
 def synthetic(files: SyntheticFiles) -> None:
+    from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.training_data import synthetic_instances
     from spanaug.pipeline.framenet import read_lexicon
-    from spanaug.pipeline.importers import read_conll
 
+    if (files.conll is None) == (files.sentences is None):
+        raise ConfigError("--conll or --sentences: one corpus of labelled triggers")
     lexicon = {frame: sorted(units) for frame, units in read_lexicon(files.lexicon).items()}
-    rows = read_conll(files.conll)
+    if files.conll:
+        from spanaug.pipeline.importers import read_conll
+
+        rows = read_conll(files.conll)
+    else:
+        from spanaug.core import artifacts
+
+        rows = artifacts.read_table(files.sentences, artifacts.SENTENCES).to_pylist()
     insts = synthetic_instances(((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
                                 lexicon, per_span=files.per_span, seed=files.seed)
     n = write_jsonl((i.as_json() for i in insts), files.out)
-    log.info("%d synthetic span instances from %s", n, files.conll)
+    log.info("%d synthetic span instances from %s", n, files.conll or files.sentences)
 
 
 @settings

@@ -263,6 +263,9 @@ class AlignerTrainSection(AlignerTrainSettings):
     phrase_keep_identical: bool = setting(False, "phrase pairs: keep phrases copied unchanged")
     pretrain: list[str] = setting(factory=list, help="kind cross: span-alignment JSONL trained on first "
                                                      "(e.g. spanaug align synthetic)")
+    synthetic_lexicon: str | None = setting(None, "kind cross: also pre-train on the imported sentences' triggers "
+                                                  "rewritten as other units of their frame in this lexicon (JSON or "
+                                                  "FrameNet release; spanaug align synthetic); null: off")
     features: list[Literal["df", "mx", "cue"]] = inherit(AlignerConfig, "features")
     loss: Literal["soft", "hard"] = inherit(AlignerConfig, "loss")
     k: int = inherit(AlignerConfig, "k")

@@ -183,8 +183,11 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         if a.train.phrase_pairs:
             yield from _files("aligner.train.phrase_pairs", [a.train.phrase_pairs])
         yield from _files("aligner.train.pretrain", a.train.pretrain)
-        if a.train.pretrain and a.kind != "cross":
-            yield Problem("aligner.train.pretrain", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it")
+        for key, given in (("pretrain", a.train.pretrain), ("synthetic_lexicon", a.train.synthetic_lexicon)):
+            if given and a.kind != "cross":
+                yield Problem(f"aligner.train.{key}", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it")
+        if a.train.synthetic_lexicon:
+            yield from _lexicon("aligner.train.synthetic_lexicon", a.train.synthetic_lexicon)
     if not a.model or a.evaluation:
         yield from _model("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
