@@ -185,6 +185,10 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
     block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
     assert "gres=gpu:1" in block and "mem_mb=32000" in block
+    # the cross aligner, pre-trained on synthetic rewrites of the imported sentences
+    assert counts["make_synthetic_instances"] == 1 and counts["train_aligner"] == 1
+    train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
+    assert "--kind cross" in train and "--reversed True" in train and "aligner_synthetic.jsonl" in train
 
 
 def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):

@@ -294,7 +294,7 @@ class AblationSettings(Settings):
 #: Rows of ``spanaug align systems`` (evaluation.aligner_systems.SYSTEMS says how each is trained).
 ALIGNER_SYSTEMS = ("paper", "paper-untuned", "paper-holdout", "paper-holdout-refit", "paper+phrases", "paper+reversed",
                    "cross", "cross-holdout", "cross+phrases", "cross+reversed", "cross+chains", "cross+synthetic",
-                   "cross+phrases+reversed", "cross+all")
+                   "cross+phrases+reversed", "cross+reversed+synthetic", "cross+all")
 
 
 @settings

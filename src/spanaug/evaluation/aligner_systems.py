@@ -68,6 +68,8 @@ SYSTEMS: dict[str, Row] = {r.name: r for r in [
     Row("cross+chains", "cross", ("chains",), description="+ instances composed along chains of shared sentences (graph augmenter)"),
     Row("cross+synthetic", "cross", pretrain=True, description="pre-trained on synthetic same-frame rewrites"),
     Row("cross+phrases+reversed", "cross", ("phrases", "reversed"), description="+ phrase pairs + reversed instances"),
+    Row("cross+reversed+synthetic", "cross", ("reversed",), pretrain=True,
+        description="+ reversed instances, pre-trained on synthetic rewrites: needs no word-aligned corpus"),
     Row("cross+all", "cross", ("phrases", "reversed", "chains"), pretrain=True, description="every source"),
 ]}
 assert tuple(SYSTEMS) == ALIGNER_SYSTEMS  # the settings' choices
