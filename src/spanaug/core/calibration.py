@@ -72,12 +72,14 @@ def fit_platt(scores: Sequence[float], correct: Sequence[bool], l2: float = 1e-2
             break
         da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
         step = 1.0  # backtracking: a near-singular Hessian (scores all alike) overshoots
-        while step > 1e-6 and loss(a - step * da, b - step * db) > current:
+        trial = loss(a - da, b - db)
+        while step > 1e-6 and trial > current:
             step /= 2
+            trial = loss(a - step * da, b - step * db)
         if step <= 1e-6:
             break
         a, b = a - step * da, b - step * db
-        previous, current = current, loss(a, b)
+        previous, current = current, trial
         if previous - current < 1e-12:
             break
     return a, b
