@@ -69,17 +69,12 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
 def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) -> tuple[list, dict]:
     """Reversed and phrase-pair instances of the training pairs (``train.reversed``, ``train.phrase_pairs``),
     none on a dev pair."""
-    from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances, phrase_options
+    from spanaug.pipeline.aligner.training_data import extra_training_instances, read_sources
 
     names = (["phrases"] if train.phrase_pairs else []) + (["reversed"] if train.reversed else [])
     if not names:
         return [], {}
-    gold = ()
-    if train.phrase_pairs:
-        from spanaug.pipeline.aligner.word_aligned import read_aligned_json
-
-        gold = read_aligned_json(train.phrase_pairs)
-    made, counts = extra_training_instances(names, instances, DataSources(gold_pairs=gold, phrase_options=phrase_options(train)),
+    made, counts = extra_training_instances(names, instances, read_sources(train, train.phrase_pairs),
                                             seed=train.seed, held_out=dev)
     log.info("extra training instances: %s", ", ".join(f"{counts[n]} {n}" for n in names))
     return made, counts

@@ -177,10 +177,6 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def data_sources(cfg: AlignerSystemsSettings) -> DataSources:
     """The word-aligned pairs, synthetic instances and phrase options that ``cfg`` names."""
-    from spanaug.pipeline.aligner.instances import read_instances
-    from spanaug.pipeline.aligner.training_data import phrase_options
-    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+    from spanaug.pipeline.aligner.training_data import read_sources
 
-    return DataSources(gold_pairs=read_aligned_json(cfg.gold_pairs) if cfg.gold_pairs else (),
-                       synthetic=read_instances(cfg.synthetic) if cfg.synthetic else (),
-                       phrase_options=phrase_options(cfg))
+    return read_sources(cfg, cfg.gold_pairs, cfg.synthetic)

@@ -11,7 +11,7 @@
   lexical unit of the same frame, inflected like the original), for pre-training;
 - ``restrict_to_pairs``: keep only instances on allowed sentence pairs (no test-pair leakage);
 - ``extra_training_instances``: the named sources (phrases, reversed, chains) for a training set,
-  as ``align train`` and ``align systems`` add them.
+  as ``align train`` and ``align systems`` add them, from the files ``read_sources`` reads.
 
 ``instances.reverse_instances`` gives reversed instances.
 """
@@ -255,11 +255,17 @@ class DataSources:
     phrase_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def phrase_options(cfg: Any) -> dict[str, Any]:
-    """``phrase_pair_instances`` options from settings with ``phrase_max_len``, ``phrase_max_per_pair``
-    and ``phrase_keep_identical`` (``aligner.train`` or ``aligner.systems``)."""
-    return {"max_phrase": cfg.phrase_max_len, "max_per_pair": cfg.phrase_max_per_pair,
-            "keep_identical": cfg.phrase_keep_identical}
+def read_sources(cfg: Any, gold_pairs: str | None = None, synthetic: str | None = None) -> DataSources:
+    """The word-aligned pairs and synthetic instances in the files named, with the phrase options of
+    ``cfg`` (settings with ``phrase_max_len``, ``phrase_max_per_pair`` and ``phrase_keep_identical``:
+    ``aligner.train`` or ``aligner.systems``)."""
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+    return DataSources(gold_pairs=read_aligned_json(gold_pairs) if gold_pairs else (),
+                       synthetic=read_instances(synthetic) if synthetic else (),
+                       phrase_options={"max_phrase": cfg.phrase_max_len, "max_per_pair": cfg.phrase_max_per_pair,
+                                       "keep_identical": cfg.phrase_keep_identical})
 
 
 def extra_training_instances(names: Sequence[str], train: Sequence[Instance], sources: DataSources, seed: int = 0,
