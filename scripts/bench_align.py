@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-import torch  # noqa: E402
+import torch
 
-from spanaug.core.config import AlignerConfig, AlignerTrainSettings
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, pair_key, read_instances
 from spanaug.pipeline.aligner.training import train_aligner
 
@@ -34,7 +34,7 @@ def build(kind: str, insts: list) -> object:
     if kind == "paper":
         settings = AlignerTrainSettings(epochs=1, threshold_holdout=0.0)
         return train_aligner(insts[:300], AlignerConfig(encoder="minilm"), settings, device="cpu", progress=False)[0]
-    from spanaug.core.config import CrossAlignerConfig
+    from spanaug.core.aligner_settings import CrossAlignerConfig
     from spanaug.pipeline.aligner.cross_model import CrossAligner
 
     return CrossAligner(CrossAlignerConfig(encoder="minilm"), device="cpu")
@@ -65,9 +65,13 @@ def main() -> None:
             aligner.predict(workload, batch_size=batch)
             elapsed = time.perf_counter() - start
             pairs = len({pair_key(i) for i in workload})
-            print(f"{kind} aligner, {name}: {len(workload)} instances over {pairs} sentence pairs in {elapsed:.1f} s "
-                  f"on {args.threads} threads: {len(workload) / elapsed:.0f} instances/s, {pairs / elapsed:.0f} pairs/s "
-                  "(target >= 100 pairs/s)", flush=True)
+            print(
+                f"{kind} aligner, {name}: {len(workload)} instances over {pairs} sentence pairs in {elapsed:.1f} s "
+                f"on {args.threads} threads: {len(workload) / elapsed:.0f} instances/s, {pairs / elapsed:.0f} pairs/s "
+                "(target >= 100 pairs/s)",
+                flush=True,
+            )
+
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from spanaug.core.config import FrameIdTrainConfig, SplitSettings
+from spanaug.core.evaluation_settings import FrameIdTrainConfig, SplitSettings
 from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 from spanaug.downstream.frameid.data import read_training_file, split_conll
 from spanaug.downstream.frameid.training import train_frameid
@@ -49,25 +49,43 @@ def main() -> None:
         counts = split_conll(conll, tmp, SplitSettings())
         train, dev, test = (read_training_file(Path(tmp) / f"{n}.conll") for n in ("train", "dev", "test"))
     print(f"split (sentences): {json.dumps(counts)}")
-    report("lexicon baseline (most frequent frame per trigger string)",
-           triple_scores(test, LexiconBaseline().fit(train).predict(test)))
+    report(
+        "lexicon baseline (most frequent frame per trigger string)",
+        triple_scores(test, LexiconBaseline().fit(train).predict(test)),
+    )
     runs = [("model + FrameNet lexicon candidates", read_lexicon(SHARED / "framenet17-lexicon.json"))]
     if args.no_lexicon_run:
         runs.append(("model, no lexicon", None))
     for name, lexicon in runs:
         start = time.perf_counter()
-        model, summary = train_frameid(train, "minilm", FrameIdTrainConfig(
-            epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate, seed=args.seed,
-            threads=args.threads),
-            dev=dev, device="cpu", progress=False, lexicon=lexicon)
-        report(f"{name} ({summary['epochs_run']} epochs run, best {summary['best_epoch']}, "
-               f"{summary['seconds_per_epoch']:.1f} s/epoch, {time.perf_counter() - start:.0f} s, best dev F1 "
-               f"{summary['best_dev_f1']:.3f})", triple_scores(test, model.predict(test)))
+        model, summary = train_frameid(
+            train,
+            "minilm",
+            FrameIdTrainConfig(
+                epochs=args.epochs,
+                batch_size=args.batch_size,
+                learning_rate=args.learning_rate,
+                seed=args.seed,
+                threads=args.threads,
+            ),
+            dev=dev,
+            device="cpu",
+            progress=False,
+            lexicon=lexicon,
+        )
+        report(
+            f"{name} ({summary['epochs_run']} epochs run, best {summary['best_epoch']}, "
+            f"{summary['seconds_per_epoch']:.1f} s/epoch, {time.perf_counter() - start:.0f} s, best dev F1 "
+            f"{summary['best_dev_f1']:.3f})",
+            triple_scores(test, model.predict(test)),
+        )
 
 
 def report(name: str, scores: dict) -> None:
-    print(f"{name}: P {scores['precision']:.3f} R {scores['recall']:.3f} F1 {scores['f1']:.3f} "
-          f"(gold {scores['n_gold']}, predicted {scores['n_pred']})")
+    print(
+        f"{name}: P {scores['precision']:.3f} R {scores['recall']:.3f} F1 {scores['f1']:.3f} "
+        f"(gold {scores['n_gold']}, predicted {scores['n_pred']})"
+    )
 
 
 if __name__ == "__main__":

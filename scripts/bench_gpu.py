@@ -40,22 +40,27 @@ sys.path.insert(0, str(REPO / "src"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from spanaug.core.config import DecodeSettings  # noqa: E402
-from spanaug.core.devices import choose_dtype  # noqa: E402
-from spanaug.pipeline.constraints import expand, lu_upos  # noqa: E402
-from spanaug.pipeline.importers import read_conll  # noqa: E402
-from spanaug.pipeline.paraphraser.banned import banned_sequences  # noqa: E402
-from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches  # noqa: E402
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser  # noqa: E402
-from spanaug.pipeline.paraphraser.processors import (  # noqa: E402
-    PerSentenceMaxNewTokens, ReferenceBannedSequences, TensorBannedSequences)
-from spanaug.pipeline.paraphraser.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer  # noqa: E402
+from spanaug.core.config import DecodeSettings
+from spanaug.core.devices import choose_dtype
+from spanaug.pipeline.constraints import expand, lu_upos
+from spanaug.pipeline.importers import read_conll
+from spanaug.pipeline.paraphraser.banned import banned_sequences
+from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.processors import (
+    PerSentenceMaxNewTokens,
+    ReferenceBannedSequences,
+    TensorBannedSequences,
+)
+from spanaug.pipeline.paraphraser.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
-CONLL_CANDIDATES = [Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
-                    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll"]
+CONLL_CANDIDATES = [
+    Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
+    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
+]
 
 
 def framenet_rows() -> list[dict]:
@@ -86,8 +91,10 @@ def chain_constraints(rows: list[dict], iterations: list[int], seed: int = 0) ->
 
 def describe(values: list[int]) -> str:
     values = sorted(values)
-    return (f"mean {statistics.mean(values):.1f}, median {statistics.median(values):.0f}, "
-            f"p90 {values[int(0.9 * (len(values) - 1))]}, max {values[-1]}")
+    return (
+        f"mean {statistics.mean(values):.1f}, median {statistics.median(values):.0f}, "
+        f"p90 {values[int(0.9 * (len(values) - 1))]}, max {values[-1]}"
+    )
 
 
 def sync(device: torch.device) -> None:
@@ -96,7 +103,7 @@ def sync(device: torch.device) -> None:
 
 
 @torch.inference_mode()
-def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor) -> None:  # noqa: ANN001
+def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor) -> None:
     enc = para._encode([r["source_text"] for r in batch], "")
     kwargs = para.search_kwargs(cfg)
     stop = [PerSentenceMaxNewTokens(limits, device=para.device)]
@@ -110,22 +117,35 @@ def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeS
     para.model.generate(**enc, **kwargs, max_new_tokens=max(limits), logits_processor=procs, stopping_criteria=stop)
 
 
-def bench_decoding(para: Paraphraser, rows: list[dict], sets: dict[int, list[list[str]]], n_sentences: int,
-                   budget: int, repeats: int, rng: random.Random, max_new: int | None) -> dict:
+def bench_decoding(
+    para: Paraphraser,
+    rows: list[dict],
+    sets: dict[int, list[list[str]]],
+    n_sentences: int,
+    budget: int,
+    repeats: int,
+    rng: random.Random,
+    max_new: int | None,
+) -> dict:
     cfg = DecodeSettings(beam_size=20, return_top=3)
     picked = rng.sample(range(len(rows)), n_sentences)
     texts = [rows[i]["text"] for i in picked]
     lengths = para.source_lengths(texts)
     limits = [min(n, max_new) if max_new else n for n in lengths]
     batches = token_budget_batches(lengths, cfg.width, budget)
-    print(f"decoding: {n_sentences} FrameNet dev sentences (source ids: {describe(lengths)}; new tokens: "
-          f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget} tokens x beams")
+    print(
+        f"decoding: {n_sentences} FrameNet dev sentences (source ids: {describe(lengths)}; new tokens: "
+        f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget} tokens x beams"
+    )
     methods = [("unconstrained", None, None)]
     for it in sorted(sets):
-        methods += [(f"iter {it} reference", it, ReferenceBannedSequences), (f"iter {it} on-device", it, TensorBannedSequences)]
+        methods += [
+            (f"iter {it} reference", it, ReferenceBannedSequences),
+            (f"iter {it} on-device", it, TensorBannedSequences),
+        ]
     times: dict[str, list[float]] = defaultdict(list)
 
-    def run(it, processor, warm=False):  # noqa: ANN001, ANN202
+    def run(it, processor, warm=False):
         total = 0.0
         for b in batches[:1] if warm else batches:
             reqs = [{"source_text": texts[j], "constraints": sets[it][picked[j]] if it else []} for j in b]
@@ -146,20 +166,25 @@ def bench_decoding(para: Paraphraser, rows: list[dict], sets: dict[int, list[lis
     # processor sizes for the largest sets
     widest = max(batches, key=len)
     for it in sorted(sets):
-        proc = TensorBannedSequences([banned_sequences(para.tokenizer, sets[it][picked[j]]) for j in widest],
-                                     para.model.config.vocab_size, "cpu")
+        proc = TensorBannedSequences(
+            [banned_sequences(para.tokenizer, sets[it][picked[j]]) for j in widest], para.model.config.vocab_size, "cpu"
+        )
         rows_ = len(widest) * cfg.width
-        print(f"  iter {it}: processor K = {proc.width} banned-token slots per row, {proc.comparisons_per_row()} "
-              f"prefix-token comparisons per row; largest batch {rows_} rows -> {rows_ * proc.comparisons_per_row():,} "
-              f"booleans compared and {rows_ * proc.width:,} scores gathered/scattered per step")
+        print(
+            f"  iter {it}: processor K = {proc.width} banned-token slots per row, {proc.comparisons_per_row()} "
+            f"prefix-token comparisons per row; largest batch {rows_} rows -> {rows_ * proc.comparisons_per_row():,} "
+            f"booleans compared and {rows_ * proc.width:,} scores gathered/scattered per step"
+        )
     return {"n": n_sentences, "median": med, "times": times}
 
 
-def bench_aligner(device: torch.device, rows: list[dict], size: str, n_pairs: int, repeats: int, rng: random.Random) -> float:
+def bench_aligner(
+    device: torch.device, rows: list[dict], size: str, n_pairs: int, repeats: int, rng: random.Random
+) -> float:
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    from spanaug.core.config import AlignerConfig
+    from spanaug.core.aligner_settings import AlignerConfig
     from spanaug.pipeline.aligner.instances import Instance
     from spanaug.pipeline.aligner.model import SpanAligner
 
@@ -167,15 +192,29 @@ def bench_aligner(device: torch.device, rows: list[dict], size: str, n_pairs: in
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(
-        vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+    tok.train_from_iterator(
+        texts,
+        trainers.WordPieceTrainer(
+            vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+        ),
+    )
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
-    shape = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072) if size == "base" \
-        else dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+    shape = (
+        {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
+        if size == "base"
+        else {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
+    )
     torch.manual_seed(0)
     encoder = BertModel(BertConfig(vocab_size=28996, max_position_embeddings=512, **shape))
     aligner = SpanAligner(AlignerConfig(encoder="random-bert"), encoder=encoder, tokenizer=fast, device=str(device))
@@ -196,8 +235,10 @@ def bench_aligner(device: torch.device, rows: list[dict], size: str, n_pairs: in
         sync(device)
         ts.append(time.perf_counter() - start)
     rate = n_pairs / statistics.median(ts)
-    print(f"aligner: BERT-{size}-sized encoder (random weights), {n_pairs} FrameNet-length pairs, one span each: "
-          f"{rate:.1f} pairs/s")
+    print(
+        f"aligner: BERT-{size}-sized encoder (random weights), {n_pairs} FrameNet-length pairs, one span each: "
+        f"{rate:.1f} pairs/s"
+    )
     return rate
 
 
@@ -205,19 +246,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--sentences", type=int, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
-    ap.add_argument("--max-new-tokens", type=int,
-                    help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)")
+    ap.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)",
+    )
     ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: the device's)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))
+    device = torch.device(
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else ("cpu" if args.device == "auto" else args.device)
+    )
     gpu = device.type == "cuda"
     rng = random.Random(args.seed)
     rows = framenet_rows()
@@ -230,13 +281,17 @@ def main() -> None:
     para = Paraphraser(model, tokenizer, device, choose_dtype(device))
     label = "GPU" if gpu else "CPU"
     name = torch.cuda.get_device_name(device) if gpu else f"CPU, {torch.get_num_threads()} threads"
-    print(f"device: {name}; paraphraser: T5 d_model {size.d_model}, {size.layers}+{size.layers} layers, "
-          f"vocabulary {size.vocab_size}, {para.dtype}, random weights")
+    print(
+        f"device: {name}; paraphraser: T5 d_model {size.d_model}, {size.layers}+{size.layers} layers, "
+        f"vocabulary {size.vocab_size}, {para.dtype}, random weights"
+    )
     for it in iterations:
         phrases = [len(s) for s in sets[it]]
         seqs = [len(banned_sequences(tokenizer, s)) for s in sets[it][:400]]
-        print(f"constraint sets, iteration {it}: phrases per sentence {describe(phrases)}; "
-              f"banned token sequences per sentence (first 400) {describe(seqs)}")
+        print(
+            f"constraint sets, iteration {it}: phrases per sentence {describe(phrases)}; "
+            f"banned token sequences per sentence (first 400) {describe(seqs)}"
+        )
     n = args.sentences or (256 if gpu else 6)
     budget = args.max_batch_tokens or default_max_batch_tokens(device)
     max_new = args.max_new_tokens or (None if gpu else 40)
@@ -248,8 +303,10 @@ def main() -> None:
     old = {it: med[f"iter {it} reference"] / med["unconstrained"] for it in iterations}
     for it in iterations:
         print(f"iteration {it:>2}: on-device/unconstrained {ratios[it]:.2f}, reference/unconstrained {old[it]:.2f}")
-    print(f"constrained/unconstrained time: {max(ratios.values()):.2f}  (on-device processor, worst of iterations "
-          f"{', '.join(map(str, iterations))})")
+    print(
+        f"constrained/unconstrained time: {max(ratios.values()):.2f}  (on-device processor, worst of iterations "
+        f"{', '.join(map(str, iterations))})"
+    )
     del para, model
     if gpu:
         torch.cuda.empty_cache()
@@ -257,10 +314,12 @@ def main() -> None:
     decode_rate = n / statistics.mean(med[f"iter {it} on-device"] for it in iterations)
     requests = SEEDS * ITERATIONS
     hours = requests / decode_rate / 3600 + requests * ALIGNED_BEAMS / pairs_rate / 3600
-    print(f"projected {label}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} iterations, beam 20, "
-          f"top {ALIGNED_BEAMS} beams aligned): {hours:,.1f} ({requests / decode_rate / 3600:,.1f} decoding at "
-          f"{decode_rate:.2f} sentences/s + {requests * ALIGNED_BEAMS / pairs_rate / 3600:,.1f} aligning at "
-          f"{pairs_rate:.1f} pairs/s){'' if gpu else '  [CPU-sized models: not a GPU projection]'}")
+    print(
+        f"projected {label}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} iterations, beam 20, "
+        f"top {ALIGNED_BEAMS} beams aligned): {hours:,.1f} ({requests / decode_rate / 3600:,.1f} decoding at "
+        f"{decode_rate:.2f} sentences/s + {requests * ALIGNED_BEAMS / pairs_rate / 3600:,.1f} aligning at "
+        f"{pairs_rate:.1f} pairs/s){'' if gpu else '  [CPU-sized models: not a GPU projection]'}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,14 @@ def requests(repeat: int) -> list[dict]:
     for k in range(repeat):
         for r in rows:
             span = r["tokens"][r["span_start"] : r["span_end"] + 1]
-            out.append({"seed_id": f"{r['sentence_id']}#{k}", "source_text": r["text"], "source_tokens": r["tokens"],
-                        "constraints": sorted(expand(span, lu_upos(r["lexical_unit"])))})
+            out.append(
+                {
+                    "seed_id": f"{r['sentence_id']}#{k}",
+                    "source_text": r["text"],
+                    "source_tokens": r["tokens"],
+                    "constraints": sorted(expand(span, lu_upos(r["lexical_unit"]))),
+                }
+            )
     return out
 
 
@@ -77,13 +83,19 @@ def main() -> None:
     rates = {}
     runs = [("hf", "exact"), ("ct2", "exact"), ("ct2", "union")]
     for name, batching in runs:
-        cfg = DecodeSettings(beam_size=args.beam_size, return_top=args.return_top, batch_size=args.batch_size,
-                             max_new_tokens=args.max_new_tokens, ct2_batching=batching)
+        cfg = DecodeSettings(
+            beam_size=args.beam_size,
+            return_top=args.return_top,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            ct2_batching=batching,
+        )
         label = name if name == "hf" else f"{name}/{batching}"
         try:
-            para = BACKENDS[name].from_pretrained(args.model, device=args.device,
-                                                  dtype="float32" if args.device == "cpu" else "auto")
-        except Exception as exc:  # noqa: BLE001 - an optional backend that is not installed
+            para = BACKENDS[name].from_pretrained(
+                args.model, device=args.device, dtype="float32" if args.device == "cpu" else "auto"
+            )
+        except Exception as exc:
             print(f"{label:<9} skipped: {exc}")
             continue
         list(para.paraphrase(reqs[:4], cfg, progress=False))  # warm-up
@@ -92,8 +104,10 @@ def main() -> None:
         list(para.paraphrase(reqs, cfg, stats, progress=False))
         elapsed = time.perf_counter() - start
         rates[label] = len(reqs) / elapsed
-        print(f"{label:<9} {len(reqs)} sentences, beam {args.beam_size}, on {para.device}: {rates[label]:7.2f} "
-              f"sentences/s ({stats.outputs} outputs, {stats.violations_dropped} violations dropped)")
+        print(
+            f"{label:<9} {len(reqs)} sentences, beam {args.beam_size}, on {para.device}: {rates[label]:7.2f} "
+            f"sentences/s ({stats.outputs} outputs, {stats.violations_dropped} violations dropped)"
+        )
     for label in rates:
         if label != "hf" and "hf" in rates:
             print(f"{label}/hf throughput ratio: {rates[label] / rates['hf']:.2f}")

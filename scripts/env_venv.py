@@ -33,7 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from spanaug.workflow.envs import SOURCE_VAR, pip_requirements  # noqa: E402
+from spanaug.workflow.envs import SOURCE_VAR, pip_requirements
 
 
 def cpu_torch(deps: list) -> str | None:
@@ -53,13 +53,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("env_file")
     parser.add_argument("dest")
-    parser.add_argument("--torch", help="torch requirement installed first (default, for an env asking for a CPU "
-                                        "PyTorch build: this Python's torch version)")
+    parser.add_argument(
+        "--torch",
+        help="torch requirement installed first (default, for an env asking for a CPU "
+        "PyTorch build: this Python's torch version)",
+    )
     parser.add_argument("pip_options", nargs="*", help="after --: more pip install options")
     args = parser.parse_args()
     deps = yaml.safe_load(Path(args.env_file).read_text())["dependencies"]
-    wanted = next(re.fullmatch(r"python=(\d+\.\d+)", d).group(1) for d in deps
-                  if isinstance(d, str) and d.startswith("python="))
+    wanted = next(
+        re.fullmatch(r"python=(\d+\.\d+)", d).group(1) for d in deps if isinstance(d, str) and d.startswith("python=")
+    )
     have = f"{sys.version_info.major}.{sys.version_info.minor}"
     if have != wanted:
         sys.exit(f"{args.env_file} wants Python {wanted}; this is {have}")

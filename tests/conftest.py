@@ -61,17 +61,34 @@ def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(CORPUS * 3, trainers.WordPieceTrainer(
-        vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    tok.train_from_iterator(
+        CORPUS * 3,
+        trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]),
+    )
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(out)
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(out)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.get_vocab_size(),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+        )
+    ).save_pretrained(out)
     return str(out)
 
 
@@ -86,7 +103,9 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("tiny_paraphraser")
     tokenizer = train_tokenizer(CORPUS * 3, vocab_size=120)
     torch.manual_seed(0)
-    cfg = ParaphraserArchitecture(d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64, max_positions=128)
+    cfg = ParaphraserArchitecture(
+        d_model=32, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=64, max_positions=128
+    )
     model = build_model(cfg, tokenizer)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -96,7 +115,24 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
 # ---------------------------------------------------------------- shared test data
 
 
-WORDS = "Abby bought a car from Robin last week The company purchased steel three suppliers children walked".split()
+WORDS = [
+    "Abby",
+    "bought",
+    "a",
+    "car",
+    "from",
+    "Robin",
+    "last",
+    "week",
+    "The",
+    "company",
+    "purchased",
+    "steel",
+    "three",
+    "suppliers",
+    "children",
+    "walked",
+]
 
 
 def copy_task(n, seed):
@@ -113,17 +149,42 @@ def copy_task(n, seed):
 
 def seed(sid, tokens, start, end, frame, lu):
     """A SENTENCES row (a seed)."""
-    return {"sentence_id": sid, "tokens": tokens, "text": " ".join(tokens), "span_start": start, "span_end": end,
-            "frame": frame, "lexical_unit": lu, "pos_tags": None, "source": "test", "corpus_part": "exemplar",
-            "document": None, "annotation_date": None, "order": 0}
+    return {
+        "sentence_id": sid,
+        "tokens": tokens,
+        "text": " ".join(tokens),
+        "span_start": start,
+        "span_end": end,
+        "frame": frame,
+        "lexical_unit": lu,
+        "pos_tags": None,
+        "source": "test",
+        "corpus_part": "exemplar",
+        "document": None,
+        "annotation_date": None,
+        "order": 0,
+    }
 
 
 def output(sid, iteration, tokens, start, end, frame, lu, lemma):
     """A CHAIN row: seed ``sid``'s output of ``iteration``, aligned on [start, end] (None: unaligned)."""
-    return {"seed_id": sid, "frame": frame, "lexical_unit": lu, "seed_trigger": "x", "iteration": iteration,
-            "paraphrase_tokens": tokens, "paraphrase_text": " ".join(tokens), "aligned_start": start,
-            "aligned_end": end, "aligned_text": " ".join(tokens[start : end + 1]) if start is not None else None,
-            "aligned_lemma": lemma, "paraphrase_score": 0.5, "aligner_score": 0.9, "beam_rank": 0, "constraints": ["x"]}
+    return {
+        "seed_id": sid,
+        "frame": frame,
+        "lexical_unit": lu,
+        "seed_trigger": "x",
+        "iteration": iteration,
+        "paraphrase_tokens": tokens,
+        "paraphrase_text": " ".join(tokens),
+        "aligned_start": start,
+        "aligned_end": end,
+        "aligned_text": " ".join(tokens[start : end + 1]) if start is not None else None,
+        "aligned_lemma": lemma,
+        "paraphrase_score": 0.5,
+        "aligner_score": 0.9,
+        "beam_rank": 0,
+        "constraints": ["x"],
+    }
 
 
 def write_augmented(tmp_path, seeds, chain):
@@ -135,19 +196,28 @@ def write_augmented(tmp_path, seeds, chain):
 
 def write_two_chains(tmp_path):
     """Two seeds: one aligned over two iterations, one whose second output failed to align."""
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
-             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
-    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
-             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
-             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
+    seeds = [
+        seed("s1", ["Abby", "bought", "a", "car"], 1, 1, "Commerce_buy", "buy.v"),
+        seed("s2", ["They", "quit", "smoking"], 1, 1, "Activity_stop", "quit.v"),
+    ]
+    chain = [
+        output("s1", 1, ["Abby", "purchased", "a", "car"], 1, 1, "Commerce_buy", "buy.v", "purchase"),
+        output("s1", 2, ["Yesterday", "Abby", "acquired", "a", "car"], 2, 2, "Commerce_buy", "buy.v", "acquire"),
+        output("s2", 1, ["They", "gave", "up", "smoking"], 1, 2, "Activity_stop", "quit.v", "give up"),
+        output("s2", 2, ["They", "smoking"], None, None, "Activity_stop", "quit.v", None),
+    ]
     write_augmented(tmp_path, seeds, chain)
     return tmp_path
 
 
-TRIGGERS = {"bought": "Commerce_buy", "purchased": "Commerce_buy", "gave": "Giving", "handed": "Giving",
-            "stopped": "Activity_stop"}
-FILLER = "the a man woman car book yesterday quickly old city to from".split()
+TRIGGERS = {
+    "bought": "Commerce_buy",
+    "purchased": "Commerce_buy",
+    "gave": "Giving",
+    "handed": "Giving",
+    "stopped": "Activity_stop",
+}
+FILLER = ["the", "a", "man", "woman", "car", "book", "yesterday", "quickly", "old", "city", "to", "from"]
 
 
 def toy(n, seed):
@@ -174,6 +244,8 @@ def write_conll(sentences, path, start=0):
             for (s, e), frame in sent.triggers.items():
                 for i, tok in enumerate(sent.tokens):
                     lu, fr = (f"{tok}.v", frame) if s <= i <= e else ("_", "_")
-                    handle.write("\t".join([str(i + 1), tok, "_", tok, "nn", "NN", str(n), "_", "_", "_", "_", "_",
-                                            lu, fr, "O"]) + "\n")
+                    handle.write(
+                        "\t".join([str(i + 1), tok, "_", tok, "nn", "NN", str(n), "_", "_", "_", "_", "_", lu, fr, "O"])
+                        + "\n"
+                    )
                 handle.write("\n")

@@ -6,12 +6,11 @@ import torch
 from conftest import WORDS, copy_task, shared_file
 
 from spanaug.cli.main import main
-from spanaug.core.config import AlignerConfig, AlignerTrainSettings
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.metrics import span_metrics
-from spanaug.pipeline.aligner.instances import Instance, instances_from_bitext, read_instances
+from spanaug.pipeline.aligner.instances import Instance, instances_from_bitext, pair_key, read_instances
 from spanaug.pipeline.aligner.model import SpanAligner, candidate_spans, soft_labels
-from spanaug.pipeline.aligner.instances import pair_key
 from spanaug.pipeline.aligner.training import holdout_by_pair, train_aligner
 
 
@@ -24,7 +23,7 @@ def test_candidates_within_k_of_source_length():
 
 def test_soft_and_hard_labels():
     cands = torch.tensor([[2, 3], [2, 4], [0, 0]])
-    assert soft_labels(cands, (2, 3), "soft").tolist() == [1.0, 0.5, 2.0 ** -5]
+    assert soft_labels(cands, (2, 3), "soft").tolist() == [1.0, 0.5, 2.0**-5]
     assert soft_labels(cands, (2, 3), "hard").tolist() == [1.0, 0.0, 0.0]
     assert soft_labels(cands, None, "soft").tolist() == [0.0, 0.0, 0.0]
 
@@ -46,8 +45,9 @@ def test_config_rejects_unknown_feature():
 def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     train, test = copy_task(200, 0), copy_task(60, 1)
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=64)
-    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=15, batch_size=16), dev=copy_task(40, 2),
-                                     device="cpu", progress=False)
+    aligner, summary = train_aligner(
+        train, cfg, AlignerTrainSettings(epochs=15, batch_size=16), dev=copy_task(40, 2), device="cpu", progress=False
+    )
     assert summary["loss_history"][-1] < summary["loss_history"][0]
     preds = aligner.predict(test)
     metrics = span_metrics([i.target_span for i in test], [p for p, _ in preds])
@@ -59,12 +59,15 @@ def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     assert [s for _, s in reloaded] == pytest.approx([s for _, s in preds], abs=1e-5)
 
 
-@pytest.mark.parametrize("features,normalize", [(("df", "mx", "cue"), True), (("df", "mx", "cue"), False),
-                                                (("df",), True), (("mx", "cue"), False)])
+@pytest.mark.parametrize(
+    "features,normalize",
+    [(("df", "mx", "cue"), True), (("df", "mx", "cue"), False), (("df",), True), (("mx", "cue"), False)],
+)
 def test_fast_scoring_matches_plain_features(tiny_encoder, features, normalize):
     torch.manual_seed(0)
-    aligner = SpanAligner(AlignerConfig(encoder=tiny_encoder, hidden=16, k=2, features=features,
-                                        normalize_spans=normalize), device="cpu")
+    aligner = SpanAligner(
+        AlignerConfig(encoder=tiny_encoder, hidden=16, k=2, features=features, normalize_spans=normalize), device="cpu"
+    )
     with torch.no_grad():  # untrained batch-norm statistics would hide differences in scale
         aligner.scorer.norm.running_mean.normal_()
         aligner.scorer.norm.running_var.uniform_(0.5, 2.0)
@@ -84,7 +87,9 @@ def test_encoding_is_shared_by_spans_of_one_pair(tiny_encoder, monkeypatch):
     aligner = SpanAligner(AlignerConfig(encoder=tiny_encoder, hidden=16), device="cpu")
     calls = []
     original = aligner.encode_pairs
-    monkeypatch.setattr(aligner, "encode_pairs", lambda pairs, *a, **k: calls.append(len(pairs)) or original(pairs, *a, **k))
+    monkeypatch.setattr(
+        aligner, "encode_pairs", lambda pairs, *a, **k: calls.append(len(pairs)) or original(pairs, *a, **k)
+    )
     toks = WORDS[:6]
     aligner.predict([Instance(str(i), toks, toks, (i, i)) for i in range(6)])
     assert calls == [1]
@@ -96,9 +101,34 @@ def test_cli_train_predict_eval(tiny_encoder, tmp_path, capsys):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(20, 4)))
     model, pred = tmp_path / "model", tmp_path / "pred.jsonl"
-    assert main(["align", "train", "--instances", str(train), "--encoder", tiny_encoder, "--out", str(model),
-                 "--dev", str(gold), "--features", "df", "cue", "--loss", "hard", "--k", "2", "--epochs", "2",
-                 "--seed", "1"]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "train",
+                "--instances",
+                str(train),
+                "--encoder",
+                tiny_encoder,
+                "--out",
+                str(model),
+                "--dev",
+                str(gold),
+                "--features",
+                "df",
+                "cue",
+                "--loss",
+                "hard",
+                "--k",
+                "2",
+                "--epochs",
+                "2",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert json.loads((model / "config.json").read_text())["features"] == ["df", "cue"]
     assert main(["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred)]) == 0
     first = json.loads(pred.read_text().splitlines()[0])
@@ -111,14 +141,18 @@ def test_cli_train_predict_eval(tiny_encoder, tmp_path, capsys):
 
 def test_instances_errors_name_line(tmp_path):
     path = tmp_path / "i.jsonl"
-    path.write_text(json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 0], "target_span": None}) + "\n"
-                    + json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 1]}) + "\n")
+    path.write_text(
+        json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 0], "target_span": None})
+        + "\n"
+        + json.dumps({"source_tokens": ["a"], "target_tokens": ["b"], "source_span": [0, 1]})
+        + "\n"
+    )
     with pytest.raises(InputError, match=r"i\.jsonl, line 2: 'source_span'.*out of range"):
         read_instances(path)
 
 
 def test_instances_from_bitext_differences():
-    insts = instances_from_bitext([("He bought a car .".split(), "He purchased a car .".split())])
+    insts = instances_from_bitext([(["He", "bought", "a", "car", "."], ["He", "purchased", "a", "car", "."])])
     assert [(i.source_span, i.target_span) for i in insts] == [((1, 1), (1, 1))]
 
 
@@ -135,8 +169,14 @@ def test_finetuning_top_layer_moves_only_that_layer_and_round_trips(tiny_encoder
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32, finetune_layers=1)
     aligner = SpanAligner(cfg, device="cpu")
     before = {n: p.detach().clone() for n, p in aligner.encoder.named_parameters()}
-    aligner, _ = train_aligner(copy_task(60, 7), cfg, AlignerTrainSettings(epochs=2, batch_size=8, encoder_learning_rate=1e-3),
-                               aligner=aligner, device="cpu", progress=False)
+    aligner, _ = train_aligner(
+        copy_task(60, 7),
+        cfg,
+        AlignerTrainSettings(epochs=2, batch_size=8, encoder_learning_rate=1e-3),
+        aligner=aligner,
+        device="cpu",
+        progress=False,
+    )
     top = {id(p) for p in encoder_layers(aligner.encoder)[-1].parameters()}
     changed = {id(p) for n, p in aligner.encoder.named_parameters() if not torch.equal(p, before[n])}
     assert changed and changed <= top
@@ -158,9 +198,31 @@ def test_extra_instances_are_trained_on(tiny_encoder, tmp_path):
     path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in train))
     extra_path = tmp_path / "extra.jsonl"
     extra_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in extra))
-    assert main(["align", "train", "--instances", str(path), "--extra-instances", str(extra_path), "--encoder", tiny_encoder,
-                 "--out", str(tmp_path / "m"), "--k", "2", "--epochs", "1", "--device", "cpu",
-                 "--threshold-holdout", "0"]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "train",
+                "--instances",
+                str(path),
+                "--extra-instances",
+                str(extra_path),
+                "--encoder",
+                tiny_encoder,
+                "--out",
+                str(tmp_path / "m"),
+                "--k",
+                "2",
+                "--epochs",
+                "1",
+                "--device",
+                "cpu",
+                "--threshold-holdout",
+                "0",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     assert summary["train_instances"] == 60 and summary["extra_instances"] == 30
 
@@ -169,8 +231,16 @@ def test_train_adds_reversed_and_phrase_pair_instances_off_held_out_pairs(tiny_e
     from spanaug.pipeline.aligner.word_aligned import AlignedPair
 
     def shifted(insts):  # targets gain a first word, so a pair read backwards is another pair
-        return [Instance(i.id, i.source_tokens, ["so"] + i.target_tokens, i.source_span,
-                         (i.target_span[0] + 1, i.target_span[1] + 1)) for i in insts]
+        return [
+            Instance(
+                i.id,
+                i.source_tokens,
+                ["so"] + i.target_tokens,
+                i.source_span,
+                (i.target_span[0] + 1, i.target_span[1] + 1),
+            )
+            for i in insts
+        ]
 
     train = shifted(copy_task(30, 9))
     path = tmp_path / "train.jsonl"
@@ -179,17 +249,58 @@ def test_train_adds_reversed_and_phrase_pair_instances_off_held_out_pairs(tiny_e
     dev_path = tmp_path / "dev.jsonl"
     dev_path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in dev))
     # the word-aligned corpus holds the dev pairs too: no phrase instance may come from them
-    pairs = [AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
-             for i in train + dev]
+    pairs = [
+        AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
+        for i in train + dev
+    ]
     gold = tmp_path / "gold.json"
-    gold.write_text(json.dumps([{"id": p.id, "source": " ".join(p.source), "target": " ".join(p.target),
-                                 "sureAlign": " ".join(f"{s}-{t}" for s, t in sorted(p.sure)), "possibleAlign": ""}
-                                for p in pairs]))
-    base = ["align", "train", "--instances", str(path), "--dev", str(dev_path), "--encoder", tiny_encoder, "--k", "2",
-            "--epochs", "1", "--device", "cpu"]
+    gold.write_text(
+        json.dumps(
+            [
+                {
+                    "id": p.id,
+                    "source": " ".join(p.source),
+                    "target": " ".join(p.target),
+                    "sureAlign": " ".join(f"{s}-{t}" for s, t in sorted(p.sure)),
+                    "possibleAlign": "",
+                }
+                for p in pairs
+            ]
+        )
+    )
+    base = [
+        "align",
+        "train",
+        "--instances",
+        str(path),
+        "--dev",
+        str(dev_path),
+        "--encoder",
+        tiny_encoder,
+        "--k",
+        "2",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+    ]
     assert main(base + ["--out", str(tmp_path / "plain")]) == 0
-    assert main(base + ["--out", str(tmp_path / "m"), "--reversed", "--phrase-pairs", str(gold),
-                        "--phrase-max-per-pair", "2", "--phrase-keep-identical"]) == 0
+    assert (
+        main(
+            base
+            + [
+                "--out",
+                str(tmp_path / "m"),
+                "--reversed",
+                "--phrase-pairs",
+                str(gold),
+                "--phrase-max-per-pair",
+                "2",
+                "--phrase-keep-identical",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     counts = summary["extra_sources"]
     assert counts["reversed"] == len(train) and 0 < counts["phrases"] <= 2 * len(train)
@@ -226,25 +337,36 @@ def test_holdout_keeps_pairs_together_and_is_seeded():
 def test_threshold_tuned_without_dev_and_recorded(tiny_encoder, tmp_path):
     train = with_nulls(120, 12)
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=32)
-    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=3, batch_size=16), device="cpu", progress=False)
+    aligner, summary = train_aligner(
+        train, cfg, AlignerTrainSettings(epochs=3, batch_size=16), device="cpu", progress=False
+    )
     assert summary["threshold_source"].startswith("held-out 10% of training pairs")
     assert aligner.config.threshold_source == summary["threshold_source"] and "dev_metrics" in summary
     assert summary["train_instances"] < len(train)  # the held-out pairs were not trained on
     aligner.save_pretrained(tmp_path / "m")
     saved = json.loads((tmp_path / "m" / "config.json").read_text())
     assert saved["threshold_source"] == summary["threshold_source"] and saved["threshold"] == aligner.config.threshold
-    assert SpanAligner.from_pretrained(tmp_path / "m", device="cpu").config.threshold_source == saved["threshold_source"]
+    assert (
+        SpanAligner.from_pretrained(tmp_path / "m", device="cpu").config.threshold_source == saved["threshold_source"]
+    )
 
 
 def test_untuned_and_refit_variants(tiny_encoder):
     train = with_nulls(80, 13)
     cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=16)
-    aligner, summary = train_aligner(train, cfg, AlignerTrainSettings(epochs=1, threshold_holdout=0.0), device="cpu",
-                                     progress=False)
+    aligner, summary = train_aligner(
+        train, cfg, AlignerTrainSettings(epochs=1, threshold_holdout=0.0), device="cpu", progress=False
+    )
     assert aligner.config.threshold == 0.0 and summary["threshold_source"] == "untuned"
     base = SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=16), device="cpu", cache={})
-    aligner, summary = train_aligner(train, base.config, AlignerTrainSettings(epochs=1, refit_after_holdout=True),
-                                     device="cpu", progress=False, aligner=base)
+    aligner, summary = train_aligner(
+        train,
+        base.config,
+        AlignerTrainSettings(epochs=1, refit_after_holdout=True),
+        device="cpu",
+        progress=False,
+        aligner=base,
+    )
     assert summary["refit_on_all_pairs"] and summary["train_instances"] == len(train)
     assert summary["threshold_source"].endswith("then trained again on all pairs")
     assert aligner.config.threshold == summary["threshold"]
@@ -253,7 +375,26 @@ def test_untuned_and_refit_variants(tiny_encoder):
 def test_cli_summary_says_how_the_threshold_was_set(tiny_encoder, tmp_path):
     path = tmp_path / "train.jsonl"
     path.write_text("".join(json.dumps(i.as_json()) + "\n" for i in with_nulls(60, 14)))
-    assert main(["align", "train", "--instances", str(path), "--encoder", tiny_encoder, "--out", str(tmp_path / "m"),
-                 "--k", "2", "--epochs", "1", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "train",
+                "--instances",
+                str(path),
+                "--encoder",
+                tiny_encoder,
+                "--out",
+                str(tmp_path / "m"),
+                "--k",
+                "2",
+                "--epochs",
+                "1",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     assert summary["threshold_source"].startswith("held-out 10% of training pairs")

@@ -3,7 +3,7 @@ import json
 
 from conftest import copy_task
 
-from spanaug.core.config import AblationSettings, AlignerConfig
+from spanaug.core.aligner_settings import AblationSettings, AlignerConfig
 from spanaug.evaluation.aligner_ablation import position_difference, run_ablation, split_by_pair, unseen_in_training
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 
@@ -27,14 +27,32 @@ def test_unseen_source_spans():
 
 
 def test_ablation_writes_tables(tiny_encoder, tmp_path):
-    summary = run_ablation(copy_task(150, 6), AblationSettings(epochs=3, finetune_layers=1, extra_reversed=True),
-                           AlignerConfig(encoder=tiny_encoder, k=2), tmp_path, device="cpu",
-                           systems=["Cue", "Df+Mx+Cue+SBCE"])
-    rows = list(csv.DictReader(open(tmp_path / "ablation.csv")))
-    assert [r["system"] for r in rows] == ["cosine (untrained)", "Cue", "Df+Mx+Cue+SBCE", "+SBCE +reversed instances",
-                                           "+SBCE +tuned top 1 layers"]
+    summary = run_ablation(
+        copy_task(150, 6),
+        AblationSettings(epochs=3, finetune_layers=1, extra_reversed=True),
+        AlignerConfig(encoder=tiny_encoder, k=2),
+        tmp_path,
+        device="cpu",
+        systems=["Cue", "Df+Mx+Cue+SBCE"],
+    )
+    rows = list(csv.DictReader((tmp_path / "ablation.csv").read_text().splitlines()))
+    assert [r["system"] for r in rows] == [
+        "cosine (untrained)",
+        "Cue",
+        "Df+Mx+Cue+SBCE",
+        "+SBCE +reversed instances",
+        "+SBCE +tuned top 1 layers",
+    ]
     assert all(int(r["n"]) == summary["test"] for r in rows)
-    assert {r["system"]: float(r["soft_f1"]) for r in summary["table"]} == {r["system"]: float(r["soft_f1"]) for r in rows}
-    for name in ["memorisation.csv", "by_span_length.csv", "by_position_difference.csv", "ablation.png", "breakdowns.png"]:
+    assert {r["system"]: float(r["soft_f1"]) for r in summary["table"]} == {
+        r["system"]: float(r["soft_f1"]) for r in rows
+    }
+    for name in [
+        "memorisation.csv",
+        "by_span_length.csv",
+        "by_position_difference.csv",
+        "ablation.png",
+        "breakdowns.png",
+    ]:
         assert (tmp_path / name).is_file(), name
     assert json.loads((tmp_path / "summary.json").read_text())["test"] == summary["test"] > 0

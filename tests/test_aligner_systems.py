@@ -7,15 +7,16 @@ import pytest
 from conftest import copy_task, shared_file
 
 from spanaug.cli.main import main
-from spanaug.core.config import AlignerSystemsSettings, CrossTrainSection
+from spanaug.core.aligner_settings import AlignerSystemsSettings, CrossTrainSection
 from spanaug.core.metrics import expected_calibration_error, prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.evaluation.aligner_systems import run_systems
-from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
 from spanaug.pipeline.aligner.instances import Instance, pair_key, read_instances
 from spanaug.pipeline.aligner.training_data import (
+    DataSources,
     chain_instances,
     consistent_phrases,
+    extra_training_instances,
     pairs_for,
     phrase_pair_instances,
     restrict_to_pairs,
@@ -29,7 +30,9 @@ def test_ece_on_hand_computed_cases():
     assert expected_calibration_error([1.0, 1.0], [True, True]) == 0.0
     assert expected_calibration_error([0.9, 0.9], [True, False]) == pytest.approx(0.4)
     # bins [0.2, 0.3): score 0.25, all wrong -> 0.25; [0.8, 0.9): 0.85, 1 of 2 right -> 0.35; weights 1/3, 2/3
-    assert expected_calibration_error([0.25, 0.85, 0.85], [False, True, False]) == pytest.approx(0.25 / 3 + 0.35 * 2 / 3)
+    assert expected_calibration_error([0.25, 0.85, 0.85], [False, True, False]) == pytest.approx(
+        0.25 / 3 + 0.35 * 2 / 3
+    )
     assert expected_calibration_error([0.05, 0.95], [False, True], bins=1) == pytest.approx(0.0)
     with pytest.raises(ValueError):
         expected_calibration_error([0.5], [])
@@ -45,8 +48,13 @@ def test_prediction_metrics_null_shares_and_ece_over_answers():
     assert m["exact_p"] == pytest.approx(1 / 3)
 
 
-PAIR = AlignedPair("p", "he bought the car quickly".split(), "quickly he purchased a car".split(),
-                   {(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)}, set())
+PAIR = AlignedPair(
+    "p",
+    ["he", "bought", "the", "car", "quickly"],
+    ["quickly", "he", "purchased", "a", "car"],
+    {(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)},
+    set(),
+)
 
 
 def test_consistent_phrases_and_instances():
@@ -64,15 +72,17 @@ def test_consistent_phrases_and_instances():
 
 
 def test_phrase_instances_add_nulls_from_unlinked_words():
-    pair = AlignedPair("q", "she quietly left home".split(), "she departed home".split(), {(0, 0), (2, 1), (3, 2)}, set())
+    pair = AlignedPair(
+        "q", ["she", "quietly", "left", "home"], ["she", "departed", "home"], {(0, 0), (2, 1), (3, 2)}, set()
+    )
     insts = phrase_pair_instances([pair], null_share=0.5)
     assert [i.source_span for i in insts if i.target_span is None] == [(1, 1)]
 
 
 def test_chain_instances_compose_through_a_shared_sentence():
-    x = "he bought a car".split()
-    y1 = "he purchased a car".split()
-    y2 = "he acquired a car".split()
+    x = ["he", "bought", "a", "car"]
+    y1 = ["he", "purchased", "a", "car"]
+    y2 = ["he", "acquired", "a", "car"]
     links = {(0, 0), (1, 1), (2, 2), (3, 3)}
     pairs = [AlignedPair("1", x, y1, links, set()), AlignedPair("2", y2, x, links, set())]
     insts, counts = chain_instances(pairs)
@@ -93,8 +103,10 @@ def test_restrict_to_pairs_either_way():
 
 def test_synthetic_instances_rewrite_the_trigger_with_its_frame():
     lexicon = {"Commerce_buy": ["buy.v", "purchase.v"], "Vehicle": ["car.n"]}
-    sents = [("She bought a car .".split(), (1, 1), "Commerce_buy", "PRP VBD DT NN .".split()),
-             ("A car .".split(), (1, 1), "Vehicle", "DT NN .".split())]
+    sents = [
+        (["She", "bought", "a", "car", "."], (1, 1), "Commerce_buy", ["PRP", "VBD", "DT", "NN", "."]),
+        (["A", "car", "."], (1, 1), "Vehicle", ["DT", "NN", "."]),
+    ]
     insts = synthetic_instances(sents, lexicon, seed=0, perturbed=False)
     assert len(insts) == 2  # the second has no other unit
     fwd, back = insts
@@ -103,14 +115,23 @@ def test_synthetic_instances_rewrite_the_trigger_with_its_frame():
 
 
 def test_extra_data_comes_from_training_pairs_only():
-    insts = [Instance(i.id, i.source_tokens, ["so"] + i.target_tokens, i.source_span,
-                      (i.target_span[0] + 1, i.target_span[1] + 1)) for i in copy_task(60, 20)]
+    insts = [
+        Instance(
+            i.id, i.source_tokens, ["so"] + i.target_tokens, i.source_span, (i.target_span[0] + 1, i.target_span[1] + 1)
+        )
+        for i in copy_task(60, 20)
+    ]
     train, dev, test = split_by_pair(insts, seed=0)
-    gold = [AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
-            for i in insts]
-    extra, counts = extra_training_instances(("phrases", "reversed"), train,
-                                             DataSources(gold_pairs=gold, phrase_options={"keep_identical": True}),
-                                             held_out=dev + test)
+    gold = [
+        AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
+        for i in insts
+    ]
+    extra, counts = extra_training_instances(
+        ("phrases", "reversed"),
+        train,
+        DataSources(gold_pairs=gold, phrase_options={"keep_identical": True}),
+        held_out=dev + test,
+    )
     assert counts["phrases"] > 0 and counts["reversed"] > 0
     train_keys = {pair_key(i) for i in train}
     assert all(pair_key(i) in train_keys or pair_key(i)[::-1] in train_keys for i in extra)
@@ -120,22 +141,32 @@ def test_extra_data_comes_from_training_pairs_only():
 
 def test_systems_table(tiny_encoder, tmp_path):
     insts = copy_task(120, 21)
-    gold = [AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n) for n in range(len(i.source_tokens))}, set())
-            for i in insts]
-    cfg = AlignerSystemsSettings(rows=["paper", "paper-holdout", "cross", "cross+phrases"], epochs=2,
-                                 cross=CrossTrainSection(epochs=1))
-    summary = run_systems(insts, cfg, tiny_encoder, tmp_path,
-                          sources=DataSources(gold_pairs=gold, phrase_options={"keep_identical": True, "max_per_pair": 3}),
-                          k=2, device="cpu")
-    rows = list(csv.DictReader(open(tmp_path / "systems.csv")))
+    gold = [
+        AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n) for n in range(len(i.source_tokens))}, set())
+        for i in insts
+    ]
+    cfg = AlignerSystemsSettings(
+        rows=["paper", "paper-holdout", "cross", "cross+phrases"], epochs=2, cross=CrossTrainSection(epochs=1)
+    )
+    summary = run_systems(
+        insts,
+        cfg,
+        tiny_encoder,
+        tmp_path,
+        sources=DataSources(gold_pairs=gold, phrase_options={"keep_identical": True, "max_per_pair": 3}),
+        k=2,
+        device="cpu",
+    )
+    rows = list(csv.DictReader((tmp_path / "systems.csv").read_text().splitlines()))
     assert [r["system"] for r in rows] == ["paper", "paper-holdout", "cross", "cross+phrases"]
     for col in ("soft_f1", "exact_f1", "ece", "pred_null_share", "gold_null_share", "unseen_soft_f1", "train_s"):
-        assert all(0 <= float(r[col]) for r in rows), col
+        assert all(float(r[col]) >= 0 for r in rows), col
     assert rows[1]["threshold_source"].startswith("held-out 10%") and rows[0]["threshold_source"] == "dev instances"
     assert summary["test"] == int(rows[0]["n"]) and (tmp_path / "pred" / "cross.jsonl").is_file()
     # a second run keeps the finished rows
-    again = run_systems(insts, AlignerSystemsSettings(rows=["paper", "cross"]), tiny_encoder, tmp_path, k=2, device="cpu",
-                        resume=True)
+    again = run_systems(
+        insts, AlignerSystemsSettings(rows=["paper", "cross"]), tiny_encoder, tmp_path, k=2, device="cpu", resume=True
+    )
     assert [r["soft_f1"] for r in again["table"]] == [float(rows[0]["soft_f1"]), float(rows[2]["soft_f1"])]
     assert json.loads((tmp_path / "systems_summary.json").read_text())["train"] == summary["train"]
 
@@ -161,7 +192,7 @@ def test_perturbation_keeps_the_span():
 
     from spanaug.pipeline.aligner.training_data import perturb
 
-    toks = "Yesterday , the old man bought a red car and drove home .".split()
+    toks = ["Yesterday", ",", "the", "old", "man", "bought", "a", "red", "car", "and", "drove", "home", "."]
     rng = random.Random(0)
     for _ in range(30):
         new, (a, b) = perturb(toks, (5, 5), rng)
@@ -175,17 +206,25 @@ def test_cli_synthetic_and_import_all_phrases(tmp_path):
     write_conll(toy(6, 0), conll)
     lexicon = tmp_path / "lexicon.json"
     # write_conll tags every word NN: only noun units may replace a trigger
-    lexicon.write_text(json.dumps({"Commerce_buy": ["buy.v", "purchase.n"], "Giving": ["gift.n"],
-                                   "Activity_stop": ["stopped.v"]}))
+    lexicon.write_text(
+        json.dumps({"Commerce_buy": ["buy.v", "purchase.n"], "Giving": ["gift.n"], "Activity_stop": ["stopped.v"]})
+    )
     out = tmp_path / "synthetic.jsonl"
     assert main(["align", "synthetic", "--conll", str(conll), "--lexicon", str(lexicon), "--out", str(out)]) == 0
     made = read_instances(out)
-    assert made and {i.target_tokens[i.target_span[0]] for i in made if not i.id.endswith("reversed")} <= {"purchase", "gift"}
+    assert made and {i.target_tokens[i.target_span[0]] for i in made if not i.id.endswith("reversed")} <= {
+        "purchase",
+        "gift",
+    }
     # the same triggers from imported sentences (spanaug import of the CoNLL file)
     sentences, again = tmp_path / "sentences.parquet", tmp_path / "again.jsonl"
     assert main(["import", "--inputs", str(conll), "--format", "conll", "--out", str(sentences)]) == 0
-    assert main(["align", "synthetic", "--sentences", str(sentences), "--lexicon", str(lexicon), "--out", str(again)]) == 0
-    assert [(i.target_tokens, i.target_span) for i in read_instances(again)] == [(i.target_tokens, i.target_span) for i in made]
+    assert (
+        main(["align", "synthetic", "--sentences", str(sentences), "--lexicon", str(lexicon), "--out", str(again)]) == 0
+    )
+    assert [(i.target_tokens, i.target_span) for i in read_instances(again)] == [
+        (i.target_tokens, i.target_span) for i in made
+    ]
     assert main(["align", "synthetic", "--lexicon", str(lexicon), "--out", str(again)]) == 2
     assert all(i.source_tokens[i.source_span[0]] != i.target_tokens[i.target_span[0]] for i in made)
     pairs = tmp_path / "pairs.json"
@@ -193,6 +232,21 @@ def test_cli_synthetic_and_import_all_phrases(tmp_path):
 
     write_aligned_json([PAIR], pairs)
     out = tmp_path / "phrases.jsonl"
-    assert main(["align", "import-aligned", "--input", str(pairs), "--phrases", "all", "--null-share", "0",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "import-aligned",
+                "--input",
+                str(pairs),
+                "--phrases",
+                "all",
+                "--null-share",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert {(i.source_span, i.target_span) for i in read_instances(out)} >= {((1, 1), (2, 2)), ((1, 2), (2, 3))}

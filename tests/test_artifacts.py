@@ -6,8 +6,18 @@ from spanaug.core.errors import ArtifactError
 
 
 def _row(**kw):
-    row = {"sentence_id": "s1", "tokens": ["a", "b"], "text": "a b", "span_start": 0, "span_end": 1, "frame": "F",
-           "lexical_unit": "a.v", "source": "test", "corpus_part": "jsonl", "order": 0}
+    row = {
+        "sentence_id": "s1",
+        "tokens": ["a", "b"],
+        "text": "a b",
+        "span_start": 0,
+        "span_end": 1,
+        "frame": "F",
+        "lexical_unit": "a.v",
+        "source": "test",
+        "corpus_part": "jsonl",
+        "order": 0,
+    }
     row.update(kw)
     return row
 

@@ -7,15 +7,10 @@ from conftest import output, seed, toy, write_augmented, write_conll
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
-from spanaug.core.config import GecaConfig, SplitSettings
 from spanaug.core.errors import ConfigError
+from spanaug.core.evaluation_settings import GecaConfig, SplitSettings
 from spanaug.downstream.augmenter_comparison import curves, curves_stage, examples_for, sample_sentences
-from spanaug.downstream.augmenters import (
-    chain_members,
-    geca_examples,
-    lexsub_examples,
-    paraphrastic_examples,
-)
+from spanaug.downstream.augmenters import chain_members, geca_examples, lexsub_examples, paraphrastic_examples
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
 from spanaug.pipeline.aligner.training_data import graph_instances
 
@@ -32,49 +27,71 @@ class TableTagger:
 
 @pytest.fixture
 def dataset(tmp_path):
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
-             seed("s2", "They quit smoking".split(), 1, 1, "Activity_stop", "quit.v")]
-    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s1", 2, "Yesterday Abby got a car".split(), 2, 2, "Commerce_buy", "buy.v", "get"),
-             output("s1", 3, "Abby paid for a car".split(), 1, 2, "Commerce_buy", "buy.v", "pay for"),
-             output("s2", 1, "They gave up smoking".split(), 1, 2, "Activity_stop", "quit.v", "give up"),
-             output("s2", 2, "They smoking".split(), None, None, "Activity_stop", "quit.v", None)]
+    seeds = [
+        seed("s1", ["Abby", "bought", "a", "car"], 1, 1, "Commerce_buy", "buy.v"),
+        seed("s2", ["They", "quit", "smoking"], 1, 1, "Activity_stop", "quit.v"),
+    ]
+    chain = [
+        output("s1", 1, ["Abby", "purchased", "a", "car"], 1, 1, "Commerce_buy", "buy.v", "purchase"),
+        output("s1", 2, ["Yesterday", "Abby", "got", "a", "car"], 2, 2, "Commerce_buy", "buy.v", "get"),
+        output("s1", 3, ["Abby", "paid", "for", "a", "car"], 1, 2, "Commerce_buy", "buy.v", "pay for"),
+        output("s2", 1, ["They", "gave", "up", "smoking"], 1, 2, "Activity_stop", "quit.v", "give up"),
+        output("s2", 2, ["They", "smoking"], None, None, "Activity_stop", "quit.v", None),
+    ]
     chain[2]["aligner_score"] = 0.5
     write_augmented(tmp_path, seeds, chain)
-    return (artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED),
-            artifacts.read_table(tmp_path / "seeds.parquet", artifacts.SENTENCES), tmp_path)
+    return (
+        artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED),
+        artifacts.read_table(tmp_path / "seeds.parquet", artifacts.SENTENCES),
+        tmp_path,
+    )
 
 
 def test_paraphrastic_keeps_aligned_outputs_passing_the_filter(dataset):
     augmented, seeds, _ = dataset
     everything = paraphrastic_examples(augmented, seeds)
     assert [r["trigger"] for r in everything] == ["purchased", "got", "paid for", "gave up"]
-    assert everything[0]["seed_key"] == sentence_key("Abby bought a car".split()) == "abbyboughtacar"
+    assert everything[0]["seed_key"] == sentence_key(["Abby", "bought", "a", "car"]) == "abbyboughtacar"
     strict = paraphrastic_examples(augmented, seeds, {"min_aligner_score": 0.8, "max_iteration": 1})
     assert [r["example_id"] for r in strict] == ["paraphrastic:s1#1", "paraphrastic:s2#1"]
 
 
 def test_lexsub_puts_the_trigger_back_when_its_pos_matches(dataset):
     augmented, seeds, _ = dataset
-    tagger = TableTagger({"bought": "VERB", "purchased": "VERB", "got": "VERB", "quit": "VERB", "gave": "VERB",
-                          "paid": "ADJ", "up": "ADP"})
+    tagger = TableTagger(
+        {
+            "bought": "VERB",
+            "purchased": "VERB",
+            "got": "VERB",
+            "quit": "VERB",
+            "gave": "VERB",
+            "paid": "ADJ",
+            "up": "ADP",
+        }
+    )
     rows, counts = lexsub_examples(augmented, seeds, tagger)
     assert [(r["text"], r["span_start"], r["span_end"], r["frame"]) for r in rows] == [
-        ("Abby purchased a car", 1, 1, "Commerce_buy"), ("Abby got a car", 1, 1, "Commerce_buy"),
-        ("They gave up smoking", 1, 2, "Activity_stop")]
+        ("Abby purchased a car", 1, 1, "Commerce_buy"),
+        ("Abby got a car", 1, 1, "Commerce_buy"),
+        ("They gave up smoking", 1, 2, "Activity_stop"),
+    ]
     assert counts == {"candidates": 4, "same_as_seed": 0, "pos_mismatch": 1, "duplicates": 0, "examples": 3}
 
 
 def test_geca_substitutes_fragments_that_share_an_environment():
-    sentences = [Sentence("we bought a car".split(), {(1, 1): "Commerce_buy"}),
-                 Sentence("we acquired a bike".split(), {(1, 1): "Getting"}),
-                 Sentence("they bought bread".split(), {(1, 1): "Commerce_buy"}),
-                 Sentence("dogs bark loudly".split(), {(1, 1): "Make_noise"})]
+    sentences = [
+        Sentence(["we", "bought", "a", "car"], {(1, 1): "Commerce_buy"}),
+        Sentence(["we", "acquired", "a", "bike"], {(1, 1): "Getting"}),
+        Sentence(["they", "bought", "bread"], {(1, 1): "Commerce_buy"}),
+        Sentence(["dogs", "bark", "loudly"], {(1, 1): "Make_noise"}),
+    ]
     rows, counts = geca_examples(sentences, GecaConfig(window=1))
     # 'bought' and 'acquired' share (we _ a): every sentence of each takes the other, with its frame.
     assert {(r["text"], r["span_start"], r["span_end"], r["frame"], r["source_trigger"]) for r in rows} == {
-        ("we acquired a car", 1, 1, "Getting", "bought"), ("they acquired bread", 1, 1, "Getting", "bought"),
-        ("we bought a bike", 1, 1, "Commerce_buy", "acquired")}
+        ("we acquired a car", 1, 1, "Getting", "bought"),
+        ("they acquired bread", 1, 1, "Getting", "bought"),
+        ("we bought a bike", 1, 1, "Commerce_buy", "acquired"),
+    }
     assert {r["seed_key"] for r in rows if r["text"] == "they acquired bread"} == {"theyboughtbread"}
     assert counts == {"fragments": 3, "environments": 3, "fragment_pairs": 2, "examples": 3}
     assert geca_examples(sentences, GecaConfig(window=2))[0] == []  # (<s> we, a car) vs (<s> we, a bike)
@@ -82,15 +99,19 @@ def test_geca_substitutes_fragments_that_share_an_environment():
 
 
 def test_geca_drops_sentences_already_in_the_data():
-    sentences = [Sentence("we bought a car".split(), {(1, 1): "Commerce_buy"}),
-                 Sentence("we acquired a car".split(), {(1, 1): "Commerce_buy"})]
+    sentences = [
+        Sentence(["we", "bought", "a", "car"], {(1, 1): "Commerce_buy"}),
+        Sentence(["we", "acquired", "a", "car"], {(1, 1): "Commerce_buy"}),
+    ]
     assert geca_examples(sentences)[0] == []
 
 
 def test_geca_multiword_fragment_shifts_the_span():
-    sentences = [Sentence("we bought a car".split(), {(1, 1): "Commerce_buy"}),
-                 Sentence("we paid for a car".split(), {(1, 2): "Commerce_pay"}),
-                 Sentence("I bought it".split(), {(1, 1): "Commerce_buy"})]
+    sentences = [
+        Sentence(["we", "bought", "a", "car"], {(1, 1): "Commerce_buy"}),
+        Sentence(["we", "paid", "for", "a", "car"], {(1, 2): "Commerce_pay"}),
+        Sentence(["I", "bought", "it"], {(1, 1): "Commerce_buy"}),
+    ]
     rows, _ = geca_examples(sentences)
     assert {(r["text"], r["span_start"], r["span_end"]) for r in rows} == {("I paid for it", 1, 2)}
 
@@ -102,8 +123,11 @@ def test_graph_composes_alignments_along_chains_and_cuts_at_a_failing_output(dat
     instances, counts = graph_instances(chains)
     assert counts == {"chains": 2, "direct": 4, "reversed": 4, "composed": 6, "instances": 14}
     composed = next(i for i in instances if i.id == "graph:s1:0>3")
-    assert (composed.source_span, composed.target_span, composed.target_tokens[1:3]) == ((1, 1), (1, 2),
-                                                                                         ["paid", "for"])
+    assert (composed.source_span, composed.target_span, composed.target_tokens[1:3]) == (
+        (1, 1),
+        (1, 2),
+        ["paid", "for"],
+    )
     cut = chain_members(augmented, seeds, {"min_aligner_score": 0.8})
     assert len(cut["s1"]) == 3
 
@@ -111,11 +135,27 @@ def test_graph_composes_alignments_along_chains_and_cuts_at_a_failing_output(dat
 def test_cli_augmenters_write_examples_and_counts(dataset, capsys):
     _, _, tmp = dataset
     args = ["--augmented", str(tmp / "augmented.parquet"), "--seeds", str(tmp / "seeds.parquet")]
-    assert main(["augment", "paraphrastic", *args, "--filter", "iter == 1", "--out", str(tmp / "p.parquet"),
-                 "--counts", str(tmp / "p.json")]) == 0
+    assert (
+        main(
+            [
+                "augment",
+                "paraphrastic",
+                *args,
+                "--filter",
+                "iter == 1",
+                "--out",
+                str(tmp / "p.parquet"),
+                "--counts",
+                str(tmp / "p.json"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp / "p.json").read_text())["examples"] == 2
-    assert [s.triggers for s in read_training_file(tmp / "p.parquet")] == [{(1, 1): "Commerce_buy"},
-                                                                            {(1, 2): "Activity_stop"}]
+    assert [s.triggers for s in read_training_file(tmp / "p.parquet")] == [
+        {(1, 1): "Commerce_buy"},
+        {(1, 2): "Activity_stop"},
+    ]
     assert main(["augment", "graph", *args, "--out", str(tmp / "g.jsonl"), "--counts", str(tmp / "g.json")]) == 0
     assert len((tmp / "g.jsonl").read_text().splitlines()) == json.loads((tmp / "g.json").read_text())["instances"]
     assert main(["augment", "paraphrastic", *args, "--filter", "no such", "--out", str(tmp / "x.parquet")]) != 0
@@ -123,14 +163,25 @@ def test_cli_augmenters_write_examples_and_counts(dataset, capsys):
 
 
 def test_split_sentences_keeps_documents_whole(tmp_path):
-    rows = [dict(seed(f"d{d}s{s}", f"doc {d} sentence {s}".split(), 0, 0, "F", "doc.n"), corpus_part="fulltext",
-                 document=f"doc{d}") for d in range(10) for s in range(3)]
+    rows = [
+        dict(
+            seed(f"d{d}s{s}", f"doc {d} sentence {s}".split(), 0, 0, "F", "doc.n"),
+            corpus_part="fulltext",
+            document=f"doc{d}",
+        )
+        for d in range(10)
+        for s in range(3)
+    ]
     rows += [seed(f"e{n}", f"exemplar {n}".split(), 0, 0, "F", "exemplar.n") for n in range(5)]
     artifacts.write_table(rows, tmp_path / "s.parquet", artifacts.SENTENCES)
     counts = split_sentences(tmp_path / "s.parquet", tmp_path / "split", SplitSettings(parts=["fulltext"]))
     assert counts == {"train": 21, "dev": 3, "test": 6}
-    docs = {name: set(artifacts.read_table(tmp_path / f"split/{name}.parquet", artifacts.SENTENCES)
-                      .column("document").to_pylist()) for name in counts}
+    docs = {
+        name: set(
+            artifacts.read_table(tmp_path / f"split/{name}.parquet", artifacts.SENTENCES).column("document").to_pylist()
+        )
+        for name in counts
+    }
     assert not (docs["train"] & docs["test"]) and not (docs["dev"] & docs["test"]) and len(docs["test"]) == 2
 
 
@@ -142,8 +193,10 @@ def test_sample_and_examples_for_the_sample():
     assert {tuple(s.tokens) for s in sample} == {tuple(s.tokens) for s in sample_sentences(pool[::-1], 0.3, seed=1)}
     assert {tuple(s.tokens) for s in sample} != {tuple(s.tokens) for s in sample_sentences(pool, 0.3, seed=2)}
     assert sample_sentences(pool, 1.0, seed=3) == pool
-    examples = [{"seed_key": sentence_key(s.tokens), "tokens": ["new", "x"], "span_start": 0, "span_end": 0,
-                 "frame": "G"} for s in pool]
+    examples = [
+        {"seed_key": sentence_key(s.tokens), "tokens": ["new", "x"], "span_start": 0, "span_end": 0, "frame": "G"}
+        for s in pool
+    ]
     extra = examples_for(sample, "paraphrastic", examples)
     assert len(extra) == 6 and all(not s.full and s.triggers == {(0, 0): "G"} for s in extra)
     assert examples_for(sample, "none", examples) == []
@@ -154,12 +207,20 @@ def test_sample_and_examples_for_the_sample():
 
 
 def test_curves_average_over_seeds(tmp_path):
-    points = [{"augmenter": a, "fraction": f, "seed": s, "f1": f1, "train_sentences": 10, "augmented_examples": n}
-              for a, f, s, f1, n in [("none", 0.5, 0, 0.4, 0), ("none", 0.5, 1, 0.6, 0), ("geca", 0.5, 0, 0.7, 4),
-                                     ("geca", 0.5, 1, 0.7, 6)]]
+    points = [
+        {"augmenter": a, "fraction": f, "seed": s, "f1": f1, "train_sentences": 10, "augmented_examples": n}
+        for a, f, s, f1, n in [
+            ("none", 0.5, 0, 0.4, 0),
+            ("none", 0.5, 1, 0.6, 0),
+            ("geca", 0.5, 0, 0.7, 4),
+            ("geca", 0.5, 1, 0.7, 6),
+        ]
+    ]
     rows = curves(points)
     assert [(r["augmenter"], r["f1_mean"], r["f1_std"], r["augmented_examples"]) for r in rows] == [
-        ("none", 0.5, pytest.approx(0.1414, abs=1e-4), 0), ("geca", 0.7, 0.0, 5)]
+        ("none", 0.5, pytest.approx(0.1414, abs=1e-4), 0),
+        ("geca", 0.7, 0.0, 5),
+    ]
     paths = []
     for n, p in enumerate(points):
         paths.append(tmp_path / f"{n}.json")
@@ -171,9 +232,33 @@ def test_curves_average_over_seeds(tmp_path):
 def test_cli_point_trains_with_an_augmenters_examples(tiny_encoder, tmp_path):
     write_conll(toy(30, 0), tmp_path / "train.conll")
     write_conll(toy(10, 1), tmp_path / "test.conll", start=100)
-    assert main(["frameid", "point", "--train", str(tmp_path / "train.conll"), "--test", str(tmp_path / "test.conll"),
-                 "--fraction", "0.5", "--seed", "2", "--augmenter", "geca", "--encoder", tiny_encoder,
-                 "--epochs", "1", "--device", "cpu", "--out", str(tmp_path / "p.json")]) == 0
+    assert (
+        main(
+            [
+                "frameid",
+                "point",
+                "--train",
+                str(tmp_path / "train.conll"),
+                "--test",
+                str(tmp_path / "test.conll"),
+                "--fraction",
+                "0.5",
+                "--seed",
+                "2",
+                "--augmenter",
+                "geca",
+                "--encoder",
+                tiny_encoder,
+                "--epochs",
+                "1",
+                "--device",
+                "cpu",
+                "--out",
+                str(tmp_path / "p.json"),
+            ]
+        )
+        == 0
+    )
     point = json.loads((tmp_path / "p.json").read_text())
     assert (point["augmenter"], point["fraction"], point["seed"], point["train_sentences"]) == ("geca", 0.5, 2, 15)
     assert point["augmented_examples"] > 0

@@ -39,8 +39,17 @@ def test_a_token_id_of_a_non_ascii_digit_is_an_error_not_a_traceback(tmp_path):
         list(read_conll(_conll(tmp_path / "x.conll", token_id="²")))
 
 
-@pytest.mark.parametrize("field, value", [("text", 3), ("lexical_unit", 1.5), ("span", [True, False]),
-                                          ("pos_tags", "PRP VBD PRP"), ("pos_tags", ["PRP"]), ("tokens", ["He", " "])])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("text", 3),
+        ("lexical_unit", 1.5),
+        ("span", [True, False]),
+        ("pos_tags", "PRP VBD PRP"),
+        ("pos_tags", ["PRP"]),
+        ("tokens", ["He", " "]),
+    ],
+)
 def test_jsonl_fields_of_the_wrong_type_or_length_are_named(tmp_path, field, value):
     from spanaug.pipeline.importers import read_jsonl_sentences
 
@@ -87,19 +96,24 @@ def _chain(tmp_path, **changes):
     row = output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")
     row.update(changes)
     loose = pa.schema([f.with_nullable(True) for f in artifacts.CHAIN])
-    pq.write_table(pa.Table.from_pylist([output("s0", 1, ["He", "got", "it"], 1, 1, "F", "get.v", "get"), row],
-                                        schema=loose), tmp_path / "chain.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([output("s0", 1, ["He", "got", "it"], 1, 1, "F", "get.v", "get"), row], schema=loose),
+        tmp_path / "chain.parquet",
+    )
     return tmp_path / "chain.parquet"
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"aligned_start": 2, "aligned_end": 1}, r"\[aligned_start, aligned_end\] = \[2, 1\] is not inside"),
-    ({"aligned_end": 7}, r"\[1, 7\] is not inside the 3 tokens"),
-    ({"aligned_start": -1}, r"\[-1, 1\]"),
-    ({"aligned_end": None}, r"aligned_start is 1 but aligned_end is None"),
-    ({"constraints": []}, r"constraints are empty at iteration 1"),
-    ({"paraphrase_tokens": ["He", "", "it"]}, r"token 1 is ''"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"aligned_start": 2, "aligned_end": 1}, r"\[aligned_start, aligned_end\] = \[2, 1\] is not inside"),
+        ({"aligned_end": 7}, r"\[1, 7\] is not inside the 3 tokens"),
+        ({"aligned_start": -1}, r"\[-1, 1\]"),
+        ({"aligned_end": None}, r"aligned_start is 1 but aligned_end is None"),
+        ({"constraints": []}, r"constraints are empty at iteration 1"),
+        ({"paraphrase_tokens": ["He", "", "it"]}, r"token 1 is ''"),
+    ],
+)
 def test_a_chain_row_that_would_run_the_paraphraser_unconstrained_is_named(tmp_path, changes, message):
     from spanaug.core.config import ConstraintSettings
     from spanaug.pipeline.constraints import expand_stage
@@ -112,8 +126,11 @@ def test_a_chain_row_that_would_run_the_paraphraser_unconstrained_is_named(tmp_p
 
 def test_a_parquet_file_damaged_mid_file_names_it(tmp_path):
     path = tmp_path / "s.parquet"
-    artifacts.write_table([seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "F", "buy.v") for i in range(500)],
-                          path, artifacts.SENTENCES)
+    artifacts.write_table(
+        [seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "F", "buy.v") for i in range(500)],
+        path,
+        artifacts.SENTENCES,
+    )
     data = bytearray(path.read_bytes())
     data[len(data) // 3 : len(data) // 3 + 32] = b"\x00" * 32
     path.write_bytes(bytes(data))
@@ -152,8 +169,9 @@ def test_filter_bounds_are_checked_and_a_null_bound_is_no_bound():
 
     with pytest.raises(ConfigError, match=r"filters: filter 'lax': max_iteration is '3' \(expected an integer\)"):
         check_filters({"lax": {"max_iteration": "3"}})
-    table = artifacts.records_to_table([{"output_id": "s#1", **output("s", 1, ["a"], 0, 0, "F", "a.v", "a")}],
-                                       artifacts.AUGMENTED)
+    table = artifacts.records_to_table(
+        [{"output_id": "s#1", **output("s", 1, ["a"], 0, 0, "F", "a.v", "a")}], artifacts.AUGMENTED
+    )
     bounds = check_filters({"lax": {"max_iteration": 3, "max_paraphrase_score": None}})["lax"]
     assert heuristic_mask(table, bounds).to_pylist() == [True]
 
@@ -184,25 +202,50 @@ def test_a_pair_over_the_encoder_limit_is_windowed_not_given_zero_vectors(tiny_e
 
 
 def test_the_align_stage_counts_pairs_over_the_limit_and_an_empty_shard(tiny_encoder, tmp_path):
-    from spanaug.core.config import AlignerConfig
+    from spanaug.core.aligner_settings import AlignerConfig
     from spanaug.pipeline.aligner.model import SpanAligner
     from spanaug.pipeline.aligner.stage import align_stage
 
     SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=8, max_length=24), device="cpu").save_pretrained(
-        tmp_path / "aligner")
-    request = {"seed_id": "s", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
-               "source_tokens": ["Abby", "bought", "a", "car"] * 4, "source_text": "x", "source_span_start": 1,
-               "source_span_end": 1, "constraints": ["bought"], "beam_rank": 0,
-               "paraphrase_tokens": ["Abby", "purchased", "a", "car"] * 4, "paraphrase_text": "y",
-               "paraphrase_score": 0.5}
+        tmp_path / "aligner"
+    )
+    request = {
+        "seed_id": "s",
+        "frame": "F",
+        "lexical_unit": "buy.v",
+        "seed_trigger": "bought",
+        "iteration": 1,
+        "source_tokens": ["Abby", "bought", "a", "car"] * 4,
+        "source_text": "x",
+        "source_span_start": 1,
+        "source_span_end": 1,
+        "constraints": ["bought"],
+        "beam_rank": 0,
+        "paraphrase_tokens": ["Abby", "purchased", "a", "car"] * 4,
+        "paraphrase_text": "y",
+        "paraphrase_score": 0.5,
+    }
     artifacts.write_table([request], tmp_path / "p.parquet", artifacts.PARAPHRASES)
-    align_stage(tmp_path / "aligner", tmp_path / "p.parquet", tmp_path / "a.parquet", device="cpu",
-                stats_path=tmp_path / "stats.json")
+    align_stage(
+        tmp_path / "aligner",
+        tmp_path / "p.parquet",
+        tmp_path / "a.parquet",
+        device="cpu",
+        stats_path=tmp_path / "stats.json",
+    )
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["pairs_over_encoder_limit"] == 1 and stats["beams"] == 1 and not stats["empty_shard"]
     artifacts.write_table([], tmp_path / "p.parquet", artifacts.PARAPHRASES)
-    assert align_stage(tmp_path / "aligner", tmp_path / "p.parquet", tmp_path / "a.parquet", device="cpu",
-                       stats_path=tmp_path / "stats.json") == 0
+    assert (
+        align_stage(
+            tmp_path / "aligner",
+            tmp_path / "p.parquet",
+            tmp_path / "a.parquet",
+            device="cpu",
+            stats_path=tmp_path / "stats.json",
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "stats.json").read_text())["empty_shard"]
 
 
@@ -219,11 +262,25 @@ def test_a_lone_surrogate_and_a_missing_file_are_named(tmp_path):
 def test_select_refuses_an_aligned_span_outside_the_paraphrase(tmp_path):
     from spanaug.pipeline.iterations import select_stage
 
-    request = {"seed_id": "s", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
-               "source_tokens": ["He", "bought", "it"], "source_text": "He bought it", "source_span_start": 1,
-               "source_span_end": 1, "constraints": ["bought"], "beam_rank": 0,
-               "paraphrase_tokens": ["He", "purchased", "it"], "paraphrase_text": "He purchased it",
-               "paraphrase_score": 0.5, "aligned_start": 3, "aligned_end": 4, "aligner_score": 0.9}
+    request = {
+        "seed_id": "s",
+        "frame": "F",
+        "lexical_unit": "buy.v",
+        "seed_trigger": "bought",
+        "iteration": 1,
+        "source_tokens": ["He", "bought", "it"],
+        "source_text": "He bought it",
+        "source_span_start": 1,
+        "source_span_end": 1,
+        "constraints": ["bought"],
+        "beam_rank": 0,
+        "paraphrase_tokens": ["He", "purchased", "it"],
+        "paraphrase_text": "He purchased it",
+        "paraphrase_score": 0.5,
+        "aligned_start": 3,
+        "aligned_end": 4,
+        "aligner_score": 0.9,
+    }
     loose = pa.schema([f.with_nullable(True) for f in artifacts.ALIGNED])
     pq.write_table(pa.Table.from_pylist([request], schema=loose), tmp_path / "aligned.parquet")
     with pytest.raises(ArtifactError, match=r"aligned\.parquet, row 0: .*\[3, 4\] is not inside the 3 tokens"):
@@ -251,8 +308,12 @@ def test_the_cli_turns_an_unexpected_exception_into_one_line(tmp_path, capsys, m
         raise RuntimeError("a library fault")
 
     monkeypatch.setattr(spanaug.pipeline.importers, "import_corpus", boom)
-    assert main(["import", "--format", "jsonl", "--inputs", str(tmp_path / "x.jsonl"),
-                 "--out", str(tmp_path / "s.parquet")]) == 1
+    assert (
+        main(
+            ["import", "--format", "jsonl", "--inputs", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "s.parquet")]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err == "spanaug: error: import: RuntimeError: a library fault (rerun with -v for the traceback)\n"
 
@@ -263,8 +324,10 @@ def test_frame_id_windows_a_sentence_over_the_encoder_limit(tiny_encoder):
     from spanaug.downstream.frameid.data import Sentence
     from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier
 
-    model = FrameIdentifier(FrameIdConfig(encoder=tiny_encoder, frames=["NULL", "F"], pos_tags=["?"],
-                                            chars=["", "?", "A"], max_length=24), device="cpu")
+    model = FrameIdentifier(
+        FrameIdConfig(encoder=tiny_encoder, frames=["NULL", "F"], pos_tags=["?"], chars=["", "?", "A"], max_length=24),
+        device="cpu",
+    )
     long = Sentence(["Abby", "bought", "a", "car", "from", "Robin", "last", "week"] * 4, {(1, 1): "F"})
     model._encode([long, Sentence(["Abby", "bought", "it"], {(1, 1): "F"})])
     vectors = model._cache[tuple(long.tokens)]

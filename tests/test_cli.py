@@ -32,17 +32,33 @@ def test_a_bad_setting_is_one_line_naming_the_option(tmp_path, capsys):
 
 
 def test_null_reads_as_unset_and_lists_take_several_values(tmp_path):
-    chain = [output("s1", 1, "He purchased it".split(), 1, 1, "Commerce_buy", "buy.v", "purchase")]
+    chain = [output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")]
     artifacts.write_table(chain, tmp_path / "c.parquet", artifacts.CHAIN)
-    assert main(["constraints", "--chain", str(tmp_path / "c.parquet"), "--out", str(tmp_path / "r.parquet"),
-                 "--iteration", "2", "--case-variants", "False", "--inflections", "false"]) == 0
+    assert (
+        main(
+            [
+                "constraints",
+                "--chain",
+                str(tmp_path / "c.parquet"),
+                "--out",
+                str(tmp_path / "r.parquet"),
+                "--iteration",
+                "2",
+                "--case-variants",
+                "False",
+                "--inflections",
+                "false",
+            ]
+        )
+        == 0
+    )
     row = artifacts.read_table(tmp_path / "r.parquet", artifacts.REQUESTS).to_pylist()[0]
     assert row["constraints"] == ["purchased", "x"]
 
 
 def test_cpu_stages_do_not_import_torch(tmp_path):
     """The CPU stages run in jobs that never need torch; importing it would cost each of them seconds."""
-    chain = [output("s1", 1, "He purchased it".split(), 1, 1, "Commerce_buy", "buy.v", "purchase")]
+    chain = [output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")]
     artifacts.write_table(chain, tmp_path / "c.parquet", artifacts.CHAIN)
     script = (
         "import sys\n"

@@ -38,12 +38,30 @@ def test_lemma_of():
 
 def test_requests_carry_constraints_forward_and_stop_unaligned_chains():
     rows = [
-        {"seed_id": "a", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
-         "paraphrase_tokens": ["He", "purchased", "it"], "paraphrase_text": "He purchased it",
-         "aligned_start": 1, "aligned_end": 1, "constraints": ["bought", "buy"]},
-        {"seed_id": "b", "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "bought", "iteration": 1,
-         "paraphrase_tokens": ["x"], "paraphrase_text": "x", "aligned_start": None, "aligned_end": None,
-         "constraints": ["bought"]},
+        {
+            "seed_id": "a",
+            "frame": "F",
+            "lexical_unit": "buy.v",
+            "seed_trigger": "bought",
+            "iteration": 1,
+            "paraphrase_tokens": ["He", "purchased", "it"],
+            "paraphrase_text": "He purchased it",
+            "aligned_start": 1,
+            "aligned_end": 1,
+            "constraints": ["bought", "buy"],
+        },
+        {
+            "seed_id": "b",
+            "frame": "F",
+            "lexical_unit": "buy.v",
+            "seed_trigger": "bought",
+            "iteration": 1,
+            "paraphrase_tokens": ["x"],
+            "paraphrase_text": "x",
+            "aligned_start": None,
+            "aligned_end": None,
+            "constraints": ["bought"],
+        },
     ]
     out = list(requests_from_chain(rows, 2, ConstraintSettings()))
     assert len(out) == 1

@@ -7,8 +7,8 @@ import torch
 from conftest import WORDS, copy_task
 
 from spanaug.cli.main import main
-from spanaug.core.config import CrossAlignerConfig
-from spanaug.core.config import CrossTrainSettings as CrossTrainConfig
+from spanaug.core.aligner_settings import CrossAlignerConfig
+from spanaug.core.aligner_settings import CrossTrainSettings as CrossTrainConfig
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.cross_inputs import target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
@@ -25,8 +25,9 @@ def _aligner(tiny_encoder, **kw):
 def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     train, test = copy_task(200, 0), copy_task(40, 1)
     cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32)
-    aligner, summary = train_cross_aligner(train, cfg, CrossTrainConfig(epochs=8, learning_rate=1e-3), dev=copy_task(30, 2),
-                                           device="cpu", progress=False)
+    aligner, summary = train_cross_aligner(
+        train, cfg, CrossTrainConfig(epochs=8, learning_rate=1e-3), dev=copy_task(30, 2), device="cpu", progress=False
+    )
     assert summary["loss_history"][-1]["loss"] < summary["loss_history"][0]["loss"]
     assert summary["threshold_source"] == "dev instances" and aligner.config.temperature > 0
     preds = aligner.predict(test)
@@ -35,7 +36,11 @@ def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     assert all(0.0 <= s <= 1.0 for _, s in preds)
     aligner.save_pretrained(tmp_path / "al")
     saved = json.loads((tmp_path / "al" / "config.json").read_text())
-    assert saved["threshold_source"] == "dev instances" and saved["kind"] == "cross" and aligner_kind(tmp_path / "al") == "cross"
+    assert (
+        saved["threshold_source"] == "dev instances"
+        and saved["kind"] == "cross"
+        and aligner_kind(tmp_path / "al") == "cross"
+    )
     again = load_aligner(tmp_path / "al", device="cpu", encoder="ignored")
     assert isinstance(again, CrossAligner)
     reloaded = again.predict(test)
@@ -51,7 +56,9 @@ def test_markers_are_added_once(tiny_encoder, tmp_path):
     assert aligner.encoder.get_input_embeddings().num_embeddings == n
     vocab = aligner.tokenizer.get_vocab()
     assert "[S]" in vocab and "[/S]" in vocab
-    again = CrossAligner(aligner.config, encoder=aligner.encoder, tokenizer=aligner.tokenizer, head=aligner.head, device="cpu")
+    again = CrossAligner(
+        aligner.config, encoder=aligner.encoder, tokenizer=aligner.tokenizer, head=aligner.head, device="cpu"
+    )
     assert len(again.tokenizer) == n and again.encoder.get_input_embeddings().num_embeddings == n
     aligner.save_pretrained(tmp_path / "m")
     loaded = CrossAligner.from_pretrained(tmp_path / "m", device="cpu")
@@ -80,7 +87,7 @@ def test_input_marks_the_span_and_candidates_obey_k(tiny_encoder):
     assert enc.marked[1] - enc.marked[0] - 1 == sum(b - a for a, b in enc.source_words)
     assert len(enc.target_words) == len(tgt) and not enc.source_windowed
     batch = aligner.collate([enc])
-    lengths = (batch.cands[:, 1] - batch.cands[:, 0] + 1)
+    lengths = batch.cands[:, 1] - batch.cands[:, 0] + 1
     assert int(lengths.min()) >= 1 and int((lengths - 2).abs().max()) <= 2
     assert int(batch.cands.max()) < len(tgt) and len(batch.cands) == len({tuple(c) for c in batch.cands.tolist()})
     assert sorted(set(lengths.tolist())) == [1, 2, 3, 4]
@@ -90,8 +97,11 @@ def test_over_long_pairs_are_windowed_cut_and_counted(tiny_encoder):
     aligner = _aligner(tiny_encoder, max_length=24)
     src = (WORDS * 2)[:20]
     short_tgt, long_tgt = WORDS[:6], (WORDS * 3)[:30]
-    insts = [Instance("a", src, short_tgt, (10, 10), (2, 2)), Instance("b", src, long_tgt, (10, 10), (2, 2)),
-             Instance("c", WORDS[:3], WORDS[:3], (0, 0), (0, 0))]
+    insts = [
+        Instance("a", src, short_tgt, (10, 10), (2, 2)),
+        Instance("b", src, long_tgt, (10, 10), (2, 2)),
+        Instance("c", WORDS[:3], WORDS[:3], (0, 0), (0, 0)),
+    ]
     raw = aligner.raw_scores(insts)
     stats = aligner.stats
     assert stats["source_windowed"] == 2 and stats["target_truncated"] == 1 and stats["unscorable"] == 0
@@ -125,8 +135,14 @@ def test_tuning_top_layer_moves_only_it_and_head(tiny_encoder):
     aligner = CrossAligner(cfg, device="cpu")
     before = {n: p.detach().clone() for n, p in aligner.encoder.named_parameters()}
     head_before = {n: p.detach().clone() for n, p in aligner.head.named_parameters()}
-    aligner, summary = train_cross_aligner(copy_task(40, 4), cfg, CrossTrainConfig(epochs=1, learning_rate=1e-3),
-                                           aligner=aligner, device="cpu", progress=False)
+    aligner, summary = train_cross_aligner(
+        copy_task(40, 4),
+        cfg,
+        CrossTrainConfig(epochs=1, learning_rate=1e-3),
+        aligner=aligner,
+        device="cpu",
+        progress=False,
+    )
     top = {id(p) for p in encoder_layers(aligner.encoder)[-1].parameters()}
     changed = {id(p) for n, p in aligner.encoder.named_parameters() if not torch.equal(p, before[n])}
     assert changed and changed <= top
@@ -137,7 +153,7 @@ def test_tuning_top_layer_moves_only_it_and_head(tiny_encoder):
 def test_soft_and_hard_targets():
     cands = torch.tensor([[2, 3], [2, 4], [0, 0]])
     soft, found = target_distribution(cands, (2, 3), "soft")
-    weights = torch.tensor([1.0, 0.5, 2.0 ** -5])
+    weights = torch.tensor([1.0, 0.5, 2.0**-5])
     assert found and soft[0] == 0 and torch.allclose(soft[1:], weights / weights.sum())
     hard, _ = target_distribution(cands, (2, 3), "hard")
     assert hard.tolist() == [0.0, 1.0, 0.0, 0.0]
@@ -163,13 +179,39 @@ def test_cli_trains_and_predicts_cross_kind(tiny_encoder, tmp_path, capsys):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(10, 6)))
     model, pred = tmp_path / "model", tmp_path / "pred.jsonl"
-    assert main(["align", "train", "--kind", "cross", "--instances", str(train), "--encoder", tiny_encoder, "--out",
-                 str(model), "--k", "2", "--cross", '{"epochs": 1, "head_dim": 16}', "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "train",
+                "--kind",
+                "cross",
+                "--instances",
+                str(train),
+                "--encoder",
+                tiny_encoder,
+                "--out",
+                str(model),
+                "--k",
+                "2",
+                "--cross",
+                '{"epochs": 1, "head_dim": 16}',
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((model / "training_summary.json").read_text())
     assert summary["threshold_source"].startswith("held-out 10% of training pairs")
     assert summary["kind"] == "cross" and len(summary["loss_history"]) == 1
     assert json.loads((model / "config.json").read_text())["head_dim"] == 16
-    assert main(["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred), "--device", "cpu"]) == 0
+    assert (
+        main(
+            ["align", "predict", "--model", str(model), "--instances", str(gold), "--out", str(pred), "--device", "cpu"]
+        )
+        == 0
+    )
     assert len(pred.read_text().splitlines()) == 10
     capsys.readouterr()
     assert main(["align", "eval", "--gold", str(gold), "--pred", str(pred), "--calibration"]) == 0
@@ -198,7 +240,9 @@ def test_null_is_weighed_against_all_spans_and_its_threshold_tuned(tiny_encoder)
     spread = (cands, torch.log(torch.tensor([0.4, 0.2, 0.2, 0.2])))  # null beats the best span, not all of them
     sure_null = (cands, torch.log(torch.tensor([0.9, 0.04, 0.03, 0.03])))
     assert aligner.decide([spread, sure_null], temperature=1.0, threshold=0.5) == [
-        ((0, 0), pytest.approx(0.2)), (None, pytest.approx(0.04))]
+        ((0, 0), pytest.approx(0.2)),
+        (None, pytest.approx(0.04)),
+    ]
     raw = [spread] * 4 + [sure_null] * 4
     gold = [(0, 0)] * 4 + [None] * 4
     aligner.config.temperature = 1.0
@@ -227,11 +271,14 @@ def test_platt_scaling_fixes_overconfident_scores_and_is_saved(tiny_encoder, tmp
 
 def test_training_fits_the_scaling_on_held_out_pairs(tiny_encoder):
     cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32, calibration=[5.0, 5.0])
-    aligner, summary = train_cross_aligner(copy_task(60, 0), cfg, CrossTrainConfig(epochs=1), device="cpu", progress=False)
+    aligner, summary = train_cross_aligner(
+        copy_task(60, 0), cfg, CrossTrainConfig(epochs=1), device="cpu", progress=False
+    )
     assert summary["calibration"]["params"] == aligner.config.calibration != [5.0, 5.0]
     assert summary["calibration"]["answers"] > 0
-    _, plain = train_cross_aligner(copy_task(60, 0), cfg, CrossTrainConfig(epochs=1, calibrate=False), device="cpu",
-                                   progress=False)
+    _, plain = train_cross_aligner(
+        copy_task(60, 0), cfg, CrossTrainConfig(epochs=1, calibrate=False), device="cpu", progress=False
+    )
     assert "calibration" not in plain
 
 
@@ -239,9 +286,23 @@ def test_cli_pretrains_the_cross_kind_only(tiny_encoder, tmp_path):
     train, pre = tmp_path / "train.jsonl", tmp_path / "pre.jsonl"
     train.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(30, 5)))
     pre.write_text("".join(json.dumps(i.as_json()) + "\n" for i in copy_task(12, 7)))
-    base = ["align", "train", "--instances", str(train), "--encoder", tiny_encoder, "--k", "2", "--pretrain", str(pre),
-            "--device", "cpu"]
-    assert main(base + ["--kind", "cross", "--out", str(tmp_path / "m"), "--cross", '{"epochs": 1, "head_dim": 16}']) == 0
+    base = [
+        "align",
+        "train",
+        "--instances",
+        str(train),
+        "--encoder",
+        tiny_encoder,
+        "--k",
+        "2",
+        "--pretrain",
+        str(pre),
+        "--device",
+        "cpu",
+    ]
+    assert (
+        main(base + ["--kind", "cross", "--out", str(tmp_path / "m"), "--cross", '{"epochs": 1, "head_dim": 16}']) == 0
+    )
     summary = json.loads((tmp_path / "m" / "training_summary.json").read_text())
     assert summary["pretrain_instances"] == 12 and summary["loss_history"][0]["pretrain_epoch"] == 1
     assert main(base + ["--out", str(tmp_path / "p"), "--epochs", "1"]) == 2

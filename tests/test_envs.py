@@ -43,7 +43,9 @@ def rules():
         for block in re.split(r"\n(?=rule \w+:)", path.read_text())[1:]:
             name = re.match(r"rule (\w+):", block).group(1)
             conda = re.search(r"\n    conda:\n        (.+)\n", block).group(1)
-            names = re.findall(r"envs/(\w+)\.yaml", conda) or (["cpu", "spacy"] if conda.startswith("tagger_env(") else [])
+            names = re.findall(r"envs/(\w+)\.yaml", conda) or (
+                ["cpu", "spacy"] if conda.startswith("tagger_env(") else []
+            )
             shell = re.search(r'\n    shell:\n        "spanaug ([^"]*)', block).group(1)
             words = []
             for word in shell.split():

@@ -26,49 +26,103 @@ def test_conll_round_trips_through_the_importer(run, tmp_path):
     assert counts == {"blocks": 3, "unaligned_left_out": 1}
     lines = [line for line in (tmp_path / "out.conll").read_text().splitlines() if line]
     assert all(len(line.split("\t")) == 15 for line in lines)
-    assert lines[1].split("\t") == ["2", "purchased", "_", "_", "_", "_", "0", "_", "_", "_", "_", "_", "purchase.v",
-                                    "Commerce_buy", "O"]
+    assert lines[1].split("\t") == [
+        "2",
+        "purchased",
+        "_",
+        "_",
+        "_",
+        "_",
+        "0",
+        "_",
+        "_",
+        "_",
+        "_",
+        "_",
+        "purchase.v",
+        "Commerce_buy",
+        "O",
+    ]
     rows = list(read_conll(tmp_path / "out.conll"))
-    aligned = [r for r in artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
-               if r["aligned_start"] is not None]
+    aligned = [
+        r
+        for r in artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
+        if r["aligned_start"] is not None
+    ]
     assert len(rows) == len(aligned) == 3
     for back, row in zip(rows, aligned):
         assert back["tokens"] == row["paraphrase_tokens"]
         assert (back["span_start"], back["span_end"]) == (row["aligned_start"], row["aligned_end"])
         assert back["frame"] == row["frame"]
-        assert back["lexical_unit"] == output_lexical_unit(row["aligned_lemma"], row["aligned_text"], row["lexical_unit"])
+        assert back["lexical_unit"] == output_lexical_unit(
+            row["aligned_lemma"], row["aligned_text"], row["lexical_unit"]
+        )
     assert [r["lexical_unit"] for r in rows] == ["purchase.v", "acquire.v", "give up.v"]
     ids = (tmp_path / "out.ids.tsv").read_text().splitlines()
     assert ids[0].split("\t")[:2] == ["sentence", "output_id"] and ids[3].split("\t")[:2] == ["2", "s2#1"]
     # Our Frame ID model reads it too: one sentence per output, its trigger labelled.
     sentences = read_sentences([tmp_path / "out.conll"])
-    assert [s.triggers for s in sentences] == [{(1, 1): "Commerce_buy"}, {(2, 2): "Commerce_buy"},
-                                               {(1, 2): "Activity_stop"}]
+    assert [s.triggers for s in sentences] == [
+        {(1, 1): "Commerce_buy"},
+        {(2, 2): "Commerce_buy"},
+        {(1, 2): "Activity_stop"},
+    ]
 
 
 def test_conll_pos_columns_from_a_tagger(run, tmp_path):
-    assert main(["export", "conll", "--augmented", str(run / "augmented.parquet"), "--out", str(tmp_path / "t.conll"),
-                 "--pos-tagger", "lexicon"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "conll",
+                "--augmented",
+                str(run / "augmented.parquet"),
+                "--out",
+                str(tmp_path / "t.conll"),
+                "--pos-tagger",
+                "lexicon",
+            ]
+        )
+        == 0
+    )
     first = (tmp_path / "t.conll").read_text().splitlines()[1].split("\t")
     assert first[1:6] == ["purchased", "_", "purchase", "VERB", "VERB"]
-    assert [r["pos_tags"] for r in read_conll(tmp_path / "t.conll")][0][1] == "VERB"
+    assert next(iter(read_conll(tmp_path / "t.conll")))["pos_tags"][1] == "VERB"
 
 
 def test_conll_refuses_tokens_it_cannot_carry(tmp_path):
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v")]
-    write_augmented(tmp_path, seeds, [output("s1", 1, ["Abby", "bought it", "x"], 1, 1, "Commerce_buy", "buy.v", "buy")])
-    assert main(["export", "conll", "--augmented", str(tmp_path / "augmented.parquet"), "--out",
-                 str(tmp_path / "x.conll")]) == 2
+    seeds = [seed("s1", ["Abby", "bought", "a", "car"], 1, 1, "Commerce_buy", "buy.v")]
+    write_augmented(
+        tmp_path, seeds, [output("s1", 1, ["Abby", "bought it", "x"], 1, 1, "Commerce_buy", "buy.v", "buy")]
+    )
+    assert (
+        main(
+            ["export", "conll", "--augmented", str(tmp_path / "augmented.parquet"), "--out", str(tmp_path / "x.conll")]
+        )
+        == 2
+    )
     assert not (tmp_path / "x.conll").exists()
 
 
 def test_card_front_matter_counts_and_licences(run, tmp_path):
     filter_stage(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "filtering")
-    run_info = {"run_name": "fn", "inputs": ["/data/fndata-1.7"], "format": "framenet", "iterations": 2,
-                "paraphraser": "humarin/chatgpt_paraphraser_on_T5_base", "paraphraser_model": "humarin/x",
-                "encoder": "bert-base-cased", "demo": False}
-    counts = write_card(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "release", run_info,
-                        tmp_path / "filtering/filters.json")
+    run_info = {
+        "run_name": "fn",
+        "inputs": ["/data/fndata-1.7"],
+        "format": "framenet",
+        "iterations": 2,
+        "paraphraser": "humarin/chatgpt_paraphraser_on_T5_base",
+        "paraphraser_model": "humarin/x",
+        "encoder": "bert-base-cased",
+        "demo": False,
+    }
+    counts = write_card(
+        run / "augmented.parquet",
+        run / "seeds.parquet",
+        tmp_path / "release",
+        run_info,
+        tmp_path / "filtering/filters.json",
+    )
     assert counts == {"outputs": 4, "aligned": 3, "seeds": 2, "frames": 2}
     text = (tmp_path / "release/README.md").read_text()
     front = yaml.safe_load(text.split("---")[1])
@@ -94,14 +148,31 @@ def test_release_folder_loads_with_datasets(run, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     release = tmp_path / "release"
     export_conll(run / "augmented.parquet", release / "augmented.conll")
-    assert main(["export", "card", "--augmented", str(run / "augmented.parquet"), "--seeds", str(run / "seeds.parquet"),
-                 "--out-dir", str(release), "--conll", str(release / "augmented.conll"), "--run",
-                 json.dumps({"run_name": "demo", "inputs": ["resources/demo/fndata-demo"], "demo": True})]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "card",
+                "--augmented",
+                str(run / "augmented.parquet"),
+                "--seeds",
+                str(run / "seeds.parquet"),
+                "--out-dir",
+                str(release),
+                "--conll",
+                str(release / "augmented.conll"),
+                "--run",
+                json.dumps({"run_name": "demo", "inputs": ["resources/demo/fndata-demo"], "demo": True}),
+            ]
+        )
+        == 0
+    )
     assert "Demo data" in (release / "README.md").read_text()
     outputs = datasets.load_dataset(str(release), split="train", cache_dir=str(tmp_path / "cache"))
     assert outputs.num_rows == 4 and outputs[0]["output_id"] == "s1#1" and outputs[0]["aligned_start"] == 1
     seeds = datasets.load_dataset(str(release), "seeds", split="train", cache_dir=str(tmp_path / "cache"))
     assert sorted(seeds["sentence_id"]) == ["s1", "s2"]
-    direct = datasets.load_dataset("parquet", data_files=str(release / "data/augmented.parquet"), split="train",
-                                   cache_dir=str(tmp_path / "cache"))
+    direct = datasets.load_dataset(
+        "parquet", data_files=str(release / "data/augmented.parquet"), split="train", cache_dir=str(tmp_path / "cache")
+    )
     assert direct["paraphrase_tokens"][2] == ["They", "gave", "up", "smoking"]

@@ -13,7 +13,11 @@ from spanaug.evaluation.filtering import DEFAULT_FILTERS, check_filters, heurist
 from spanaug.evaluation.human_eval import export_task, fleiss_kappa, import_judgments
 from spanaug.pipeline.iterations import assemble
 
-FRAMES = [("Commerce_buy", ["buy.v", "purchase.v"]), ("Giving", ["give.v", "hand.v"]), ("Activity_stop", ["quit.v", "stop.v"])]
+FRAMES = [
+    ("Commerce_buy", ["buy.v", "purchase.v"]),
+    ("Giving", ["give.v", "hand.v"]),
+    ("Activity_stop", ["quit.v", "stop.v"]),
+]
 
 
 @pytest.fixture
@@ -40,9 +44,12 @@ def test_heuristic_masks_follow_their_bounds(run):
     rows = table.to_pylist()
     for name, bounds in DEFAULT_FILTERS.items():
         mask = heuristic_mask(table, bounds).to_pylist()
-        expected = [r["iteration"] <= bounds.get("max_iteration", 99)
-                    and r["paraphrase_score"] <= bounds.get("max_paraphrase_score", 99)
-                    and r["aligner_score"] >= bounds.get("min_aligner_score", -1) for r in rows]
+        expected = [
+            r["iteration"] <= bounds.get("max_iteration", 99)
+            and r["paraphrase_score"] <= bounds.get("max_paraphrase_score", 99)
+            and r["aligner_score"] >= bounds.get("min_aligner_score", -1)
+            for r in rows
+        ]
         assert mask == expected, name
     with pytest.raises(ConfigError, match="bounds"):
         check_filters({"bad": {"min_score": 1}})
@@ -68,9 +75,25 @@ def test_filter_stage_with_neural_classifiers(run):
         for row in table:
             writer.writerow([row["output_id"], 90 if row["aligner_score"] > 0.9 else 10])
     out = run / "filtering"
-    assert main(["filter", "--augmented", str(run / "augmented.parquet"), "--seeds", str(run / "seeds.parquet"),
-                 "--out-dir", str(out), "--judgments", str(run / "judgments.csv"), "--downweight", "0.2"]) == 0
-    rows = {r["filter"]: r for r in csv.DictReader(open(out / "filters.csv"))}
+    assert (
+        main(
+            [
+                "filter",
+                "--augmented",
+                str(run / "augmented.parquet"),
+                "--seeds",
+                str(run / "seeds.parquet"),
+                "--out-dir",
+                str(out),
+                "--judgments",
+                str(run / "judgments.csv"),
+                "--downweight",
+                "0.2",
+            ]
+        )
+        == 0
+    )
+    rows = {r["filter"]: r for r in csv.DictReader((out / "filters.csv").read_text().splitlines())}
     assert float(rows["iter == 1"]["multiple_over_seeds"]) == pytest.approx(1.0)
     assert float(rows["aligner score >= .95"]["precision"]) == 1.0
     scored = artifacts.read_table(out / "scored.parquet", artifacts.SCORED).to_pylist()
@@ -92,8 +115,8 @@ def test_human_loop_export_and_import(run):
     sentences = run / "seeds.parquet"
     counts = export_task(run / "augmented.parquet", sentences, run / "task.csv", run / "key.csv", n_items=12, seed=1)
     assert counts["items"] == 12
-    key = list(csv.DictReader(open(run / "key.csv")))
-    task = {r["item_id"]: r for r in csv.DictReader(open(run / "task.csv"))}
+    key = list(csv.DictReader((run / "key.csv").read_text().splitlines()))
+    task = {r["item_id"]: r for r in csv.DictReader((run / "task.csv").read_text().splitlines())}
     gold = {r["sentence_id"]: r for r in artifacts.read_table(sentences, artifacts.SENTENCES).to_pylist()}
     aug = {r["output_id"]: r for r in artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED).to_pylist()}
     for item_id, row in task.items():
@@ -126,12 +149,22 @@ def test_export_without_any_aligned_output_says_why(tmp_path):
     # Every output failed to align (an aligner whose null threshold is above all its scores): the
     # error names the aligner's threshold, not the frames, as the reason there is nothing to judge.
     seeds = [seed(f"s{n}", f"w{n} buy it .".split(), 1, 1, frame, lus[0]) for n, (frame, lus) in enumerate(FRAMES)]
-    chain = [output(f"s{n}", 1, f"w{n} got it .".split(), None, None, frame, lus[0], None)
-             for n, (frame, lus) in enumerate(FRAMES)]
+    chain = [
+        output(f"s{n}", 1, f"w{n} got it .".split(), None, None, frame, lus[0], None)
+        for n, (frame, lus) in enumerate(FRAMES)
+    ]
     write_augmented(tmp_path, seeds, chain)
-    with pytest.raises(InputError, match=r"augmented\.parquet: none of its 3 outputs has an aligned span.*null threshold"):
-        export_task(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "t.csv", tmp_path / "k.csv",
-                    n_items=2, seed=0)
+    with pytest.raises(
+        InputError, match=r"augmented\.parquet: none of its 3 outputs has an aligned span.*null threshold"
+    ):
+        export_task(
+            tmp_path / "augmented.parquet",
+            tmp_path / "seeds.parquet",
+            tmp_path / "t.csv",
+            tmp_path / "k.csv",
+            n_items=2,
+            seed=0,
+        )
 
 
 def test_import_rejects_unknown_items(run, tmp_path):

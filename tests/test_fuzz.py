@@ -27,13 +27,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanaug.core import artifacts, files
-from spanaug.core.config import ConstraintSettings, ImportSettings, SeedSettings, SplitSettings
+from spanaug.core.config import ConstraintSettings, ImportSettings, SeedSettings
 from spanaug.core.errors import SpanaugError
+from spanaug.core.evaluation_settings import SplitSettings
 from spanaug.core.validation import validate
 
 EXAMPLES = int(os.environ.get("SPANAUG_FUZZ_EXAMPLES", "40"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get("SPANAUG_FUZZ_RANDOM"),
-                database=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("SPANAUG_FUZZ_RANDOM"),
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 #: Stages that train or plot run fewer cases.
 FEW = settings(FUZZ, max_examples=max(5, EXAMPLES // 4))
 
@@ -56,9 +62,40 @@ def outcome(path: Path | str, run: Callable[[], Any]) -> Any:
 # ---------------------------------------------------------------- strategies
 
 #: Bytes that break readers: encodings, separators, numbers out of range, JSON oddities.
-SPECIAL = [b"", b" ", b"\t", b"\n", b"\r\n", b"\x00", b"\xff", b"\xef\xbb\xbf", b"\xed\xa0\x80", "\u2028".encode(),
-           "\u200b".encode(), "²".encode(), "٣".encode(), b"-1", b"0", b"999999999999999999999", b"1e400", b"null",
-           b"true", b"[]", b"{}", b'"', b",", b"NaN", b"\\ud800", b"|||", b" ||| ", b"_", b"[", b"]", b"<", b"/>"]
+SPECIAL = [
+    b"",
+    b" ",
+    b"\t",
+    b"\n",
+    b"\r\n",
+    b"\x00",
+    b"\xff",
+    b"\xef\xbb\xbf",
+    b"\xed\xa0\x80",
+    "\u2028".encode(),
+    "\u200b".encode(),
+    "²".encode(),
+    "٣".encode(),
+    b"-1",
+    b"0",
+    b"999999999999999999999",
+    b"1e400",
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b'"',
+    b",",
+    b"NaN",
+    b"\\ud800",
+    b"|||",
+    b" ||| ",
+    b"_",
+    b"[",
+    b"]",
+    b"<",
+    b"/>",
+]
 
 
 @st.composite
@@ -84,7 +121,11 @@ def file_bytes(sample: str | bytes) -> st.SearchStrategy[bytes]:
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=6)
     | st.sampled_from(["", " ", "\u2028", "\ud800", "_", "a b"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=8,
@@ -125,32 +166,77 @@ def conll_line(i: int, tok: str, lu: str = "_", frame: str = "_", sent: int = 0)
     return "\t".join([str(i), tok, "_", tok, "nn", "NN", str(sent), "_", "_", "_", "_", "_", lu, frame, "O"])
 
 
-CONLL = "\n".join([conll_line(1, "He"), conll_line(2, "bought", "buy.v", "Commerce_buy"), conll_line(3, "it"), "",
-                   conll_line(1, "She", sent=1), conll_line(2, "gave", "give.v", "Giving", 1),
-                   conll_line(3, "up", "give.v", "Giving", 1), ""]) + "\n"
+CONLL = (
+    "\n".join(
+        [
+            conll_line(1, "He"),
+            conll_line(2, "bought", "buy.v", "Commerce_buy"),
+            conll_line(3, "it"),
+            "",
+            conll_line(1, "She", sent=1),
+            conll_line(2, "gave", "give.v", "Giving", 1),
+            conll_line(3, "up", "give.v", "Giving", 1),
+            "",
+        ]
+    )
+    + "\n"
+)
 SENTENCE_RECORDS = [
-    {"id": "a", "tokens": ["He", "bought", "it"], "span": [1, 1], "frame": "Commerce_buy", "lexical_unit": "buy.v",
-     "pos_tags": ["PRP", "VBD", "PRP"], "text": "He bought it", "document": "d1", "annotation_date": None},
+    {
+        "id": "a",
+        "tokens": ["He", "bought", "it"],
+        "span": [1, 1],
+        "frame": "Commerce_buy",
+        "lexical_unit": "buy.v",
+        "pos_tags": ["PRP", "VBD", "PRP"],
+        "text": "He bought it",
+        "document": "d1",
+        "annotation_date": None,
+    },
     {"tokens": ["She", "gave", "up"], "span_start": 1, "span_end": 2, "label": "Giving"},
 ]
 INSTANCE_RECORDS = [
-    {"id": "i1", "source_tokens": ["He", "bought", "it"], "target_tokens": ["He", "purchased", "it"],
-     "source_span": [1, 1], "target_span": [1, 1]},
-    {"id": "i2", "source_tokens": ["She", "ran"], "target_tokens": ["She", "jogged", "off"], "source_span": [1, 1],
-     "target_span": None},
+    {
+        "id": "i1",
+        "source_tokens": ["He", "bought", "it"],
+        "target_tokens": ["He", "purchased", "it"],
+        "source_span": [1, 1],
+        "target_span": [1, 1],
+    },
+    {
+        "id": "i2",
+        "source_tokens": ["She", "ran"],
+        "target_tokens": ["She", "jogged", "off"],
+        "source_span": [1, 1],
+        "target_span": None,
+    },
 ]
 PREDICTION_RECORDS = [{"id": "i1", "target_span": [1, 1], "score": 0.9}, {"id": "i2", "target_span": None, "score": 0}]
-EDINBURGH = [{"id": "p1", "source": "He bought it", "target": "He purchased it", "sureAlign": "0-0 1-1 2-2",
-              "possibleAlign": ""}, {"id": "p2", "source": "She ran", "target": "She jogged", "sureAlign": "0-0"}]
-SPAN_TSV = "source\tss\tse\ttarget\tts\tte\nHe bought it\t1\t2\tHe purchased it\t1\t2\nShe ran\t1\t2\tShe left\t-1\t-1\n"
+EDINBURGH = [
+    {
+        "id": "p1",
+        "source": "He bought it",
+        "target": "He purchased it",
+        "sureAlign": "0-0 1-1 2-2",
+        "possibleAlign": "",
+    },
+    {"id": "p2", "source": "She ran", "target": "She jogged", "sureAlign": "0-0"},
+]
+SPAN_TSV = (
+    "source\tss\tse\ttarget\tts\tte\nHe bought it\t1\t2\tHe purchased it\t1\t2\nShe ran\t1\t2\tShe left\t-1\t-1\n"
+)
 BITEXT = "He bought it\tHe purchased it\n# a comment\nShe ran\tShe jogged\n"
 TEXT_PAIRS = "He bought it ||| He purchased it\nShe ran\tShe jogged\n"
 GLOVE = "the 0.1 0.2 0.3\nbought 0.5 -0.1 2e-3\nit 1 2 3\n"
 LEXICON = {"Commerce_buy": ["buy.v", "purchase.v"], "Giving": ["give.v"]}
-KEY = ("item_id,candidate,kind,ref_id\nitem00000,1,output,s1#1\nitem00000,2,gold_in_frame,g1\n"
-       "item00000,3,gold_out_of_frame,g2\n")
-RESULTS = ("item_id,worker_id,candidate_1_score,candidate_2_score,candidate_3_score\nitem00000,w1,80,90,10\n"
-           "item00000,w2,70,85,5\n")
+KEY = (
+    "item_id,candidate,kind,ref_id\nitem00000,1,output,s1#1\nitem00000,2,gold_in_frame,g1\n"
+    "item00000,3,gold_out_of_frame,g2\n"
+)
+RESULTS = (
+    "item_id,worker_id,candidate_1_score,candidate_2_score,candidate_3_score\nitem00000,w1,80,90,10\n"
+    "item00000,w2,70,85,5\n"
+)
 JUDGMENTS = "output_id,score\ns1#1,80\ns1#2,0\n"
 POINT = {"augmenter": "none", "fraction": 0.5, "seed": 0, "f1": 0.4, "train_sentences": 3, "augmented_examples": 0}
 SPEC = """frames:
@@ -355,17 +441,33 @@ def test_crowd_results_on_random_and_mutated_bytes(data: bytes) -> None:
 
 
 JSON_READERS: dict[str, tuple[Callable[..., st.SearchStrategy], Callable[[Path], None], str]] = {
-    "jsonl sentences": (lambda: mutated_records(SENTENCE_RECORDS, ("span", "frame", "id")).map(jsonl), _read_jsonl,
-                        "x.jsonl"),
+    "jsonl sentences": (
+        lambda: mutated_records(SENTENCE_RECORDS, ("span", "frame", "id")).map(jsonl),
+        _read_jsonl,
+        "x.jsonl",
+    ),
     "import jsonl": (lambda: mutated_records(SENTENCE_RECORDS).map(jsonl), _import("jsonl"), "x.jsonl"),
     "span instances": (lambda: mutated_records(INSTANCE_RECORDS).map(jsonl), _read_instances, "x.jsonl"),
     "predictions": (lambda: mutated_records(PREDICTION_RECORDS).map(jsonl), _read_predictions, "x.jsonl"),
-    "edinburgh json": (lambda: st.one_of(JSON_VALUES, mutated_records(EDINBURGH)).map(
-        lambda v: json.dumps(v).encode("utf-8", "surrogatepass")), _read_edinburgh, "x.json"),
-    "lexicon json": (lambda: st.one_of(JSON_VALUES, st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=3)).map(
-        lambda v: json.dumps(v).encode("utf-8", "surrogatepass")), _read_lexicon, "x.json"),
-    "point json": (lambda: mutated_records([POINT]).map(lambda v: json.dumps(v[0]).encode("utf-8", "surrogatepass")),
-                   _read_points, "x.json"),
+    "edinburgh json": (
+        lambda: st.one_of(JSON_VALUES, mutated_records(EDINBURGH)).map(
+            lambda v: json.dumps(v).encode("utf-8", "surrogatepass")
+        ),
+        _read_edinburgh,
+        "x.json",
+    ),
+    "lexicon json": (
+        lambda: st.one_of(JSON_VALUES, st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=3)).map(
+            lambda v: json.dumps(v).encode("utf-8", "surrogatepass")
+        ),
+        _read_lexicon,
+        "x.json",
+    ),
+    "point json": (
+        lambda: mutated_records([POINT]).map(lambda v: json.dumps(v[0]).encode("utf-8", "surrogatepass")),
+        _read_points,
+        "x.json",
+    ),
 }
 
 
@@ -384,15 +486,27 @@ def test_json_readers_on_random_values(name: str) -> None:
 
 
 @FUZZ
-@given(filters=st.one_of(JSON_VALUES, st.dictionaries(st.sampled_from(["lax", "x"]), st.dictionaries(
-    st.sampled_from(["max_iteration", "max_paraphrase_score", "min_aligner_score", "other"]), JSON_VALUES,
-    max_size=3), max_size=2)))
+@given(
+    filters=st.one_of(
+        JSON_VALUES,
+        st.dictionaries(
+            st.sampled_from(["lax", "x"]),
+            st.dictionaries(
+                st.sampled_from(["max_iteration", "max_paraphrase_score", "min_aligner_score", "other"]),
+                JSON_VALUES,
+                max_size=3,
+            ),
+            max_size=2,
+        ),
+    )
+)
 def test_filters_of_any_json_are_checked_before_arrow_sees_them(filters: Any) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.evaluation.filtering import check_filters, heuristic_mask
 
-    table = artifacts.records_to_table([{"output_id": "s#1", **output("s", 1, ["a", "b"], 0, 0, "F", "a.v", "a")}],
-                                       artifacts.AUGMENTED)
+    table = artifacts.records_to_table(
+        [{"output_id": "s#1", **output("s", 1, ["a", "b"], 0, 0, "F", "a.v", "a")}], artifacts.AUGMENTED
+    )
     try:
         checked = check_filters(filters)
     except ConfigError as exc:
@@ -407,21 +521,49 @@ def test_filters_of_any_json_are_checked_before_arrow_sees_them(filters: Any) ->
 
 SEEDS = [seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "Commerce_buy", "buy.v") for i in range(3)]
 SEEDS[1]["pos_tags"] = ["PRP", "VBD", "PRP", "CD"]
-CHAIN = [output(f"s{i}", 1, ["They", "acquired", "it", str(i)], 1, 1, "Commerce_buy", "buy.v", "acquire")
-         for i in range(3)]
+CHAIN = [
+    output(f"s{i}", 1, ["They", "acquired", "it", str(i)], 1, 1, "Commerce_buy", "buy.v", "acquire") for i in range(3)
+]
 CHAIN[2].update(aligned_start=None, aligned_end=None, aligned_text=None, aligned_lemma=None)
 REQUEST = {k: v for k, v in CHAIN[0].items() if k in artifacts.REQUESTS.names}
-REQUEST.update(source_tokens=["They", "bought", "it"], source_text="They bought it", source_span_start=1,
-               source_span_end=1)
-PARAPHRASES = [{**REQUEST, "beam_rank": r, "paraphrase_tokens": ["They", "got", "it"], "paraphrase_text": "They got it",
-                "paraphrase_score": 0.5 + r} for r in range(2)]
+REQUEST.update(
+    source_tokens=["They", "bought", "it"], source_text="They bought it", source_span_start=1, source_span_end=1
+)
+PARAPHRASES = [
+    {
+        **REQUEST,
+        "beam_rank": r,
+        "paraphrase_tokens": ["They", "got", "it"],
+        "paraphrase_text": "They got it",
+        "paraphrase_score": 0.5 + r,
+    }
+    for r in range(2)
+]
 ALIGNED = [{**p, "aligned_start": 1, "aligned_end": 1, "aligner_score": 0.9 - p["beam_rank"] / 10} for p in PARAPHRASES]
 AUGMENTED = [{"output_id": f"{r['seed_id']}#1", **r} for r in CHAIN]
-EXAMPLE_ROWS = [{"example_id": "x:1", "augmenter": "lexsub", "seed_key": "theyboughtit", "tokens": ["They", "got", "it"],
-             "text": "They got it", "span_start": 1, "span_end": 1, "trigger": "got", "frame": "Commerce_buy",
-             "source_trigger": "bought"}]
-VALID = {"sentences": SEEDS, "chain": CHAIN, "requests": [REQUEST], "paraphrases": PARAPHRASES, "aligned": ALIGNED,
-         "augmented": AUGMENTED, "examples": EXAMPLE_ROWS}
+EXAMPLE_ROWS = [
+    {
+        "example_id": "x:1",
+        "augmenter": "lexsub",
+        "seed_key": "theyboughtit",
+        "tokens": ["They", "got", "it"],
+        "text": "They got it",
+        "span_start": 1,
+        "span_end": 1,
+        "trigger": "got",
+        "frame": "Commerce_buy",
+        "source_trigger": "bought",
+    }
+]
+VALID = {
+    "sentences": SEEDS,
+    "chain": CHAIN,
+    "requests": [REQUEST],
+    "paraphrases": PARAPHRASES,
+    "aligned": ALIGNED,
+    "augmented": AUGMENTED,
+    "examples": EXAMPLE_ROWS,
+}
 
 
 def many(name: str, copies: int) -> list[dict[str, Any]]:
@@ -444,12 +586,16 @@ def cell_values(field: pa.Field) -> st.SearchStrategy:
     t = field.type
     if pa.types.is_integer(t):
         bits = t.bit_width - 1
-        values = st.one_of(st.sampled_from([-1, 0, 1, 2, 3, 4, 2**bits - 1, -(2**bits)]), st.integers(-(2**bits), 2**bits - 1))
+        values = st.one_of(
+            st.sampled_from([-1, 0, 1, 2, 3, 4, 2**bits - 1, -(2**bits)]), st.integers(-(2**bits), 2**bits - 1)
+        )
     elif pa.types.is_floating(t):
         values = st.floats(width=32) if t == pa.float32() else st.floats()
     elif pa.types.is_list(t):
-        values = st.lists(st.one_of(st.sampled_from(["", " ", "\t", "a", "b", "bought", "\u2028"]),
-                                    st.text(max_size=3), st.none()), max_size=5)
+        values = st.lists(
+            st.one_of(st.sampled_from(["", " ", "\t", "a", "b", "bought", "\u2028"]), st.text(max_size=3), st.none()),
+            max_size=5,
+        )
     else:
         values = st.one_of(st.sampled_from(["", " ", "\u3000", "x", "buy.v", "s1", "s#1"]), st.text(max_size=5))
     return st.one_of(values, st.none())
@@ -497,7 +643,9 @@ def _chain_stage(path: Path) -> None:
 
     expand_stage(path, path.with_name("req.parquet"), 2, ConstraintSettings())
     assemble([path], path.with_name("aug.parquet"))
-    _outputs_valid((path.with_name("req.parquet"), artifacts.REQUESTS), (path.with_name("aug.parquet"), artifacts.AUGMENTED))
+    _outputs_valid(
+        (path.with_name("req.parquet"), artifacts.REQUESTS), (path.with_name("aug.parquet"), artifacts.AUGMENTED)
+    )
     for row in artifacts.read_table(path.with_name("req.parquet"), artifacts.REQUESTS).to_pylist():
         assert row["constraints"]  # never an unconstrained paraphrase
 
@@ -513,19 +661,20 @@ def _aligned_stage(path: Path) -> None:
 def _augmented_stage(path: Path) -> None:
     from spanaug.core.tagging import LexiconTagger
     from spanaug.downstream.augmenters import chain_members, lexsub_examples, paraphrastic_examples
-    from spanaug.pipeline.aligner.training_data import graph_instances
     from spanaug.downstream.frameid.data import read_training_file
     from spanaug.evaluation.filtering import filter_stage
     from spanaug.evaluation.human_eval import export_task
     from spanaug.evaluation.statistics import write_stats
+    from spanaug.pipeline.aligner.training_data import graph_instances
 
     seeds = path.with_name("seeds.parquet")
     artifacts.write_table(SEEDS, seeds, artifacts.SENTENCES)
     filter_stage(path, seeds, path.parent / "filtering")
     aug, seed_table = artifacts.read_table(path, artifacts.AUGMENTED), artifacts.read_table(seeds, artifacts.SENTENCES)
     artifacts.write_table(paraphrastic_examples(aug, seed_table), path.with_name("p.parquet"), artifacts.EXAMPLES)
-    artifacts.write_table(lexsub_examples(aug, seed_table, LexiconTagger())[0], path.with_name("l.parquet"),
-                          artifacts.EXAMPLES)
+    artifacts.write_table(
+        lexsub_examples(aug, seed_table, LexiconTagger())[0], path.with_name("l.parquet"), artifacts.EXAMPLES
+    )
     _instances_valid(graph_instances(chain_members(aug, seed_table))[0])
     read_training_file(path)
     write_stats(path, seeds, path.with_name("stats.json"), path.with_name("stats.csv"))
@@ -546,8 +695,15 @@ def _read_only(name: str) -> Callable[[Path], None]:
     return run
 
 
-STAGES = {"sentences": _sentences_stage, "chain": _chain_stage, "aligned": _aligned_stage, "augmented": _augmented_stage,
-          "examples": _examples_stage, "requests": _read_only("requests"), "paraphrases": _read_only("paraphrases")}
+STAGES = {
+    "sentences": _sentences_stage,
+    "chain": _chain_stage,
+    "aligned": _aligned_stage,
+    "augmented": _augmented_stage,
+    "examples": _examples_stage,
+    "requests": _read_only("requests"),
+    "paraphrases": _read_only("paraphrases"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(STAGES))
@@ -572,19 +728,31 @@ def test_align_stage_on_mutated_rows(rows: list[dict[str, Any]], trained_aligner
 
     with scratch() as tmp:
         path = write_unchecked(rows, artifacts.PARAPHRASES, tmp / "para.parquet")
-        if outcome(path, lambda: align_stage(trained_aligner, path, tmp / "al.parquet", device="cpu",
-                                             stats_path=tmp / "stats.json")) is not None:
+        if (
+            outcome(
+                path,
+                lambda: align_stage(
+                    trained_aligner, path, tmp / "al.parquet", device="cpu", stats_path=tmp / "stats.json"
+                ),
+            )
+            is not None
+        ):
             _outputs_valid((tmp / "al.parquet", artifacts.ALIGNED))
 
 
 @pytest.fixture(scope="module")
 def trained_aligner(tiny_encoder: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from spanaug.core.config import AlignerConfig, AlignerTrainSettings
+    from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
     from spanaug.pipeline.aligner.training import train_aligner
 
     out = tmp_path_factory.mktemp("fuzz_aligner") / "aligner"
-    aligner, _ = train_aligner(copy_task(40, 0), AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
-                               AlignerTrainSettings(epochs=1), device="cpu", progress=False)
+    aligner, _ = train_aligner(
+        copy_task(40, 0),
+        AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
+        AlignerTrainSettings(epochs=1),
+        device="cpu",
+        progress=False,
+    )
     aligner.save_pretrained(out)
     return out
 
@@ -599,7 +767,7 @@ def test_damaged_parquet_is_an_error_or_reads_back_unchanged(name: str) -> None:
         original, expected = clean.read_bytes(), artifacts.read_table(clean, artifacts.SCHEMAS[name])
 
     @FUZZ
-    @given(data=mutated(original) | st.binary(max_size=200).map(lambda b: original[:len(original) // 2] + b))
+    @given(data=mutated(original) | st.binary(max_size=200).map(lambda b: original[: len(original) // 2] + b))
     def check(data: bytes) -> None:
         with scratch() as tmp:
             path = write(tmp / "damaged.parquet", data)
@@ -663,15 +831,27 @@ for line in sys.stdin:
 
 @pytest.fixture(scope="module")
 def fastalign_worker() -> Iterator[subprocess.Popen]:
-    worker = subprocess.Popen([sys.executable, "-c", _FASTALIGN_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True, cwd=REPO, encoding="utf-8", errors="surrogatepass")
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _FASTALIGN_WORKER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
     yield worker
     worker.stdin.close()
     worker.wait(timeout=60)
 
 
-TOKENS = st.lists(st.one_of(st.sampled_from(["", " ", "\t", "\n", "\x00", "a\x00b", "|||", "a b", "\u2028", "the", "a"]),
-                            st.text(max_size=4)), max_size=4)
+TOKENS = st.lists(
+    st.one_of(
+        st.sampled_from(["", " ", "\t", "\n", "\x00", "a\x00b", "|||", "a b", "\u2028", "the", "a"]),
+        st.text(max_size=4),
+    ),
+    max_size=4,
+)
 
 
 @FUZZ
@@ -712,8 +892,14 @@ def _cli_cases(tmp: Path) -> list[tuple[list[str], Path]]:
 @pytest.mark.parametrize("case", range(5))
 def test_the_cli_prints_one_line_naming_the_file(case: int, tmp_path: Path) -> None:
     args, path = _cli_cases(tmp_path)[case]
-    result = subprocess.run([sys.executable, "-m", "spanaug", *args], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "spanaug", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
     errors = [line for line in result.stderr.splitlines() if line.startswith("spanaug: error:")]
     assert 0 < result.returncode < 128, result.stderr
     assert "Traceback" not in result.stderr, result.stderr

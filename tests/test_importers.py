@@ -1,4 +1,3 @@
-
 import pytest
 from conftest import REPO, shared_file
 
@@ -12,12 +11,22 @@ from spanaug.pipeline.seeds import select_seeds, shard_of
 
 SPEC = {
     "frames": {
-        "Commerce_buy": {"lexical_units": {"buy.v": ["Abby [bought] a car .", "They [buy] bread ."],
-                                           "purchase.v": ["We [purchased] it ."], "get.v": ["I [got] milk ."]}},
+        "Commerce_buy": {
+            "lexical_units": {
+                "buy.v": ["Abby [bought] a car .", "They [buy] bread ."],
+                "purchase.v": ["We [purchased] it ."],
+                "get.v": ["I [got] milk ."],
+            }
+        },
         "Activity_stop": {"lexical_units": {"give up.v": ["He [gave up] smoking ."], "stop.v": ["It [stopped] ."]}},
     },
-    "fulltext": [{"corpus": "Demo", "document": "d1",
-                  "sentences": ["She [bought|buy.v|Commerce_buy] bread and [stopped|stop.v|Activity_stop] ."]}],
+    "fulltext": [
+        {
+            "corpus": "Demo",
+            "document": "d1",
+            "sentences": ["She [bought|buy.v|Commerce_buy] bread and [stopped|stop.v|Activity_stop] ."],
+        }
+    ],
 }
 
 
@@ -73,8 +82,14 @@ CONLL_BLOCK = """1\tHe\t_\the\tpp\tPRP\t7\t_\t_\t_\t_\t_\t_\t_\tO
 
 
 def test_conll_reads_blocks_and_skips_discontiguous(tmp_path):
-    gap = CONLL_BLOCK.replace("3\tup\t_\tup\trp\tRP\t7\t_\t_\t_\t_\t_\tgive up.v\tActivity_stop", "3\tup\t_\tup\trp\tRP\t7\t_\t_\t_\t_\t_\t_\t_")
-    gap = gap.replace("4\tsmoking\t_\tsmoke\tnn\tNN\t7\t_\t_\t_\t_\t_\t_\t_", "4\tsmoking\t_\tsmoke\tnn\tNN\t7\t_\t_\t_\t_\t_\tgive up.v\tActivity_stop")
+    gap = CONLL_BLOCK.replace(
+        "3\tup\t_\tup\trp\tRP\t7\t_\t_\t_\t_\t_\tgive up.v\tActivity_stop",
+        "3\tup\t_\tup\trp\tRP\t7\t_\t_\t_\t_\t_\t_\t_",
+    )
+    gap = gap.replace(
+        "4\tsmoking\t_\tsmoke\tnn\tNN\t7\t_\t_\t_\t_\t_\t_\t_",
+        "4\tsmoking\t_\tsmoke\tnn\tNN\t7\t_\t_\t_\t_\t_\tgive up.v\tActivity_stop",
+    )
     path = tmp_path / "x.conll"
     path.write_text(CONLL_BLOCK + "\n" + gap + "\n")
     stats = ImportStats()
@@ -90,12 +105,15 @@ def test_conll_bad_row_names_file_and_line(tmp_path):
         list(read_conll(path))
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"tokens": ["a"], "span": [0, 3], "frame": "F"}', "out of range"),
-    ('{"tokens": [], "span": [0, 0], "frame": "F"}', "tokens"),
-    ('{"tokens": ["a"], "span": [0, 0]', "invalid JSON"),
-    ('{"tokens": ["a"], "span": [0, 0]}', "frame"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"tokens": ["a"], "span": [0, 3], "frame": "F"}', "out of range"),
+        ('{"tokens": [], "span": [0, 0], "frame": "F"}', "tokens"),
+        ('{"tokens": ["a"], "span": [0, 0]', "invalid JSON"),
+        ('{"tokens": ["a"], "span": [0, 0]}', "frame"),
+    ],
+)
 def test_jsonl_errors_name_line(tmp_path, line, message):
     path = tmp_path / "in.jsonl"
     path.write_text('{"tokens": ["ok"], "span": [0, 0], "frame": "F"}\n' + line + "\n")
@@ -109,7 +127,9 @@ def test_import_failure_keeps_previous_output(tmp_path):
     out = tmp_path / "s.parquet"
     import_corpus(ImportSettings(format="jsonl", inputs=[str(good)]), out)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"tokens": ["a", "b"], "span": [0, 0], "frame": "F"}\n{"tokens": ["a"], "span": [2, 2], "frame": "F"}\n')
+    bad.write_text(
+        '{"tokens": ["a", "b"], "span": [0, 0], "frame": "F"}\n{"tokens": ["a"], "span": [2, 2], "frame": "F"}\n'
+    )
     with pytest.raises(InputError):
         import_corpus(ImportSettings(format="jsonl", inputs=[str(bad)]), out)
     assert artifacts.read_table(out, artifacts.SENTENCES).num_rows == 1
@@ -121,8 +141,9 @@ def test_from_scratch_seed_selection(tmp_path):
     out = tmp_path / "s.parquet"
     import_corpus(ImportSettings(inputs=[str(root)]), out)
     table = artifacts.read_table(out, artifacts.SENTENCES)
-    seeds, report = select_seeds(table, SeedSettings(mode="from_scratch", n_frames=1, lus_per_frame=2,
-                                                     annotations_per_lu=1))
+    seeds, report = select_seeds(
+        table, SeedSettings(mode="from_scratch", n_frames=1, lus_per_frame=2, annotations_per_lu=1)
+    )
     # Activity_stop sorts first and has 2 LUs; one annotation each, earliest first.
     assert report["frames"] == ["Activity_stop"]
     assert sorted(seeds.column("lexical_unit").to_pylist()) == ["give up.v", "stop.v"]

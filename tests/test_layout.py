@@ -17,8 +17,9 @@ def test_import_contracts_hold():
     lint = Path(sys.executable).parent / "lint-imports"
     if not lint.exists():
         pytest.skip("import-linter is not installed")
-    result = subprocess.run([str(lint), "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True,
-                            cwd=REPO)
+    result = subprocess.run(
+        [str(lint), "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True, cwd=REPO
+    )
     assert result.returncode == 0, result.stdout[-3000:]
 
 
@@ -30,7 +31,9 @@ def test_no_import_cycles():
 
 
 def test_no_module_over_700_lines():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 700}
+    long = {
+        str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 700
+    }
     assert long == {}
 
 
@@ -50,7 +53,8 @@ def test_snakemake_lint_is_clean(configfile):
         pytest.skip("snakemake is not installed")
     # The production config's data is not here: the preflight reports it without stopping the lint.
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
-    result = subprocess.run([str(snakemake), "--lint", "--configfile", configfile], capture_output=True, text=True,
-                            cwd=REPO, env=env)
+    result = subprocess.run(
+        [str(snakemake), "--lint", "--configfile", configfile], capture_output=True, text=True, cwd=REPO, env=env
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Lints for" not in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]

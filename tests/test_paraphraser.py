@@ -18,7 +18,12 @@ def para(tiny_paraphraser):
 
 
 def _req(text, constraints=()):
-    return {"seed_id": text[:10], "source_text": text, "source_tokens": text.split(), "constraints": sorted(constraints)}
+    return {
+        "seed_id": text[:10],
+        "source_text": text,
+        "source_tokens": text.split(),
+        "constraints": sorted(constraints),
+    }
 
 
 def _words(para, text, cfg):
@@ -63,15 +68,23 @@ def test_constraints_never_violated(para, text, n, seed):
 
 def test_verification_drops_and_counts_violations(para, monkeypatch):
     """Outputs that slip past the decoder (other tokenizations) are dropped, never kept."""
-    monkeypatch.setattr(para, "_generate_batch", lambda batch, cfg, b: [["He bought it .", "He got it ."] for _ in batch])
+    monkeypatch.setattr(
+        para, "_generate_batch", lambda batch, cfg, b: [["He bought it .", "He got it ."] for _ in batch]
+    )
     stats = DecodeStats()
-    rows = list(para.paraphrase([_req("He bought it .", ["bought"])], DecodeSettings(beam_size=2, return_top=2), stats, progress=False))
+    rows = list(
+        para.paraphrase(
+            [_req("He bought it .", ["bought"])], DecodeSettings(beam_size=2, return_top=2), stats, progress=False
+        )
+    )
     assert [r["paraphrase_text"] for r in rows] == ["He got it ."]
     assert stats.violations_dropped == 1
 
 
 def test_scores_finite_and_ranked(para):
-    rows = list(para.paraphrase([_req(CORPUS[0])], DecodeSettings(beam_size=5, return_top=3, max_new_tokens=10), progress=False))
+    rows = list(
+        para.paraphrase([_req(CORPUS[0])], DecodeSettings(beam_size=5, return_top=3, max_new_tokens=10), progress=False)
+    )
     scores = [r["paraphrase_score"] for r in rows]
     assert rows and all(math.isfinite(s) and s >= 0 for s in scores)
     assert scores == sorted(scores) and [r["beam_rank"] for r in rows] == list(range(len(rows)))
@@ -93,9 +106,19 @@ def test_trained_paraphraser_round_trip_and_resume(tmp_path):
 
     bitext = tmp_path / "b.tsv"
     bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])))
-    cfg = ParaphraserTrainSettings(bitext=str(bitext), vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
-                                   attention_heads=2, ffn_dim=64, batch_size=8, max_steps=4, checkpoint_every=2,
-                                   warmup_steps=2)
+    cfg = ParaphraserTrainSettings(
+        bitext=str(bitext),
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        attention_heads=2,
+        ffn_dim=64,
+        batch_size=8,
+        max_steps=4,
+        checkpoint_every=2,
+        warmup_steps=2,
+    )
     out = tmp_path / "model"
     assert train_paraphraser(cfg, out, device="cpu", progress=False)["steps"] == 4
     cfg.max_steps = 6
@@ -146,9 +169,19 @@ def test_training_is_deterministic(tmp_path):
 
     bitext = tmp_path / "b.tsv"
     bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[::-1])))
-    cfg = ParaphraserTrainSettings(bitext=str(bitext), vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
-                                   attention_heads=2, ffn_dim=64, batch_size=4, max_steps=3, checkpoint_every=100,
-                                   warmup_steps=1)
+    cfg = ParaphraserTrainSettings(
+        bitext=str(bitext),
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        attention_heads=2,
+        ffn_dim=64,
+        batch_size=4,
+        max_steps=3,
+        checkpoint_every=100,
+        warmup_steps=1,
+    )
     models = []
     for run in ("a", "b"):
         train_paraphraser(cfg, tmp_path / run, device="cpu", progress=False)

@@ -16,8 +16,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @settings(max_examples=200, deadline=None)
-@given(lengths=st.lists(st.integers(1, 60), max_size=40), width=st.integers(1, 20), budget=st.integers(1, 4000),
-       cap=st.one_of(st.none(), st.integers(1, 8)))
+@given(
+    lengths=st.lists(st.integers(1, 60), max_size=40),
+    width=st.integers(1, 20),
+    budget=st.integers(1, 4000),
+    cap=st.one_of(st.none(), st.integers(1, 8)),
+)
 def test_token_budget_batches(lengths, width, budget, cap):
     batches = token_budget_batches(lengths, width, budget, cap)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
@@ -45,8 +49,15 @@ def test_length_limit_and_defaults():
 
 
 def _reqs(sets):
-    return [{"seed_id": f"s{i}", "source_text": CORPUS[i % len(CORPUS)], "source_tokens": CORPUS[i % len(CORPUS)].split(),
-             "constraints": sorted(c)} for i, c in enumerate(sets)]
+    return [
+        {
+            "seed_id": f"s{i}",
+            "source_text": CORPUS[i % len(CORPUS)],
+            "source_tokens": CORPUS[i % len(CORPUS)].split(),
+            "constraints": sorted(c),
+        }
+        for i, c in enumerate(sets)
+    ]
 
 
 def test_hf_batches_follow_token_budget(tiny_paraphraser, monkeypatch):
@@ -87,6 +98,7 @@ def test_ct2_calls(tiny_paraphraser, tmp_path, batching):
     cfg = DecodeSettings(beam_size=3, return_top=3, max_new_tokens=6, ct2_batching=batching)
     rows = list(ct2.paraphrase(_reqs(sets), cfg, progress=False))
     assert all(violations(r["paraphrase_text"], r["constraints"]) == [] for r in rows)
+
     def banned(*phrases):
         return len(banned_sequences(ct2.tokenizer, phrases))
 

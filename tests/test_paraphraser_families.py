@@ -53,13 +53,30 @@ def test_banned_sequences_match_in_context(models, family):
                 continue  # outside the vocabulary: the model cannot write it as such
             for context in (f"{phrase} it is .", f"So {phrase} it is .", f"So , {phrase}"):
                 ids = tok(context, add_special_tokens=False)["input_ids"]
-                assert any(_subsequence(s, ids) for s in seqs), (family, phrase, context, tok.convert_ids_to_tokens(ids))
+                assert any(_subsequence(s, ids) for s in seqs), (
+                    family,
+                    phrase,
+                    context,
+                    tok.convert_ids_to_tokens(ids),
+                )
 
 
 def _requests(texts, constraints):
-    return [{"seed_id": f"s{i}", "frame": "F", "lexical_unit": "x.v", "seed_trigger": "x", "iteration": 1,
-             "source_tokens": t.split(), "source_text": t, "source_span_start": 0, "source_span_end": 0,
-             "constraints": sorted(c)} for i, (t, c) in enumerate(zip(texts, constraints))]
+    return [
+        {
+            "seed_id": f"s{i}",
+            "frame": "F",
+            "lexical_unit": "x.v",
+            "seed_trigger": "x",
+            "iteration": 1,
+            "source_tokens": t.split(),
+            "source_text": t,
+            "source_span_start": 0,
+            "source_span_end": 0,
+            "constraints": sorted(c),
+        }
+        for i, (t, c) in enumerate(zip(texts, constraints))
+    ]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -104,4 +121,5 @@ def test_family_stage_hf_and_ct2_agree_under_constraints(models, family, tmp_pat
     key = [(r["seed_id"], r["beam_rank"], r["paraphrase_text"]) for r in rows["hf"]]
     assert key == [(r["seed_id"], r["beam_rank"], r["paraphrase_text"]) for r in rows["ct2"]]
     assert [r["paraphrase_score"] for r in rows["hf"]] == pytest.approx(
-        [r["paraphrase_score"] for r in rows["ct2"]], abs=1e-3)
+        [r["paraphrase_score"] for r in rows["ct2"]], abs=1e-3
+    )

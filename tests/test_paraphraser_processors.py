@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
-from spanaug.pipeline.paraphraser.processors import (PerSentenceMaxNewTokens, ReferenceBannedSequences,
-                                                     TensorBannedSequences)
+from spanaug.pipeline.paraphraser.processors import (
+    PerSentenceMaxNewTokens,
+    ReferenceBannedSequences,
+    TensorBannedSequences,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -27,8 +30,9 @@ def _batches(draw):
     tok = st.integers(0, alphabet - 1)
     # some ids at or above the score width: never banned, never matched
     seq_tok = st.one_of(tok, st.integers(vocab, vocab + 3)) if draw(st.booleans()) else tok
-    banned = draw(st.lists(st.lists(st.lists(seq_tok, min_size=1, max_size=5).map(tuple), max_size=8),
-                           min_size=n, max_size=n))
+    banned = draw(
+        st.lists(st.lists(st.lists(seq_tok, min_size=1, max_size=5).map(tuple), max_size=8), min_size=n, max_size=n)
+    )
     history = draw(st.lists(st.lists(tok, min_size=cur, max_size=cur), min_size=n * per, max_size=n * per))
     return vocab, banned, torch.tensor(history, dtype=torch.long)
 
@@ -110,14 +114,21 @@ def _generate(para, texts, cfg, banned, processor):
     enc = para._encode(texts, "")
     if cfg.mode == "sample":
         torch.manual_seed(11)
-    out = para.model.generate(**enc, **para.search_kwargs(cfg), max_new_tokens=cfg.max_new_tokens,
-                              logits_processor=[processor(banned, para.model.config.vocab_size, para.device)],
-                              return_dict_in_generate=True, output_scores=cfg.mode == "beam")
+    out = para.model.generate(
+        **enc,
+        **para.search_kwargs(cfg),
+        max_new_tokens=cfg.max_new_tokens,
+        logits_processor=[processor(banned, para.model.config.vocab_size, para.device)],
+        return_dict_in_generate=True,
+        output_scores=cfg.mode == "beam",
+    )
     scores = out.sequences_scores.tolist() if cfg.mode == "beam" else []
     return out.sequences.tolist(), scores
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data(), mode=st.sampled_from(["beam", "sample"]), start=st.integers(0, len(CORPUS) - 3))
 def test_generate_same_outputs_as_reference(para, data, mode, start):
     """A batch of 3 sentences, each under its own banned sequences: the tokenizations of phrases

@@ -34,19 +34,35 @@ def test_the_demo_config_has_no_problems():
 
 
 def test_every_missing_thing_is_reported_at_once_with_its_key(tmp_path):
-    cfg = _demo(data={"inputs": [str(tmp_path / "no-release")]},
-                paraphraser={"train": None, "model": str(tmp_path / "no-model")},
-                aligner={"encoder": str(tmp_path), "train": {"bitext": None, "instances": "nope.jsonl", "dev": "x.jsonl"},
-                         "evaluation": {"data": None}},
-                baselines={"instances": "i.jsonl", "gold_pairs": None, "fastalign": {"fast_align_bin": "no-such-binary"}},
-                human_eval={"results": "crowd.csv"},
-                frameid={"lexicon": "lexicon.json", "encoder": "./my-encoder"},
-                stats={"lexicon": None, "pos_tagger": "treetagger"})
+    cfg = _demo(
+        data={"inputs": [str(tmp_path / "no-release")]},
+        paraphraser={"train": None, "model": str(tmp_path / "no-model")},
+        aligner={
+            "encoder": str(tmp_path),
+            "train": {"bitext": None, "instances": "nope.jsonl", "dev": "x.jsonl"},
+            "evaluation": {"data": None},
+        },
+        baselines={"instances": "i.jsonl", "gold_pairs": None, "fastalign": {"fast_align_bin": "no-such-binary"}},
+        human_eval={"results": "crowd.csv"},
+        frameid={"lexicon": "lexicon.json", "encoder": "./my-encoder"},
+        stats={"lexicon": None, "pos_tagger": "treetagger"},
+    )
     problems = check_run(cfg)
-    assert _keys(problems) == ["aligner.encoder", "aligner.evaluation.data", "aligner.train.dev",
-                               "aligner.train.instances", "baselines.fastalign.fast_align_bin",
-                               "baselines.gold_pairs", "baselines.instances", "data.inputs", "frameid.encoder",
-                               "frameid.lexicon", "human_eval.results", "paraphraser.model", "stats.pos_tagger"]
+    assert _keys(problems) == [
+        "aligner.encoder",
+        "aligner.evaluation.data",
+        "aligner.train.dev",
+        "aligner.train.instances",
+        "baselines.fastalign.fast_align_bin",
+        "baselines.gold_pairs",
+        "baselines.instances",
+        "data.inputs",
+        "frameid.encoder",
+        "frameid.lexicon",
+        "human_eval.results",
+        "paraphraser.model",
+        "stats.pos_tagger",
+    ]
     text = "\n".join(map(str, problems))
     assert f"{tmp_path}: not a model directory (no config.json" in text  # the encoder: a folder, not a model
     assert "null means 'made from aligner.train.bitext', which is not set" in text
@@ -56,7 +72,9 @@ def test_every_missing_thing_is_reported_at_once_with_its_key(tmp_path):
 def test_a_release_directory_must_look_like_one(tmp_path):
     (tmp_path / "frameIndex.xml").write_text("<x/>")
     problems = check_run(_demo(data={"inputs": [str(tmp_path)]}))
-    assert _keys(problems) == ["data.inputs"] and "luIndex.xml, frRelation.xml, lu, fulltextIndex.xml" in str(problems[0])
+    assert _keys(problems) == ["data.inputs"] and "luIndex.xml, frRelation.xml, lu, fulltextIndex.xml" in str(
+        problems[0]
+    )
 
 
 def test_conll_and_jsonl_inputs_are_files_and_split_as_full_text(tmp_path):
@@ -84,7 +102,8 @@ def test_hub_models_must_be_cached_when_offline(tmp_path, monkeypatch):
     cfg = _demo(paraphraser={"train": None, "model": "org/paraphraser"}, frameid={"encoder": "org/missing"})
     assert [str(p) for p in check_run(cfg)] == [
         f"frameid.encoder: org/missing: not in the Hugging Face cache ({tmp_path}) and HF_HUB_OFFLINE=1: download it "
-        f"where there is internet (hf download NAME) into this cache, or give a local directory"]
+        f"where there is internet (hf download NAME) into this cache, or give a local directory"
+    ]
 
 
 def test_optional_dependencies_are_named_with_the_way_to_install_them():
@@ -103,13 +122,22 @@ def test_optional_dependencies_are_named_with_the_way_to_install_them():
 
 def test_nested_overrides_get_their_types_back():
     """Snakemake reads --config paraphraser='{beam_size: 4}' with YAML's BaseLoader: all strings."""
-    raw = {"paraphraser": {"beam_size": "4", "prefix": "4", "train": "null"}, "augmenters": "null",
-           "frameid": {"fractions": ["0.5", "1"], "seeds": ["0"]}, "aligner": {"train": {"features": ["df"]}},
-           "stats": {"pos_tagger": "null"}, "device": "cpu"}
-    assert coerce_overrides(raw) == {"paraphraser": {"beam_size": 4, "prefix": "4", "train": None}, "augmenters": None,
-                                     "frameid": {"fractions": [0.5, 1], "seeds": [0]},
-                                     "aligner": {"train": {"features": ["df"]}}, "stats": {"pos_tagger": None},
-                                     "device": "cpu"}
+    raw = {
+        "paraphraser": {"beam_size": "4", "prefix": "4", "train": "null"},
+        "augmenters": "null",
+        "frameid": {"fractions": ["0.5", "1"], "seeds": ["0"]},
+        "aligner": {"train": {"features": ["df"]}},
+        "stats": {"pos_tagger": "null"},
+        "device": "cpu",
+    }
+    assert coerce_overrides(raw) == {
+        "paraphraser": {"beam_size": 4, "prefix": "4", "train": None},
+        "augmenters": None,
+        "frameid": {"fractions": [0.5, 1], "seeds": [0]},
+        "aligner": {"train": {"features": ["df"]}},
+        "stats": {"pos_tagger": None},
+        "device": "cpu",
+    }
     assert coerce_overrides({"iterations": "many"}) == {"iterations": "many"}  # left for validation to report
 
 
@@ -135,12 +163,25 @@ def test_each_nullable_section_can_be_off_alone(section):
 
 
 def test_extra_aligner_training_files_are_checked(tmp_path):
-    cfg = _demo(aligner={"train": {"phrase_pairs": str(tmp_path / "gold.json"), "pretrain": [str(tmp_path)],
-                                   "synthetic_lexicon": str(tmp_path / "lexicon.json")}})
+    cfg = _demo(
+        aligner={
+            "train": {
+                "phrase_pairs": str(tmp_path / "gold.json"),
+                "pretrain": [str(tmp_path)],
+                "synthetic_lexicon": str(tmp_path / "lexicon.json"),
+            }
+        }
+    )
     problems = check_run(cfg)
-    assert _keys(problems) == ["aligner.train.phrase_pairs", "aligner.train.pretrain", "aligner.train.synthetic_lexicon"]
+    assert _keys(problems) == [
+        "aligner.train.phrase_pairs",
+        "aligner.train.pretrain",
+        "aligner.train.synthetic_lexicon",
+    ]
     text = "\n".join(map(str, problems))
-    assert "gold.json: no such file" in text and "a directory, not a file" in text and "lexicon.json: no such file" in text
+    assert (
+        "gold.json: no such file" in text and "a directory, not a file" in text and "lexicon.json: no such file" in text
+    )
     assert text.count("only the cross aligner pre-trains") == 2  # the demo trains the paper's aligner
     lexicon = str(REPO / "resources/demo/fndata-demo")
     assert check_run(_demo(aligner={"kind": "cross", "train": {"synthetic_lexicon": lexicon}})) == []

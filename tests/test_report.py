@@ -23,12 +23,16 @@ from spanaug.report.tables import table_page
 @pytest.fixture
 def run(tmp_path):
     """Two seeds, a three-iteration chain and a chain that ends when its output fails to align."""
-    seeds = [seed("s1", "Abby bought a car".split(), 1, 1, "Commerce_buy", "buy.v"),
-             seed("s2", "They quit <smoking>".split(), 1, 1, "Activity_stop", "quit.v")]
-    chain = [output("s1", 1, "Abby purchased a car".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s1", 2, "Yesterday Abby acquired a car".split(), 2, 2, "Commerce_buy", "buy.v", "acquire"),
-             output("s1", 3, "Abby got a car".split(), 1, 1, "Commerce_buy", "buy.v", "get"),
-             output("s2", 1, "They <b>gave</b> up".split(), None, None, "Activity_stop", "quit.v", None)]
+    seeds = [
+        seed("s1", ["Abby", "bought", "a", "car"], 1, 1, "Commerce_buy", "buy.v"),
+        seed("s2", ["They", "quit", "<smoking>"], 1, 1, "Activity_stop", "quit.v"),
+    ]
+    chain = [
+        output("s1", 1, ["Abby", "purchased", "a", "car"], 1, 1, "Commerce_buy", "buy.v", "purchase"),
+        output("s1", 2, ["Yesterday", "Abby", "acquired", "a", "car"], 2, 2, "Commerce_buy", "buy.v", "acquire"),
+        output("s1", 3, ["Abby", "got", "a", "car"], 1, 1, "Commerce_buy", "buy.v", "get"),
+        output("s2", 1, ["They", "<b>gave</b>", "up"], None, None, "Activity_stop", "quit.v", None),
+    ]
     write_augmented(tmp_path, seeds, chain)
     return tmp_path
 
@@ -47,8 +51,12 @@ def test_csv_table_page_escapes_text_formats_numbers_and_embeds_the_raw_file(tmp
 
 
 def test_json_table_page_shows_nested_tables_and_the_recorded_warnings_first(tmp_path):
-    data = {"judged_outputs": 3, "filters": {"lax": {"max_iteration": 3}}, "table": [{"filter": "lax", "outputs": 0}],
-            "warnings": [{"kind": "empty", "message": "filter 'lax' passes 0 of 3 aligned outputs"}]}
+    data = {
+        "judged_outputs": 3,
+        "filters": {"lax": {"max_iteration": 3}},
+        "table": [{"filter": "lax", "outputs": 0}],
+        "warnings": [{"kind": "empty", "message": "filter 'lax' passes 0 of 3 aligned outputs"}],
+    }
     (tmp_path / "f.json").write_text(json.dumps(data))
     page = table_page(tmp_path / "f.json")
     assert page.index("Warnings") < page.index("judged_outputs")
@@ -65,11 +73,39 @@ def test_long_tables_are_cut_and_say_so(tmp_path):
 def test_tables_command_writes_one_page_per_input(tmp_path):
     files.write_csv([{"a": 1}], tmp_path / "a.csv")
     (tmp_path / "b.json").write_text('{"x": 2}')
-    assert main(["report", "tables", "--inputs", str(tmp_path / "a.csv"), str(tmp_path / "b.json"), "--outputs",
-                 str(tmp_path / "a.html"), str(tmp_path / "b.html"), "--titles", "A", "B"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "tables",
+                "--inputs",
+                str(tmp_path / "a.csv"),
+                str(tmp_path / "b.json"),
+                "--outputs",
+                str(tmp_path / "a.html"),
+                str(tmp_path / "b.html"),
+                "--titles",
+                "A",
+                "B",
+            ]
+        )
+        == 0
+    )
     assert "<h1>A</h1>" in (tmp_path / "a.html").read_text() and "<h1>B</h1>" in (tmp_path / "b.html").read_text()
-    assert main(["report", "tables", "--inputs", str(tmp_path / "a.csv"), "--outputs", str(tmp_path / "x.html"),
-                 str(tmp_path / "y.html")]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "tables",
+                "--inputs",
+                str(tmp_path / "a.csv"),
+                "--outputs",
+                str(tmp_path / "x.html"),
+                str(tmp_path / "y.html"),
+            ]
+        )
+        == 2
+    )
 
 
 def test_marked_spans_are_escaped_and_nested():
@@ -112,44 +148,92 @@ def test_stages_record_empty_and_degraded_results(run, tmp_path):
     assert empty_warnings("paraphrastic", {"examples": 0, "filter": "lax"})[0]["kind"] == "empty"
     assert empty_warnings("paraphrastic", {"examples": 4, "filter": "lax"}) == []
     assert "0 span-alignment instances" in empty_warnings("graph", {"instances": 0, "chains": 2})[0]["message"]
-    rows = [{"system": "cosine (untrained)", "soft_f1": 0.8, "n": 10}, {"system": "Cue", "soft_f1": 0.1, "n": 10},
-            {"system": "Df+Mx+Cue+SBCE", "soft_f1": 0.6, "n": 10}, {"system": "+SBCE +tuned", "soft_f1": 0.9, "n": 10}]
+    rows = [
+        {"system": "cosine (untrained)", "soft_f1": 0.8, "n": 10},
+        {"system": "Cue", "soft_f1": 0.1, "n": 10},
+        {"system": "Df+Mx+Cue+SBCE", "soft_f1": 0.6, "n": 10},
+        {"system": "+SBCE +tuned", "soft_f1": 0.9, "n": 10},
+    ]
     assert [w["message"].split(":")[0] for w in below_baseline(rows)] == ["Df+Mx+Cue+SBCE"]  # Cue is an ablation
 
 
 def test_curves_equal_to_none_are_found():
-    rows = [{"augmenter": a, "fraction": f, "f1_mean": m, "f1_std": 0.0, "augmented_examples": e}
-            for a, f, m, e in [("none", 0.5, 0.4, 0), ("none", 1.0, 0.6, 0), ("geca", 0.5, 0.4, 0), ("geca", 1.0, 0.6, 0),
-                               ("lexsub", 0.5, 0.4, 3), ("lexsub", 1.0, 0.6, 5), ("paraphrastic", 0.5, 0.5, 3),
-                               ("paraphrastic", 1.0, 0.6, 4)]]
+    rows = [
+        {"augmenter": a, "fraction": f, "f1_mean": m, "f1_std": 0.0, "augmented_examples": e}
+        for a, f, m, e in [
+            ("none", 0.5, 0.4, 0),
+            ("none", 1.0, 0.6, 0),
+            ("geca", 0.5, 0.4, 0),
+            ("geca", 1.0, 0.6, 0),
+            ("lexsub", 0.5, 0.4, 3),
+            ("lexsub", 1.0, 0.6, 5),
+            ("paraphrastic", 0.5, 0.5, 3),
+            ("paraphrastic", 1.0, 0.6, 4),
+        ]
+    ]
     assert same_as_baseline(rows) == {"geca": True, "lexsub": False}
 
 
 def _shard_stats(root, iteration, shard, **stats):
     path = root / "iterations" / f"iter{iteration}" / f"shard{shard:03d}.paraphrase_stats.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"requests": 0, "outputs": 0, "violations_dropped": 0, "duplicates_dropped": 0,
-                                "requests_without_output": 0, **stats}))
+    path.write_text(
+        json.dumps(
+            {
+                "requests": 0,
+                "outputs": 0,
+                "violations_dropped": 0,
+                "duplicates_dropped": 0,
+                "requests_without_output": 0,
+                **stats,
+            }
+        )
+    )
     return path
 
 
 def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
     res = tmp_path / "res"
-    stats = [_shard_stats(res, 1, 0, requests=10, outputs=24, violations_dropped=40, requests_without_output=2),
-             _shard_stats(res, 1, 1, requests=10, outputs=30), _shard_stats(res, 2, 0), _shard_stats(res, 2, 1)]
+    stats = [
+        _shard_stats(res, 1, 0, requests=10, outputs=24, violations_dropped=40, requests_without_output=2),
+        _shard_stats(res, 1, 1, requests=10, outputs=30),
+        _shard_stats(res, 2, 0),
+        _shard_stats(res, 2, 1),
+    ]
     (res / "models/aligner").mkdir(parents=True)
     (res / "models/aligner" / modeldir.CONFIG_FILE).write_text(json.dumps({"threshold": 0.0}))
     files.write_csv([{"iteration": 1, "outputs": 4, "aligned": 4}], res / "per_iteration.csv")
-    files.write_csv([{"augmenter": a, "fraction": 1.0, "seeds": 1, "f1_mean": 0.5, "f1_std": 0.0,
-                      "train_sentences": 4, "augmented_examples": e} for a, e in [("none", 0), ("geca", 0)]],
-                    res / "frameid/curves.csv")
+    files.write_csv(
+        [
+            {
+                "augmenter": a,
+                "fraction": 1.0,
+                "seeds": 1,
+                "f1_mean": 0.5,
+                "f1_std": 0.0,
+                "train_sentences": 4,
+                "augmented_examples": e,
+            }
+            for a, e in [("none", 0), ("geca", 0)]
+        ],
+        res / "frameid/curves.csv",
+    )
     geca = res / "augmenters/geca.json"
     geca.parent.mkdir(parents=True)
-    geca.write_text(json.dumps({"examples": 0, "warnings": empty_warnings("geca", {"examples": 0, "fragment_pairs": 0})}))
+    geca.write_text(
+        json.dumps({"examples": 0, "warnings": empty_warnings("geca", {"examples": 0, "fragment_pairs": 0})})
+    )
     (res / "human_eval.json").write_text("{}")
-    records, para = warnings.collect([geca], stats, width=6, aligner=res / "models/aligner",
-                                     per_iteration=res / "per_iteration.csv", curves=res / "frameid/curves.csv",
-                                     simulated_judgments=res / "human_eval.json", base=res)
+    records, para = warnings.collect(
+        [geca],
+        stats,
+        width=6,
+        aligner=res / "models/aligner",
+        per_iteration=res / "per_iteration.csv",
+        curves=res / "frameid/curves.csv",
+        simulated_judgments=res / "human_eval.json",
+        base=res,
+    )
     assert para[0]["requests"] == 20 and para[0]["requests_without_output"] == 2
     assert para[0]["violation_share_of_candidates"] == pytest.approx(40 / 120)
     by_stage = {}
@@ -171,10 +255,12 @@ def test_only_an_untuned_null_threshold_is_a_warning(tmp_path):
     """A threshold of 0 chosen on held-out pairs is measured, not degraded; one never tuned is."""
     model = tmp_path / "aligner"
     model.mkdir()
-    for saved, flagged in [({"threshold": 0.0, "threshold_source": "untuned"}, True),
-                           ({"threshold": 0.0, "threshold_source": "held-out 10% of training pairs"}, False),
-                           ({"threshold": 0.3, "threshold_source": "dev instances"}, False),
-                           ({"threshold": 0.0}, True)]:  # saved before threshold_source existed
+    for saved, flagged in [
+        ({"threshold": 0.0, "threshold_source": "untuned"}, True),
+        ({"threshold": 0.0, "threshold_source": "held-out 10% of training pairs"}, False),
+        ({"threshold": 0.3, "threshold_source": "dev instances"}, False),
+        ({"threshold": 0.0}, True),
+    ]:  # saved before threshold_source existed
         (model / modeldir.CONFIG_FILE).write_text(json.dumps(saved))
         assert bool(warnings.aligner_warnings(model)) is flagged, saved
 
@@ -185,18 +271,65 @@ def test_warnings_and_summary_commands(run, tmp_path):
     files.write_csv(rows, tmp_path / "per_iteration.csv")
     filter_stage(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "filtering")
     shard = _shard_stats(tmp_path, 1, 0, requests=2, outputs=2)
-    assert main(["report", "warnings", "--summaries", str(tmp_path / "report/stats.json"), str(tmp_path / "filtering/filters.json"),
-                 "--paraphrase-stats", str(shard), "--width", "3", "--out-json", str(tmp_path / "w.json"),
-                 "--out-html", str(tmp_path / "w.html"), "--out-paraphrase-csv", str(tmp_path / "p.csv"),
-                 "--out-paraphrase-html", str(tmp_path / "p.html")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "warnings",
+                "--summaries",
+                str(tmp_path / "report/stats.json"),
+                str(tmp_path / "filtering/filters.json"),
+                "--paraphrase-stats",
+                str(shard),
+                "--width",
+                "3",
+                "--out-json",
+                str(tmp_path / "w.json"),
+                "--out-html",
+                str(tmp_path / "w.html"),
+                "--out-paraphrase-csv",
+                str(tmp_path / "p.csv"),
+                "--out-paraphrase-html",
+                str(tmp_path / "p.html"),
+            ]
+        )
+        == 0
+    )
     records = warnings.load(tmp_path / "w.json")
     assert {r["stage"] for r in records} == {"intrinsic statistics", "filters (Table 4)"}
-    run_json = json.dumps({"run_name": "framenet", "inputs": ["fndata-1.7"], "demo": False, "iterations": 3,
-                           "n_shards": 2, "paraphraser": "humarin/chatgpt_paraphraser_on_T5_base", "encoder": "bert"})
-    args = ["report", "summary", "--run", run_json, "--stats", str(tmp_path / "report/stats.json"), "--per-iteration",
-            str(tmp_path / "per_iteration.csv"), "--filters", str(tmp_path / "filtering/filters.json"), "--warnings",
-            str(tmp_path / "w.json"), "--paraphrase", str(tmp_path / "p.csv"), "--out-html", str(tmp_path / "s.html"),
-            "--out-fragment", str(tmp_path / "s_fragment.html"), "--out-json", str(tmp_path / "s.json")]
+    run_json = json.dumps(
+        {
+            "run_name": "framenet",
+            "inputs": ["fndata-1.7"],
+            "demo": False,
+            "iterations": 3,
+            "n_shards": 2,
+            "paraphraser": "humarin/chatgpt_paraphraser_on_T5_base",
+            "encoder": "bert",
+        }
+    )
+    args = [
+        "report",
+        "summary",
+        "--run",
+        run_json,
+        "--stats",
+        str(tmp_path / "report/stats.json"),
+        "--per-iteration",
+        str(tmp_path / "per_iteration.csv"),
+        "--filters",
+        str(tmp_path / "filtering/filters.json"),
+        "--warnings",
+        str(tmp_path / "w.json"),
+        "--paraphrase",
+        str(tmp_path / "p.csv"),
+        "--out-html",
+        str(tmp_path / "s.html"),
+        "--out-fragment",
+        str(tmp_path / "s_fragment.html"),
+        "--out-json",
+        str(tmp_path / "s.json"),
+    ]
     assert main(args) == 0
     page = (tmp_path / "s.html").read_text()
     assert "Run <strong>framenet</strong>" in page and "Demo run" not in page and "humarin/chatgpt" in page
@@ -204,7 +337,9 @@ def test_warnings_and_summary_commands(run, tmp_path):
     fragment = (tmp_path / "s_fragment.html").read_text()
     assert fragment.startswith('<div class="spanaug-summary">') and "<html" not in fragment
     assert json.loads((tmp_path / "s.json").read_text())["dataset"]["outputs"] == 4
-    assert main([*args[:3], json.dumps({"run_name": "demo", "demo": True, "simulated_judgments": True}), *args[4:]]) == 0
+    assert (
+        main([*args[:3], json.dumps({"run_name": "demo", "demo": True, "simulated_judgments": True}), *args[4:]]) == 0
+    )
     page = (tmp_path / "s.html").read_text()
     assert "Demo run." in page and "<strong>simulated</strong>" in page
 
@@ -221,9 +356,12 @@ def test_per_iteration_plot_draws_scores_and_names_unaligned_outputs(tmp_path, m
 
     def save(fig, path):
         drawn["axes"] = fig.axes
+
     monkeypatch.setattr(plotting, "save", save)
-    plot_per_iteration([{"iteration": 1, "outputs": 4, "aligned": 3, "mean_paraphrase_score": 0.5,
-                         "mean_aligner_score": 0.9}], tmp_path / "p.png")
+    plot_per_iteration(
+        [{"iteration": 1, "outputs": 4, "aligned": 3, "mean_paraphrase_score": 0.5, "mean_aligner_score": 0.9}],
+        tmp_path / "p.png",
+    )
     labels = [t.get_text() for ax in drawn["axes"] if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert "no span aligned (1 in all)" in labels and "mean aligner score" in labels
     assert any("mean paraphrase score" in label for label in labels)

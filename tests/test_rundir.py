@@ -24,8 +24,12 @@ def _dead_pid():
 
 
 def test_a_changed_config_stops_the_run_naming_what_changed(tmp_path):
-    config = {"run_name": "r", "iterations": 3, "paraphraser": {"beam_size": 20, "prefix": ""},
-              "resources": {"gpu": {"mem_mb": 1}}}
+    config = {
+        "run_name": "r",
+        "iterations": 3,
+        "paraphraser": {"beam_size": 20, "prefix": ""},
+        "resources": {"gpu": {"mem_mb": 1}},
+    }
     rundir.guard_record(config, tmp_path, forced=False)  # nothing recorded yet: recorded now
     assert (tmp_path / rundir.RECORD).is_file()
     rundir.guard_record(config, tmp_path, forced=False)  # same config: fine
@@ -148,9 +152,11 @@ def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path):
 def test_a_killed_writer_leaves_a_temporary_the_next_run_removes(tmp_path):
     """kill -9 during a write: the target is untouched, the temporary is stale and goes."""
     target = tmp_path / "out.json"
-    code = ("import time, sys; from spanaug.core.files import atomic_path\n"
-            "with atomic_path(sys.argv[1]) as tmp:\n    tmp.write_text('half'); print('writing', flush=True); "
-            "time.sleep(60)\n")
+    code = (
+        "import time, sys; from spanaug.core.files import atomic_path\n"
+        "with atomic_path(sys.argv[1]) as tmp:\n    tmp.write_text('half'); print('writing', flush=True); "
+        "time.sleep(60)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "writing"
     os.kill(proc.pid, signal.SIGKILL)

@@ -6,7 +6,8 @@ import pytest
 from conftest import CORPUS, copy_task, output, seed
 
 from spanaug.core import artifacts
-from spanaug.core.config import AlignerConfig, AlignerTrainSettings, ConstraintSettings, DecodeSettings
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
+from spanaug.core.config import ConstraintSettings, DecodeSettings
 from spanaug.pipeline.constraints import expand_stage
 from spanaug.pipeline.iterations import assemble, init_shards, select_stage
 from spanaug.pipeline.seeds import shard_of
@@ -30,8 +31,10 @@ def test_init_shards_partitions_the_seeds_stably(tmp_path):
 
 
 def test_expand_stage_turns_outputs_into_requests(tmp_path):
-    chain = [output("s1", 1, "He purchased it".split(), 1, 1, "Commerce_buy", "buy.v", "purchase"),
-             output("s2", 1, "He it".split(), None, None, "Commerce_buy", "buy.v", None)]
+    chain = [
+        output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase"),
+        output("s2", 1, ["He", "it"], None, None, "Commerce_buy", "buy.v", None),
+    ]
     chain[0]["constraints"] = ["bought"]
     artifacts.write_table(chain, tmp_path / "chain.parquet", artifacts.CHAIN)
     n = expand_stage(tmp_path / "chain.parquet", tmp_path / "req.parquet", 2, ConstraintSettings(case_variants=False))
@@ -48,33 +51,58 @@ def aligned_rows(beams):
     rows = []
     for sid, rank, score, span in beams:
         tokens = ["They", "acquired", "it", sid]
-        rows.append({"seed_id": sid, "frame": "Commerce_buy", "lexical_unit": "buy.v", "seed_trigger": "bought",
-                     "iteration": 1, "source_tokens": ["They", "bought", "it"], "source_text": "They bought it",
-                     "source_span_start": 1, "source_span_end": 1, "constraints": ["bought"], "beam_rank": rank,
-                     "paraphrase_tokens": tokens, "paraphrase_text": " ".join(tokens), "paraphrase_score": 0.1 * rank,
-                     "aligned_start": span[0] if span else None, "aligned_end": span[1] if span else None,
-                     "aligner_score": score})
+        rows.append(
+            {
+                "seed_id": sid,
+                "frame": "Commerce_buy",
+                "lexical_unit": "buy.v",
+                "seed_trigger": "bought",
+                "iteration": 1,
+                "source_tokens": ["They", "bought", "it"],
+                "source_text": "They bought it",
+                "source_span_start": 1,
+                "source_span_end": 1,
+                "constraints": ["bought"],
+                "beam_rank": rank,
+                "paraphrase_tokens": tokens,
+                "paraphrase_text": " ".join(tokens),
+                "paraphrase_score": 0.1 * rank,
+                "aligned_start": span[0] if span else None,
+                "aligned_end": span[1] if span else None,
+                "aligner_score": score,
+            }
+        )
     return rows
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 2, 3, 100])
 def test_select_stage_keeps_the_best_aligned_beam_across_chunks(tmp_path, chunk_rows):
-    beams = [("a", 0, 0.2, (1, 1)), ("a", 1, 0.9, (1, 2)), ("a", 2, 0.9, (0, 0)),  # tie: the better-ranked beam
-             ("b", 0, 0.7, None), ("b", 1, 0.1, (1, 1)),
-             ("c", 0, 0.5, (1, 1))]
+    beams = [
+        ("a", 0, 0.2, (1, 1)),
+        ("a", 1, 0.9, (1, 2)),
+        ("a", 2, 0.9, (0, 0)),  # tie: the better-ranked beam
+        ("b", 0, 0.7, None),
+        ("b", 1, 0.1, (1, 1)),
+        ("c", 0, 0.5, (1, 1)),
+    ]
     artifacts.write_table(aligned_rows(beams), tmp_path / "aligned.parquet", artifacts.ALIGNED)
     assert select_stage(tmp_path / "aligned.parquet", tmp_path / "chain.parquet", chunk_rows=chunk_rows) == 3
     rows = {r["seed_id"]: r for r in artifacts.read_table(tmp_path / "chain.parquet", artifacts.CHAIN).to_pylist()}
-    assert (rows["a"]["beam_rank"], rows["a"]["aligned_text"], rows["a"]["aligned_lemma"]) == (1, "acquired it",
-                                                                                              "acquire it")
+    assert (rows["a"]["beam_rank"], rows["a"]["aligned_text"], rows["a"]["aligned_lemma"]) == (
+        1,
+        "acquired it",
+        "acquire it",
+    )
     assert (rows["b"]["beam_rank"], rows["b"]["aligned_start"], rows["b"]["aligned_text"]) == (0, None, None)
     assert rows["c"]["aligner_score"] == pytest.approx(0.5)
 
 
 def test_assemble_numbers_the_outputs_and_leaves_the_seeds_out(tmp_path):
-    it0 = [output("s1", 0, "They bought it".split(), 1, 1, "F", "buy.v", "buy")]
-    it1 = [output("s1", 1, "They got it".split(), 1, 1, "F", "buy.v", "get"),
-           output("s2", 1, "x y".split(), None, None, "F", "buy.v", None)]
+    it0 = [output("s1", 0, ["They", "bought", "it"], 1, 1, "F", "buy.v", "buy")]
+    it1 = [
+        output("s1", 1, ["They", "got", "it"], 1, 1, "F", "buy.v", "get"),
+        output("s2", 1, ["x", "y"], None, None, "F", "buy.v", None),
+    ]
     artifacts.write_table(it0, tmp_path / "i0.parquet", artifacts.CHAIN)
     artifacts.write_table(it1, tmp_path / "i1.parquet", artifacts.CHAIN)
     assert assemble([tmp_path / "i0.parquet", tmp_path / "i1.parquet"], tmp_path / "aug.parquet") == 2
@@ -83,9 +111,21 @@ def test_assemble_numbers_the_outputs_and_leaves_the_seeds_out(tmp_path):
 
 
 def requests_table(texts, constraints):
-    return [{"seed_id": f"s{i}", "frame": "F", "lexical_unit": "x.v", "seed_trigger": "x", "iteration": 1,
-             "source_tokens": text.split(), "source_text": text, "source_span_start": 0, "source_span_end": 0,
-             "constraints": constraints} for i, text in enumerate(texts)]
+    return [
+        {
+            "seed_id": f"s{i}",
+            "frame": "F",
+            "lexical_unit": "x.v",
+            "seed_trigger": "x",
+            "iteration": 1,
+            "source_tokens": text.split(),
+            "source_text": text,
+            "source_span_start": 0,
+            "source_span_end": 0,
+            "constraints": constraints,
+        }
+        for i, text in enumerate(texts)
+    ]
 
 
 def test_paraphrase_stage_writes_ranked_beams_and_its_counts(tiny_paraphraser, tmp_path):
@@ -94,8 +134,14 @@ def test_paraphrase_stage_writes_ranked_beams_and_its_counts(tiny_paraphraser, t
 
     artifacts.write_table(requests_table(CORPUS[:4], ["the", "The"]), tmp_path / "req.parquet", artifacts.REQUESTS)
     cfg = DecodeSettings(model=tiny_paraphraser, beam_size=4, return_top=2, max_new_tokens=10, dtype="float32")
-    paraphrase_stage(tmp_path / "req.parquet", tmp_path / "para.parquet", cfg, "cpu", stats_path=tmp_path / "stats.json",
-                     chunk_rows=3)  # two chunks
+    paraphrase_stage(
+        tmp_path / "req.parquet",
+        tmp_path / "para.parquet",
+        cfg,
+        "cpu",
+        stats_path=tmp_path / "stats.json",
+        chunk_rows=3,
+    )  # two chunks
     rows = artifacts.read_table(tmp_path / "para.parquet", artifacts.PARAPHRASES).to_pylist()
     counts = json.loads((tmp_path / "stats.json").read_text())
     assert counts["requests"] == 4 and counts["outputs"] == len(rows) > 0
@@ -114,16 +160,20 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
     from spanaug.pipeline.aligner.stage import align_stage
     from spanaug.pipeline.aligner.training import train_aligner
 
-    aligner, _ = train_aligner(copy_task(60, 0), AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
-                               AlignerTrainSettings(epochs=2), device="cpu", progress=False)
+    aligner, _ = train_aligner(
+        copy_task(60, 0),
+        AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
+        AlignerTrainSettings(epochs=2),
+        device="cpu",
+        progress=False,
+    )
     aligner.save_pretrained(tmp_path / "aligner")
     rows = aligned_rows([("a", 0, 0.0, None), ("a", 1, 0.0, None), ("b", 0, 0.0, None)])
     for row in rows:
         for key in ("aligned_start", "aligned_end", "aligner_score"):
             del row[key]
     artifacts.write_table(rows, tmp_path / "para.parquet", artifacts.PARAPHRASES)
-    assert align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "aligned.parquet",
-                       device="cpu") == 3
+    assert align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "aligned.parquet", device="cpu") == 3
     out = artifacts.read_table(tmp_path / "aligned.parquet", artifacts.ALIGNED).to_pylist()
     assert [(r["seed_id"], r["beam_rank"]) for r in out] == [("a", 0), ("a", 1), ("b", 0)]
     for r in out:

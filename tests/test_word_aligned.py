@@ -27,9 +27,17 @@ def test_phrase_rule(tmp_path):
     # "bought" -> "purchased" (1:1, rewritten); "car" -> "car" (same text: no instance);
     # "last week" -> "seven days ago" is one block; "quickly" has no link (null instance).
     path = tmp_path / "a.json"
-    path.write_text(json.dumps([pair("Abby bought the car quickly last week",
-                                     "Abby purchased the car seven days ago",
-                                     "0-0 1-1 2-2 3-3 5-4 5-5 6-6 6-4")]))
+    path.write_text(
+        json.dumps(
+            [
+                pair(
+                    "Abby bought the car quickly last week",
+                    "Abby purchased the car seven days ago",
+                    "0-0 1-1 2-2 3-3 5-4 5-5 6-6 6-4",
+                )
+            ]
+        )
+    )
     insts = instances_from_alignments(read_aligned_json(path), null_share=0.5)
     assert spans(insts) == {((1, 1), (1, 1)), ((5, 6), (4, 6)), ((4, 4), None)}
 
@@ -65,8 +73,10 @@ def test_alignment_scores_by_hand():
 
 def test_span_tsv_exclusive_ends(tmp_path):
     path = tmp_path / "s.tsv"
-    path.write_text("source\ts\te\ttarget\ta\tb\nAbby bought a car\t1\t2\tAbby purchased a car\t1\t2\n"
-                    "Abby left\t1\t2\tAbby stayed\t-1\t-1\nx y\t1\t3\tz\t0\t1\n")
+    path.write_text(
+        "source\ts\te\ttarget\ta\tb\nAbby bought a car\t1\t2\tAbby purchased a car\t1\t2\n"
+        "Abby left\t1\t2\tAbby stayed\t-1\t-1\nx y\t1\t3\tz\t0\t1\n"
+    )
     with pytest.raises(InputError, match=r"s\.tsv, line 4: source span"):
         read_span_tsv(path)
     path.write_text("\n".join(path.read_text().splitlines()[:3]) + "\n")

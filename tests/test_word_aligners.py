@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from spanaug.cli.main import main
-from spanaug.core.config import FastAlignSettings
+from spanaug.core.aligner_settings import FastAlignSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.evaluation.discalign import DiscAlignConfig, DiscAligner
@@ -16,7 +16,24 @@ from spanaug.evaluation.word_alignment import alignment_scores, grow_diag_final_
 from spanaug.pipeline.aligner.instances import Instance, read_predictions
 from spanaug.pipeline.aligner.word_aligned import AlignedPair
 
-WORDS = "Abby bought a car from Robin last week the company purchased steel three suppliers children walked".split()
+WORDS = [
+    "Abby",
+    "bought",
+    "a",
+    "car",
+    "from",
+    "Robin",
+    "last",
+    "week",
+    "the",
+    "company",
+    "purchased",
+    "steel",
+    "three",
+    "suppliers",
+    "children",
+    "walked",
+]
 
 
 def test_projection_takes_the_maximal_covered_span():
@@ -44,7 +61,9 @@ def copy_pairs(n, seed):
 def test_fastalign_in_process_aligns_copies():
     sents = copy_pairs(150, 0)
     links = fast_align([(s, s) for s in sents[:20]], [(s, s) for s in sents[20:]])
-    gold = [AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set()) for n, s in enumerate(sents[:20])]
+    gold = [
+        AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set()) for n, s in enumerate(sents[:20])
+    ]
     scores = alignment_scores(gold, [links[g.key] for g in gold])
     assert scores["f1"] > 0.9, scores
 
@@ -70,13 +89,17 @@ for line in open(args[args.index("-i") + 1]):
 
 
 def test_discalign_learns_copy_alignment(tiny_encoder, tmp_path):
-    train = [AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set())
-             for n, s in enumerate(copy_pairs(120, 1))]
+    train = [
+        AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set())
+        for n, s in enumerate(copy_pairs(120, 1))
+    ]
     model = DiscAligner(DiscAlignConfig(encoder=tiny_encoder, projection=32), device="cpu")
     history = model.train(train, epochs=15, seed=0, learning_rate=3e-3, progress=False)
     assert history[-1] < history[0]
-    test = [AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set())
-            for n, s in enumerate(copy_pairs(30, 2))]
+    test = [
+        AlignedPair(str(n), list(s), list(s), {(i, i) for i in range(len(s))}, set())
+        for n, s in enumerate(copy_pairs(30, 2))
+    ]
     links = model.align([p.key for p in test])
     scores = alignment_scores(test, [links[p.key] for p in test])
     assert scores["f1"] > 0.8, scores
@@ -88,8 +111,16 @@ def test_discalign_learns_copy_alignment(tiny_encoder, tmp_path):
 def write_copy_data(tmp_path, n, seed):
     """Gold word-aligned copy pairs and one-word span instances made from them."""
     sents = copy_pairs(n, seed)
-    gold = [{"id": str(k), "source": " ".join(s), "target": " ".join(s),
-             "sureAlign": " ".join(f"{i}-{i}" for i in range(len(s))), "possibleAlign": ""} for k, s in enumerate(sents)]
+    gold = [
+        {
+            "id": str(k),
+            "source": " ".join(s),
+            "target": " ".join(s),
+            "sureAlign": " ".join(f"{i}-{i}" for i in range(len(s))),
+            "possibleAlign": "",
+        }
+        for k, s in enumerate(sents)
+    ]
     insts = [Instance(f"{k}:{i}", list(s), list(s), (i, i), (i, i)) for k, s in enumerate(sents) for i in (0, 2)]
     (tmp_path / "gold.json").write_text(json.dumps(gold))
     (tmp_path / "inst.jsonl").write_text("".join(json.dumps(i.as_json()) + "\n" for i in insts))
@@ -99,12 +130,42 @@ def write_copy_data(tmp_path, n, seed):
 def test_cli_discalign_and_fastalign_predictions(tiny_encoder, tmp_path):
     insts = write_copy_data(tmp_path, 60, 3)
     model = tmp_path / "disc"
-    assert main(["baseline", "discalign", "train", "--gold", str(tmp_path / "gold.json"), "--encoder", tiny_encoder,
-                 "--out", str(model), "--epochs", "3", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "baseline",
+                "discalign",
+                "train",
+                "--gold",
+                str(tmp_path / "gold.json"),
+                "--encoder",
+                tiny_encoder,
+                "--out",
+                str(model),
+                "--epochs",
+                "3",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     for argv in (["baseline", "discalign", "predict", "--model", str(model)], ["baseline", "fastalign"]):
         out = tmp_path / "pred.jsonl"
-        assert main([*argv, "--instances", str(tmp_path / "inst.jsonl"), "--out", str(out),
-                     "--links-out", str(tmp_path / "links.json")]) == 0
+        assert (
+            main(
+                [
+                    *argv,
+                    "--instances",
+                    str(tmp_path / "inst.jsonl"),
+                    "--out",
+                    str(out),
+                    "--links-out",
+                    str(tmp_path / "links.json"),
+                ]
+            )
+            == 0
+        )
         preds = read_predictions(out)
         assert set(preds) == {i.id for i in insts}
         assert len(json.loads((tmp_path / "links.json").read_text())) == 60
@@ -115,10 +176,30 @@ def test_cli_discalign_and_fastalign_predictions(tiny_encoder, tmp_path):
 def test_compare_writes_tables_one_and_two(tiny_encoder, tmp_path):
     write_copy_data(tmp_path, 80, 4)
     out = tmp_path / "cmp"
-    assert main(["baseline", "compare", "--instances", str(tmp_path / "inst.jsonl"), "--gold-pairs",
-                 str(tmp_path / "gold.json"), "--encoder", tiny_encoder, "--out-dir", str(out), "--epochs", "2",
-                 "--k", "1", "--device", "cpu"]) == 0
-    rows = list(csv.DictReader(open(out / "comparison.csv")))
+    assert (
+        main(
+            [
+                "baseline",
+                "compare",
+                "--instances",
+                str(tmp_path / "inst.jsonl"),
+                "--gold-pairs",
+                str(tmp_path / "gold.json"),
+                "--encoder",
+                tiny_encoder,
+                "--out-dir",
+                str(out),
+                "--epochs",
+                "2",
+                "--k",
+                "1",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
+    rows = list(csv.DictReader((out / "comparison.csv").read_text().splitlines()))
     assert [r["system"] for r in rows] == ["FastAlign", "DiscAlign", "span aligner (ours)"]
     assert rows[0]["aer"] and rows[1]["aer"] and not rows[2]["aer"]
     assert (out / "comparison.png").is_file()

@@ -25,8 +25,18 @@ def _run(workdir, config, *args, check=True, env=None):
     # As the README runs it: no virtual environment on PATH (rules find the spanaug beside Snakemake).
     env = {**os.environ, **(env or {})}
     configs = [str(c) for c in (config if isinstance(config, list) else [config])]
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", *configs,
-           "--cores", "2", *args]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        *configs,
+        "--cores",
+        "2",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stdout[-3000:] + proc.stderr[-6000:])
@@ -55,8 +65,9 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     # answer "no alignment" for every output (it did on one machine), and nothing downstream would
     # have an aligned span to use. Untuned, every output aligns; the warnings page must then say so.
     config["aligner"]["train"].update(bitext=str(REPO / "resources/demo/bitext.tsv"), epochs=2, threshold_holdout=0)
-    config["frameid"].update(encoder=tiny_encoder, lexicon=str(REPO / "resources/demo/fndata-demo"), seeds=[0],
-                             epochs=2)
+    config["frameid"].update(
+        encoder=tiny_encoder, lexicon=str(REPO / "resources/demo/fndata-demo"), seeds=[0], epochs=2
+    )
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     _run(work, path)
@@ -68,8 +79,19 @@ def test_outputs_and_schema(run):
     table = artifacts.read_table(res / "augmented.parquet", artifacts.AUGMENTED)
     assert table.num_rows > 0
     assert set(table.column("iteration").to_pylist()) <= {1, 2}
-    for name in ["seed_id", "frame", "iteration", "paraphrase_text", "paraphrase_tokens", "aligned_start",
-                 "aligned_end", "aligned_text", "paraphrase_score", "aligner_score", "constraints"]:
+    for name in [
+        "seed_id",
+        "frame",
+        "iteration",
+        "paraphrase_text",
+        "paraphrase_tokens",
+        "aligned_start",
+        "aligned_end",
+        "aligned_text",
+        "paraphrase_score",
+        "aligner_score",
+        "constraints",
+    ]:
         assert name in table.column_names
     row = table.to_pylist()[0]
     assert row["constraints"] and row["seed_trigger"] in row["constraints"]
@@ -82,9 +104,10 @@ def test_outputs_and_schema(run):
 def test_augmenter_comparison(run):
     _, _, res = run
     curve = [line.split(",") for line in (res / "frameid/curves.csv").read_text().splitlines()[1:]]
-    assert {(row[0], row[1]) for row in curve} == {(a, f) for a in ("none", "paraphrastic", "lexsub", "geca")
-                                                   for f in ("0.5", "1.0")}
-    examples = dict(((row[0], row[1]), float(row[6])) for row in curve)
+    assert {(row[0], row[1]) for row in curve} == {
+        (a, f) for a in ("none", "paraphrastic", "lexsub", "geca") for f in ("0.5", "1.0")
+    }
+    examples = {(row[0], row[1]): float(row[6]) for row in curve}
     assert examples[("none", "1.0")] == 0 and examples[("paraphrastic", "1.0")] > 0
     assert (res / "frameid/curves.png").is_file() and (res / "frameid/lexicon_baseline.json").is_file()
     graph = json.loads((res / "augmenters/graph.json").read_text())
@@ -96,9 +119,19 @@ def test_augmenter_comparison(run):
 def test_report_pages_release_and_the_snakemake_report(run):
     """Every table is an HTML entry, the overview pages come first, the landing page has the summary."""
     work, config, res = run
-    for page in ["report/summary.html", "report/warnings.html", "report/chains.html", "report/paraphrase_stage.html",
-                 "report/stats.html", "filtering/filters.html", "frameid/curves.html", "human_eval/span_task.html",
-                 "aligner_eval/table2/ablation.html", "release/README.md", "release/augmented.conll"]:
+    for page in [
+        "report/summary.html",
+        "report/warnings.html",
+        "report/chains.html",
+        "report/paraphrase_stage.html",
+        "report/stats.html",
+        "filtering/filters.html",
+        "frameid/curves.html",
+        "human_eval/span_task.html",
+        "aligner_eval/table2/ablation.html",
+        "release/README.md",
+        "release/augmented.conll",
+    ]:
         assert (res / page).is_file(), page
     records = json.loads((res / "report/warnings.json").read_text())["warnings"]
     stages = {r["stage"] for r in records}
@@ -133,9 +166,15 @@ def test_killed_run_rebuilds_only_the_lost_shard_and_its_dependents(run):
     work, config, res = run
     victim = res / "iterations/iter1/shard001.aligned.parquet"
     before = hashlib.sha256(victim.read_bytes()).hexdigest()
-    lost = [victim, res / "iterations/iter1/shard001.chain.parquet", res / "iterations/iter1.chain.parquet",
-            *sorted((res / "iterations/iter2").glob("shard001.*")), res / "iterations/iter2.chain.parquet",
-            res / "augmented.parquet", *sorted((res / "report").iterdir())]
+    lost = [
+        victim,
+        res / "iterations/iter1/shard001.chain.parquet",
+        res / "iterations/iter1.chain.parquet",
+        *sorted((res / "iterations/iter2").glob("shard001.*")),
+        res / "iterations/iter2.chain.parquet",
+        res / "augmented.parquet",
+        *sorted((res / "report").iterdir()),
+    ]
     for path in lost:
         path.unlink()
     counts = _job_counts(_run(work, config, "-n").stdout)
@@ -168,7 +207,13 @@ def test_optional_sections_can_be_switched_off(run, tmp_path):
     # Only the filter reruns (without human evaluation it loses its judgments input), and what reads
     # its results or lost optional inputs: its table page, the warnings, the summary, the card.
     assert "Nothing to be done" in out or set(_job_counts(out)) <= {
-        "filter_outputs", "report_table_filtering_filters", "report_warnings", "report_summary", "export_card", "all"}
+        "filter_outputs",
+        "report_table_filtering_filters",
+        "report_warnings",
+        "report_summary",
+        "export_card",
+        "all",
+    }
 
 
 def test_production_config_dry_runs_with_gpu_resources(tmp_path):
@@ -176,7 +221,9 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
-    proc = subprocess.run([SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     warning = "preflight (SPANAUG_PREFLIGHT=warn): data.inputs: data/fndata-1.7: no such directory"
     assert warning in proc.stdout + proc.stderr
@@ -213,14 +260,22 @@ def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):
         assert proc.returncode != 0 and "spanaug: error: the config names things that are missing (4)" in out
         for key in ("data.inputs", "paraphraser.model", "aligner.encoder", "stats.pos_tagger"):
             assert f"  - {key}: " in out, key
-        assert "Traceback" not in out and "File \"" not in out
+        assert "Traceback" not in out and 'File "' not in out
     assert not (tmp_path / "results").exists()  # no job ran
 
 
 def test_overrides_keep_their_types_and_a_second_configfile_merges(run, tmp_path):
     work, config, _ = run
-    proc = _run(work, config, "-n", "-p", "--config", "paraphraser={beam_size: 4, return_top: 2}", "augmenters=null",
-                "run_name=typed")
+    proc = _run(
+        work,
+        config,
+        "-n",
+        "-p",
+        "--config",
+        "paraphraser={beam_size: 4, return_top: 2}",
+        "augmenters=null",
+        "run_name=typed",
+    )
     assert "--beam-size 4 --return-top 2" in proc.stdout and "results/typed/" in proc.stdout
     assert "Figure 8 compares none with geca" in proc.stdout + proc.stderr
     override = tmp_path / "ablation.yaml"
@@ -235,8 +290,17 @@ def test_cross_aligner_sources_from_config_plan_as_jobs(run, tmp_path):
     work, config, _ = run
     lexicon = REPO / "resources/demo/fndata-demo"
     override = tmp_path / "cross.yaml"
-    override.write_text(yaml.safe_dump({"run_name": "synth", "aligner": {"kind": "cross", "train": {
-        "reversed": True, "synthetic_lexicon": str(lexicon), "phrase_max_per_pair": 6}}}))
+    override.write_text(
+        yaml.safe_dump(
+            {
+                "run_name": "synth",
+                "aligner": {
+                    "kind": "cross",
+                    "train": {"reversed": True, "synthetic_lexicon": str(lexicon), "phrase_max_per_pair": 6},
+                },
+            }
+        )
+    )
     proc = _run(work, [config, override], "-n", "-p")
     counts = _job_counts(proc.stdout)
     assert counts.get("make_synthetic_instances") == 1
@@ -268,8 +332,17 @@ def _killed_then_rerun(tmp_path, reference, config, when):
     work.mkdir()
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(work),
-           "--profile", str(REPO / "profiles/local"), "--configfile", str(path)]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(work),
+        "--profile",
+        str(REPO / "profiles/local"),
+        "--configfile",
+        str(path),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     target = work / "results" / config["run_name"] / when
     deadline = time.time() + 900

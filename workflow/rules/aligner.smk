@@ -13,13 +13,13 @@ rule make_alignment_instances:
         f"{LOGS}/make_alignment_instances.log",
     benchmark:
         f"{BENCH}/make_alignment_instances.tsv"
-    params:
-        bitext=aligner_bitext,
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        bitext=aligner_bitext,
     shell:
         "spanaug align make-instances --bitext {params.bitext} --out {output.instances} --pairs-out {output.pairs}"
         " > {log} 2>&1"
@@ -34,13 +34,13 @@ rule make_synthetic_instances:
         f"{LOGS}/make_synthetic_instances.log",
     benchmark:
         f"{BENCH}/make_synthetic_instances.tsv"
-    params:
-        lexicon=synthetic_lexicon,
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        lexicon=synthetic_lexicon,
     shell:
         "spanaug align synthetic --sentences {input.sentences} --lexicon {params.lexicon} --out {output} > {log} 2>&1"
 
@@ -55,18 +55,22 @@ rule train_aligner:
         f"{LOGS}/train_aligner.log",
     benchmark:
         f"{BENCH}/train_aligner.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         instances=aligner_training_instances,
         encoder=config["aligner"]["encoder"],
         kind=config["aligner"]["kind"],
-        options=section_options("aligner", "train", skip=("instances", "bitext", "pretrain", "synthetic_lexicon")),
+        options=section_options(
+            "aligner",
+            "train",
+            skip=("instances", "bitext", "pretrain", "synthetic_lexicon"),
+        ),
         pretrain=aligner_pretrain_option,
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder} --out {output}"
         " {params.options} {params.pretrain} --device {params.device} > {log} 2>&1"
@@ -83,15 +87,15 @@ rule align:
         f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/align.shard{{j}}.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         model=aligner_model,
         batch_size=config["aligner"]["batch_size"],
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output.aligned}"
         " --stats {output.stats}"

@@ -9,18 +9,31 @@ rule align_ablation:
         unpack(ablation_inputs),
     output:
         table=f"{RES}/aligner_eval/{{ablation}}/ablation.csv",
-        plot=report(f"{RES}/aligner_eval/{{ablation}}/ablation.png", caption="../report/ablation.rst",
-                    category="Span aligner", subcategory="{ablation}"),
+        plot=report(
+            f"{RES}/aligner_eval/{{ablation}}/ablation.png",
+            caption="../report/ablation.rst",
+            category="Span aligner",
+            subcategory="{ablation}",
+        ),
         memo=f"{RES}/aligner_eval/{{ablation}}/memorisation.csv",
         by_len=f"{RES}/aligner_eval/{{ablation}}/by_span_length.csv",
         by_pos=f"{RES}/aligner_eval/{{ablation}}/by_position_difference.csv",
-        figs=report(f"{RES}/aligner_eval/{{ablation}}/breakdowns.png", caption="../report/breakdowns.rst",
-                    category="Span aligner", subcategory="{ablation}"),
+        figs=report(
+            f"{RES}/aligner_eval/{{ablation}}/breakdowns.png",
+            caption="../report/breakdowns.rst",
+            category="Span aligner",
+            subcategory="{ablation}",
+        ),
         summary=f"{RES}/aligner_eval/{{ablation}}/summary.json",
     log:
         f"{LOGS}/align_ablation.{{ablation}}.log",
     benchmark:
         f"{BENCH}/align_ablation.{{ablation}}.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         out_dir=out_dir,
         data=ablation_data,
@@ -29,11 +42,6 @@ rule align_ablation:
         options=section_options("aligner", "evaluation", skip=("data",)),
         rows=ablation_options,
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug align ablate --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
         " {params.options} {params.rows} --device {params.device} > {log} 2>&1"
@@ -44,26 +52,32 @@ rule compare_aligners:
         baseline_inputs,
     output:
         table=f"{RES}/aligner_eval/comparison.csv",
-        plot=report(f"{RES}/aligner_eval/comparison.png", caption="../report/comparison.rst", category="Span aligner"),
+        plot=report(
+            f"{RES}/aligner_eval/comparison.png",
+            caption="../report/comparison.rst",
+            category="Span aligner",
+        ),
         summary=f"{RES}/aligner_eval/comparison.json",
     log:
         f"{LOGS}/compare_aligners.log",
     benchmark:
         f"{BENCH}/compare_aligners.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         out_dir=out_dir,
         instances=baseline_instances,
         gold_pairs=baseline_pairs,
         encoder=config["aligner"]["encoder"],
         k=aligner_k_option,
-        options=section_options("baselines", skip=("instances", "gold_pairs", "fastalign")),
+        options=section_options(
+            "baselines", skip=("instances", "gold_pairs", "fastalign")
+        ),
         fastalign=section_options("baselines", "fastalign"),
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug baseline compare --instances {params.instances} --gold-pairs {params.gold_pairs}"
         " --encoder {params.encoder} {params.k} --out-dir {params.out_dir} {params.options} {params.fastalign}"
@@ -74,12 +88,21 @@ rule align_systems:
     input:
         systems_inputs,
     output:
-        table=report(f"{RES}/aligner_eval/systems/systems.csv", caption="../report/systems.rst", category="Span aligner"),
+        table=report(
+            f"{RES}/aligner_eval/systems/systems.csv",
+            caption="../report/systems.rst",
+            category="Span aligner",
+        ),
         summary=f"{RES}/aligner_eval/systems/systems_summary.json",
     log:
         f"{LOGS}/align_systems.log",
     benchmark:
         f"{BENCH}/align_systems.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         out_dir=out_dir,
         data=systems_data,
@@ -87,11 +110,6 @@ rule align_systems:
         k=aligner_k_option,
         options=systems_options,
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug align systems --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
         " {params.options} --device {params.device} > {log} 2>&1"

@@ -13,13 +13,13 @@ rule augment_paraphrastic:
         f"{LOGS}/augment_paraphrastic.log",
     benchmark:
         f"{BENCH}/augment_paraphrastic.tsv"
-    params:
-        filters=augmenter_filter_options("paraphrastic"),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        filters=augmenter_filter_options("paraphrastic"),
     shell:
         "spanaug augment paraphrastic --augmented {input.augmented} --seeds {input.seeds} {params.filters}"
         " --out {output.examples} --counts {output.counts} > {log} 2>&1"
@@ -36,14 +36,18 @@ rule augment_lexsub:
         f"{LOGS}/augment_lexsub.log",
     benchmark:
         f"{BENCH}/augment_lexsub.tsv"
-    params:
-        filters=augmenter_filter_options("lexsub"),
-        tagger=section_options("augmenters", "lexsub", skip=("filter",)),
+    conda:
+        tagger_env(
+            config["augmenters"]["lexsub"]["pos_tagger"]
+            if config["augmenters"]
+            else None
+        )
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        tagger_env(config["augmenters"]["lexsub"]["pos_tagger"] if config["augmenters"] else None)
+    params:
+        filters=augmenter_filter_options("lexsub"),
+        tagger=section_options("augmenters", "lexsub", skip=("filter",)),
     shell:
         "spanaug augment lexsub --augmented {input.augmented} --seeds {input.seeds} {params.filters} {params.tagger}"
         " --out {output.examples} --counts {output.counts} > {log} 2>&1"
@@ -59,13 +63,13 @@ rule augment_geca:
         f"{LOGS}/augment_geca.log",
     benchmark:
         f"{BENCH}/augment_geca.tsv"
-    params:
-        options=section_options("augmenters", "geca"),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=section_options("augmenters", "geca"),
     shell:
         "spanaug augment geca --train {input.train} {params.options} --out {output.examples}"
         " --counts {output.counts} > {log} 2>&1"
@@ -82,13 +86,13 @@ rule augment_graph:
         f"{LOGS}/augment_graph.log",
     benchmark:
         f"{BENCH}/augment_graph.tsv"
-    params:
-        filters=augmenter_filter_options("graph"),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        filters=augmenter_filter_options("graph"),
     shell:
         "spanaug augment graph --augmented {input.augmented} --seeds {input.seeds} {params.filters}"
         " --out {output.instances} --counts {output.counts} > {log} 2>&1"

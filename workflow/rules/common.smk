@@ -18,7 +18,6 @@ from spanaug.core.files import remove_stale_temporaries
 from spanaug.workflow import envs, preflight, rundir
 
 
-
 def stop(exc):
     """A problem the user can fix: one message (the CLI's form), no traceback."""
     logger.error(f"spanaug: error: {exc}")
@@ -42,7 +41,9 @@ config.update(dataclasses.asdict(RUN))
 # envs/*.yaml); otherwise the one installed beside this Snakemake is found at the end of PATH, so the
 # README's `.venv/bin/snakemake ...` runs with no virtual environment activated (a SLURM job runs
 # Snakemake from the same installation, which sets the same prefix there).
-shell.prefix(f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; ')
+shell.prefix(
+    f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; '
+)
 os.environ.setdefault(envs.SOURCE_VAR, str(Path(workflow.basedir).resolve()))
 
 RES = f"{config['results_dir']}/{config['run_name']}"
@@ -54,12 +55,20 @@ def preflight_check():
 
     SPANAUG_PREFLIGHT=warn reports the problems without stopping (to plan a run before its data exists).
     """
-    has_module = envs.conda_has_module(Path(workflow.basedir) / "envs") if CONDA else preflight.installed
+    has_module = (
+        envs.conda_has_module(Path(workflow.basedir) / "envs")
+        if CONDA
+        else preflight.installed
+    )
     problems = preflight.check_run(RUN, has_module)
     if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
-        logger.info(f"augmenters: null (off), so Figure 8 compares none with {', '.join(frameid_augmenters()) or 'nothing else'}")
+        logger.info(
+            f"augmenters: null (off), so Figure 8 compares none with {', '.join(frameid_augmenters()) or 'nothing else'}"
+        )
     if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
-        logger.warning("preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems)))
+        logger.warning(
+            "preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems))
+        )
     elif problems:
         try:
             preflight.preflight(RUN, has_module)
@@ -73,18 +82,25 @@ def tidy_workdir():
     note = rundir.remove_stale_locks(".")
     if note:
         logger.info(note)
-    longest = 60 * max(config["resources"]["gpu"]["runtime"], config["resources"]["cpu"]["runtime"])
+    longest = 60 * max(
+        config["resources"]["gpu"]["runtime"], config["resources"]["cpu"]["runtime"]
+    )
     removed = remove_stale_temporaries(RES, max_age_s=longest)
     if removed:
-        logger.info(f"removed {len(removed)} temporary file(s) that killed jobs left in {RES}")
+        logger.info(
+            f"removed {len(removed)} temporary file(s) that killed jobs left in {RES}"
+        )
 
 
 def guard_results():
     """When jobs start (onstart): a changed config under this run_name stops the run, unless -R/-F asked
-    for reruns; the config the results come from is recorded in results/<run>/config.effective.yaml."""
+    for reruns; the config the results come from is recorded in results/<run>/config.effective.yaml.
+    """
     dag = workflow.dag_settings
     try:
-        rundir.guard_record(config, RES, forced=bool(dag.forcerun or dag.forceall or dag.forcetargets))
+        rundir.guard_record(
+            config, RES, forced=bool(dag.forcerun or dag.forceall or dag.forcetargets)
+        )
     except SpanaugError as exc:
         stop(exc)
     rundir.register_owner(".")
@@ -93,7 +109,8 @@ def guard_results():
 def dry_run_notes():
     """Says, while the DAG is built, what a run would refuse (the config changed under this run_name), so a
     dry run shows it too. Snakemake 9 knows of a dry run only after parsing (workflow.dryrun is False
-    here), so every run says it; a real one then stops in onstart unless -R/-F asked for the reruns."""
+    here), so every run says it; a real one then stops in onstart unless -R/-F asked for the reruns.
+    """
     changes = rundir.check_record(config, RES)
     if changes:
         logger.warning(rundir.changed_config_message(RES, changes))
@@ -168,12 +185,20 @@ def iteration_chain_shards(wildcards):
 
 
 def iteration_outputs():
-    return [f"{RES}/iterations/iter{i}.chain.parquet" for i in range(1, config["iterations"] + 1)]
+    return [
+        f"{RES}/iterations/iter{i}.chain.parquet"
+        for i in range(1, config["iterations"] + 1)
+    ]
 
 
 def final_outputs():
-    out = [f"{RES}/augmented.parquet", f"{RES}/report/stats.json", f"{RES}/report/per_iteration.csv",
-           f"{RES}/report/per_iteration.png", f"{RES}/filtering/filters.csv"]
+    out = [
+        f"{RES}/augmented.parquet",
+        f"{RES}/report/stats.json",
+        f"{RES}/report/per_iteration.csv",
+        f"{RES}/report/per_iteration.png",
+        f"{RES}/filtering/filters.csv",
+    ]
     if config["aligner"]["evaluation"]:
         out.append(f"{RES}/aligner_eval/table2/ablation.csv")
     if config["aligner"]["systems"]:
@@ -181,8 +206,14 @@ def final_outputs():
     if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
     if config["augmenters"]:
-        out += [f"{RES}/augmenters/{name}.json" for name in ("paraphrastic", "lexsub", "geca", "graph")]
-        if config["augmenters"]["graph"]["selftrain"] and config["aligner"]["evaluation"]:
+        out += [
+            f"{RES}/augmenters/{name}.json"
+            for name in ("paraphrastic", "lexsub", "geca", "graph")
+        ]
+        if (
+            config["augmenters"]["graph"]["selftrain"]
+            and config["aligner"]["evaluation"]
+        ):
             out.append(f"{RES}/aligner_eval/selftrain/ablation.csv")
     if config["frameid"]:
         out += [f"{RES}/frameid/curves.csv", f"{RES}/frameid/lexicon_baseline.json"]
@@ -203,7 +234,9 @@ def final_outputs():
 def report_pages():
     """Every report page this run makes: one per table of the run's results, and the overview."""
     pages = [html for html, source, *_ in report_tables() if source_in_run(source)]
-    return pages + [f"{RES}/report/{name}.html" for name in ("summary", "warnings", "chains")]
+    return pages + [
+        f"{RES}/report/{name}.html" for name in ("summary", "warnings", "chains")
+    ]
 
 
 def report_tables():
@@ -213,35 +246,141 @@ def report_tables():
     page shows the table and carries its raw file as a download link.
     """
     tables = [
-        ("data/import_stats", "json", "What the importer kept", "import_stats", "Input corpus"),
+        (
+            "data/import_stats",
+            "json",
+            "What the importer kept",
+            "import_stats",
+            "Input corpus",
+        ),
         ("data/seeds_report", "json", "Seed selection", "seeds", "Input corpus"),
-        ("report/stats", "json", "Statistics of the augmented dataset", "stats", "Augmented dataset"),
-        ("report/per_iteration", "csv", "Outputs and scores per iteration", "per_iteration", "Augmented dataset"),
-        ("filtering/filters", "csv", "Filters (Table 4)", "filters", "Augmented dataset"),
-        ("augmenters/paraphrastic", "json", "Augmenter: paraphrastic", "augmenters", "Augmenters"),
-        ("augmenters/lexsub", "json", "Augmenter: lexical substitution", "augmenters", "Augmenters"),
+        (
+            "report/stats",
+            "json",
+            "Statistics of the augmented dataset",
+            "stats",
+            "Augmented dataset",
+        ),
+        (
+            "report/per_iteration",
+            "csv",
+            "Outputs and scores per iteration",
+            "per_iteration",
+            "Augmented dataset",
+        ),
+        (
+            "filtering/filters",
+            "csv",
+            "Filters (Table 4)",
+            "filters",
+            "Augmented dataset",
+        ),
+        (
+            "augmenters/paraphrastic",
+            "json",
+            "Augmenter: paraphrastic",
+            "augmenters",
+            "Augmenters",
+        ),
+        (
+            "augmenters/lexsub",
+            "json",
+            "Augmenter: lexical substitution",
+            "augmenters",
+            "Augmenters",
+        ),
         ("augmenters/geca", "json", "Augmenter: GECA", "augmenters", "Augmenters"),
-        ("augmenters/graph", "json", "Chain graph: span-alignment instances", "graph", "Augmenters"),
-        ("frameid/lexicon_baseline", "json", "Frame ID: lexicon baseline", "frameid_baseline", "Frame ID"),
-        ("frameid/curves", "csv", "Frame ID curves (Figure 8)", "frameid_curves", "Frame ID"),
-        ("human_eval/task", "csv", "Annotation task (frame evocation)", "human_task", "Human evaluation"),
-        ("human_eval/human_eval", "json", "Human judgments", "human_eval", "Human evaluation"),
-        ("human_eval/span_task", "csv", "Span-alignment task (§4.1)", "span_task", "Human evaluation"),
-        ("human_eval/span_agreement", "json", "Span-alignment answers: agreement", "span_agreement",
-         "Human evaluation"),
-        ("aligner_eval/comparison", "csv", "Span aligner against word aligners (Tables 1-2)", "comparison",
-         "Span aligner"),
+        (
+            "augmenters/graph",
+            "json",
+            "Chain graph: span-alignment instances",
+            "graph",
+            "Augmenters",
+        ),
+        (
+            "frameid/lexicon_baseline",
+            "json",
+            "Frame ID: lexicon baseline",
+            "frameid_baseline",
+            "Frame ID",
+        ),
+        (
+            "frameid/curves",
+            "csv",
+            "Frame ID curves (Figure 8)",
+            "frameid_curves",
+            "Frame ID",
+        ),
+        (
+            "human_eval/task",
+            "csv",
+            "Annotation task (frame evocation)",
+            "human_task",
+            "Human evaluation",
+        ),
+        (
+            "human_eval/human_eval",
+            "json",
+            "Human judgments",
+            "human_eval",
+            "Human evaluation",
+        ),
+        (
+            "human_eval/span_task",
+            "csv",
+            "Span-alignment task (§4.1)",
+            "span_task",
+            "Human evaluation",
+        ),
+        (
+            "human_eval/span_agreement",
+            "json",
+            "Span-alignment answers: agreement",
+            "span_agreement",
+            "Human evaluation",
+        ),
+        (
+            "aligner_eval/comparison",
+            "csv",
+            "Span aligner against word aligners (Tables 1-2)",
+            "comparison",
+            "Span aligner",
+        ),
     ]
     for ablation in ("table2", "selftrain"):
-        for name, title, caption in (("ablation", "Table 2 ablations", "ablation"),
-                                     ("memorisation", "Memorisation split (§4.6)", "memorisation"),
-                                     ("by_span_length", "F1 by span length (Figure 4)", "breakdowns"),
-                                     ("by_position_difference", "F1 by position difference (Figure 5)", "breakdowns")):
+        for name, title, caption in (
+            ("ablation", "Table 2 ablations", "ablation"),
+            ("memorisation", "Memorisation split (§4.6)", "memorisation"),
+            ("by_span_length", "F1 by span length (Figure 4)", "breakdowns"),
+            (
+                "by_position_difference",
+                "F1 by position difference (Figure 5)",
+                "breakdowns",
+            ),
+        ):
             if ablation == "selftrain" and name == "ablation":
                 title, caption = "Self-training round", "selftrain"
-            tables.append((f"aligner_eval/{ablation}/{name}", "csv", title, caption, "Span aligner", ablation))
-    return [(f"{RES}/{stem}.html", f"{RES}/{stem}.{ext}", title, f"../report/{caption}.rst", category, *sub)
-            for stem, ext, title, caption, category, *sub in tables]
+            tables.append(
+                (
+                    f"aligner_eval/{ablation}/{name}",
+                    "csv",
+                    title,
+                    caption,
+                    "Span aligner",
+                    ablation,
+                )
+            )
+    return [
+        (
+            f"{RES}/{stem}.html",
+            f"{RES}/{stem}.{ext}",
+            title,
+            f"../report/{caption}.rst",
+            category,
+            *sub,
+        )
+        for stem, ext, title, caption, category, *sub in tables
+    ]
 
 
 def table_slug(page):
@@ -274,8 +413,11 @@ def source_in_run(path):
     if rel.startswith("aligner_eval/table2/"):
         return bool(config["aligner"]["evaluation"])
     if rel.startswith("aligner_eval/selftrain/"):
-        return bool(config["aligner"]["evaluation"] and config["augmenters"]
-                    and config["augmenters"]["graph"]["selftrain"])
+        return bool(
+            config["aligner"]["evaluation"]
+            and config["augmenters"]
+            and config["augmenters"]["graph"]["selftrain"]
+        )
     return True
 
 
@@ -286,17 +428,30 @@ def decode_width():
 
 
 def paraphrase_stats_files():
-    return [f"{RES}/iterations/iter{i}/shard{j}.paraphrase_stats.json"
-            for i in range(1, config["iterations"] + 1) for j in SHARDS]
+    return [
+        f"{RES}/iterations/iter{i}/shard{j}.paraphrase_stats.json"
+        for i in range(1, config["iterations"] + 1)
+        for j in SHARDS
+    ]
 
 
 def warning_inputs(wildcards):
     """The results whose warnings the warnings page collects, as named inputs."""
-    summaries = [f"{RES}/data/import_stats.json", f"{RES}/report/stats.json", f"{RES}/filtering/filters.json"]
-    inputs = {"paraphrase": paraphrase_stats_files(), "per_iteration": f"{RES}/report/per_iteration.csv",
-              "aligner": aligner_input(wildcards)}
+    summaries = [
+        f"{RES}/data/import_stats.json",
+        f"{RES}/report/stats.json",
+        f"{RES}/filtering/filters.json",
+    ]
+    inputs = {
+        "paraphrase": paraphrase_stats_files(),
+        "per_iteration": f"{RES}/report/per_iteration.csv",
+        "aligner": aligner_input(wildcards),
+    }
     if config["augmenters"]:
-        summaries += [f"{RES}/augmenters/{name}.json" for name in ("paraphrastic", "lexsub", "geca", "graph")]
+        summaries += [
+            f"{RES}/augmenters/{name}.json"
+            for name in ("paraphrastic", "lexsub", "geca", "graph")
+        ]
     if config["aligner"]["evaluation"]:
         summaries.append(f"{RES}/aligner_eval/table2/summary.json")
         if config["augmenters"] and config["augmenters"]["graph"]["selftrain"]:
@@ -316,15 +471,27 @@ def warning_inputs(wildcards):
 def warning_options(wildcards, input):
     """The warnings command's options for the optional inputs that this run has."""
     aligner = input.aligner[0] if input.aligner else config["aligner"]["model"]
-    return " ".join([opt("--aligner", aligner), opt("--comparison", input.get("comparison")),
-                     opt("--curves", input.get("curves")),
-                     opt("--simulated-judgments", input.get("human_eval") if simulated_judgments() else None)])
+    return " ".join(
+        [
+            opt("--aligner", aligner),
+            opt("--comparison", input.get("comparison")),
+            opt("--curves", input.get("curves")),
+            opt(
+                "--simulated-judgments",
+                input.get("human_eval") if simulated_judgments() else None,
+            ),
+        ]
+    )
 
 
 def summary_inputs(wildcards):
-    inputs = {"stats": f"{RES}/report/stats.json", "per_iteration": f"{RES}/report/per_iteration.csv",
-              "filters": f"{RES}/filtering/filters.json", "warnings": f"{RES}/report/warnings.json",
-              "paraphrase": f"{RES}/report/paraphrase_stage.csv"}
+    inputs = {
+        "stats": f"{RES}/report/stats.json",
+        "per_iteration": f"{RES}/report/per_iteration.csv",
+        "filters": f"{RES}/filtering/filters.json",
+        "warnings": f"{RES}/report/warnings.json",
+        "paraphrase": f"{RES}/report/paraphrase_stage.csv",
+    }
     if config["aligner"]["evaluation"]:
         inputs["ablation"] = f"{RES}/aligner_eval/table2/summary.json"
     if config["baselines"]:
@@ -332,13 +499,24 @@ def summary_inputs(wildcards):
     if config["human_eval"] and human_results():
         inputs["human_eval"] = f"{RES}/human_eval/human_eval.json"
     if config["frameid"]:
-        inputs.update(curves=f"{RES}/frameid/curves.csv", frameid_baseline=f"{RES}/frameid/lexicon_baseline.json")
+        inputs.update(
+            curves=f"{RES}/frameid/curves.csv",
+            frameid_baseline=f"{RES}/frameid/lexicon_baseline.json",
+        )
     return inputs
 
 
 def summary_options(wildcards, input):
-    return " ".join(opt(f"--{key.replace('_', '-')}", input.get(key))
-                    for key in ("ablation", "comparison", "human_eval", "curves", "frameid_baseline"))
+    return " ".join(
+        opt(f"--{key.replace('_', '-')}", input.get(key))
+        for key in (
+            "ablation",
+            "comparison",
+            "human_eval",
+            "curves",
+            "frameid_baseline",
+        )
+    )
 
 
 # -- what ran (the dataset card and the report say it); the span-alignment task (human_eval.smk)
@@ -361,7 +539,9 @@ def threshold_description(train):
     if train["dev"]:
         return f"tuned on {train['dev']}"
     if train["threshold_holdout"] > 0:
-        return f"tuned on {train['threshold_holdout']:.0%} of the training pairs, held out"
+        return (
+            f"tuned on {train['threshold_holdout']:.0%} of the training pairs, held out"
+        )
     return "not tuned: no dev file and threshold_holdout 0"
 
 
@@ -372,18 +552,32 @@ def run_description():
         paraphraser = f"trained in this run on {p['train']['bitext']} (the paper's architecture, d_model {p['train']['d_model']})"
     else:
         paraphraser = p["model"]
-    decoding = (f"beam {p['beam_size']}, top {p['return_top']} aligned" if p["mode"] == "beam"
-                else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples")
+    decoding = (
+        f"beam {p['beam_size']}, top {p['return_top']} aligned"
+        if p["mode"] == "beam"
+        else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples"
+    )
     if a["model"]:
         aligner = a["model"]
     else:
         data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
         aligner = f"trained in this run on {data} (null threshold {threshold_description(a['train'])})"
-    return {"run_name": config["run_name"], "inputs": config["data"]["inputs"], "format": config["data"]["format"],
-            "seeds_mode": config["seeds"]["mode"], "iterations": config["iterations"], "n_shards": config["n_shards"],
-            "paraphraser": paraphraser, "paraphraser_model": None if p["train"] else p["model"],
-            "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None, "decoding": decoding,
-            "aligner": aligner, "encoder": a["encoder"], "demo": is_demo(), "simulated_judgments": simulated_judgments()}
+    return {
+        "run_name": config["run_name"],
+        "inputs": config["data"]["inputs"],
+        "format": config["data"]["format"],
+        "seeds_mode": config["seeds"]["mode"],
+        "iterations": config["iterations"],
+        "n_shards": config["n_shards"],
+        "paraphraser": paraphraser,
+        "paraphraser_model": None if p["train"] else p["model"],
+        "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None,
+        "decoding": decoding,
+        "aligner": aligner,
+        "encoder": a["encoder"],
+        "demo": is_demo(),
+        "simulated_judgments": simulated_judgments(),
+    }
 
 
 def run_option():
@@ -477,7 +671,9 @@ def ablation_data(wildcards=None):
 
 
 def ablation_inputs(wildcards):
-    inputs = {} if config["aligner"]["evaluation"]["data"] else {"made": made_instances()}
+    inputs = (
+        {} if config["aligner"]["evaluation"]["data"] else {"made": made_instances()}
+    )
     if wildcards.ablation == "selftrain":
         inputs["extra"] = f"{RES}/augmenters/graph.jsonl"
     return inputs
@@ -493,7 +689,11 @@ def ablation_options(wildcards, input):
 def systems_data(wildcards=None):
     """aligner.systems' instances: its own, aligner.evaluation's, or those made from the bitext."""
     evaluation = config["aligner"]["evaluation"]
-    return config["aligner"]["systems"]["data"] or (evaluation and evaluation["data"]) or made_instances()
+    return (
+        config["aligner"]["systems"]["data"]
+        or (evaluation and evaluation["data"])
+        or made_instances()
+    )
 
 
 def systems_pairs(wildcards=None):
@@ -503,7 +703,9 @@ def systems_pairs(wildcards=None):
 
 
 def systems_inputs(wildcards):
-    return [made_instances(), made_pairs()] if systems_data() == made_instances() else []
+    return (
+        [made_instances(), made_pairs()] if systems_data() == made_instances() else []
+    )
 
 
 def systems_options(wildcards):
@@ -511,8 +713,13 @@ def systems_options(wildcards):
     section = config["aligner"]["systems"]
     train = config["aligner"]["train"]
     cross = section["cross"] or (train["cross"] if train else None)
-    return " ".join([flags(section, skip=("data", "gold_pairs", "cross")), opt("--gold-pairs", systems_pairs()),
-                     opt("--cross", json.dumps(cross) if cross else None)])
+    return " ".join(
+        [
+            flags(section, skip=("data", "gold_pairs", "cross")),
+            opt("--gold-pairs", systems_pairs()),
+            opt("--cross", json.dumps(cross) if cross else None),
+        ]
+    )
 
 
 def baseline_instances(wildcards=None):
@@ -526,7 +733,9 @@ def baseline_pairs(wildcards=None):
 def baseline_inputs(wildcards):
     """The instances/pairs made from the aligner's bitext, when baselines names no external data."""
     b = config["baselines"]
-    return [] if b["instances"] and b["gold_pairs"] else [made_instances(), made_pairs()]
+    return (
+        [] if b["instances"] and b["gold_pairs"] else [made_instances(), made_pairs()]
+    )
 
 
 def human_results(wildcards=None):
@@ -544,7 +753,11 @@ def human_import_inputs(wildcards):
 
 def judgments_input(wildcards):
     """The imported judgments that train the neural filter, when there are any."""
-    return [f"{RES}/human_eval/judgments.csv"] if config["human_eval"] and human_results() else []
+    return (
+        [f"{RES}/human_eval/judgments.csv"]
+        if config["human_eval"] and human_results()
+        else []
+    )
 
 
 def judgments_option(wildcards, input):
@@ -554,15 +767,21 @@ def judgments_option(wildcards, input):
 def framenet_definitions_option():
     """Frame definitions for the annotation task, when the corpus is a FrameNet release."""
     data = config["data"]
-    return opt("--framenet", data["inputs"][0] if data["format"] == "framenet" else None)
+    return opt(
+        "--framenet", data["inputs"][0] if data["format"] == "framenet" else None
+    )
 
 
 def augmenter_filter_options(name):
     """A params function: ``--filter NAME`` for an augmenter, with the run's filter definitions."""
 
     def options(wildcards):
-        return " ".join([opt("--filter", config["augmenters"][name]["filter"]),
-                         flags(config["filtering"], keys=("filters",))])
+        return " ".join(
+            [
+                opt("--filter", config["augmenters"][name]["filter"]),
+                flags(config["filtering"], keys=("filters",)),
+            ]
+        )
 
     return options
 
@@ -603,12 +822,17 @@ def frameid_point_inputs(wildcards):
 
 
 def frameid_point_files(wildcards, input):
-    return " ".join([opt("--dev", input.get("dev")), opt("--examples", input.get("examples"))])
+    return " ".join(
+        [opt("--dev", input.get("dev")), opt("--examples", input.get("examples"))]
+    )
 
 
 def geca_window_option(wildcards):
     """GECA's window for the experiment's GECA points (the command's default when augmenters are off)."""
-    return opt("--geca-window", config["augmenters"]["geca"]["window"] if config["augmenters"] else None)
+    return opt(
+        "--geca-window",
+        config["augmenters"]["geca"]["window"] if config["augmenters"] else None,
+    )
 
 
 def frameid_augmenters():
@@ -617,15 +841,23 @@ def frameid_augmenters():
     f = config["frameid"]
     if not f:
         return []
-    return f["augmenters"] if config["augmenters"] else [a for a in f["augmenters"] if a == "geca"]
+    return (
+        f["augmenters"]
+        if config["augmenters"]
+        else [a for a in f["augmenters"] if a == "geca"]
+    )
 
 
 def frameid_points(wildcards=None):
     f = config["frameid"]
     if not f:  # the experiment is off; rule frameid_curves is never asked for
         return []
-    return [f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *frameid_augmenters()] for fraction in f["fractions"] for seed in f["seeds"]]
+    return [
+        f"{RES}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
+        for augmenter in ["none", *frameid_augmenters()]
+        for fraction in f["fractions"]
+        for seed in f["seeds"]
+    ]
 
 
 # -- software: each rule's conda environment (--sdm conda), generated from pyproject.toml (make envs)
@@ -633,7 +865,11 @@ def frameid_points(wildcards=None):
 
 def tagger_env(spec):
     """The conda environment for POS tagging with ``spec`` (spaCy's for a spaCy model, else the CPU one)."""
-    return "../../envs/spacy.yaml" if spec and spec.startswith("spacy:") else "../../envs/cpu.yaml"
+    return (
+        "../../envs/spacy.yaml"
+        if spec and spec.startswith("spacy:")
+        else "../../envs/cpu.yaml"
+    )
 
 
 # -- resources: GPU rules ask SLURM for gres/memory/runtime from config; CPU rules for memory/runtime

@@ -9,13 +9,13 @@ rule import_corpus:
         f"{LOGS}/import_corpus.log",
     benchmark:
         f"{BENCH}/import_corpus.tsv"
-    params:
-        options=flags(config["data"]),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=flags(config["data"]),
     shell:
         "spanaug import --out {output.sentences} --stats {output.stats} {params.options} > {log} 2>&1"
 
@@ -30,13 +30,13 @@ rule select_seeds:
         f"{LOGS}/select_seeds.log",
     benchmark:
         f"{BENCH}/select_seeds.tsv"
-    params:
-        options=flags(config["seeds"]),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=flags(config["seeds"]),
     shell:
         "spanaug seeds --sentences {input.sentences} --out {output.seeds} --report {output.report}"
         " {params.options} > {log} 2>&1"
@@ -51,10 +51,10 @@ rule shard_seeds:
         f"{LOGS}/shard_seeds.log",
     benchmark:
         f"{BENCH}/shard_seeds.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug shard --seeds {input.seeds} --out {output} > {log} 2>&1"

@@ -12,11 +12,11 @@ rule export_conll:
         f"{LOGS}/export_conll.log",
     benchmark:
         f"{BENCH}/export_conll.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug export conll --augmented {input.augmented} --out {output.conll} --out-ids {output.ids} > {log} 2>&1"
 
@@ -29,19 +29,22 @@ rule export_card:
         conll=rules.export_conll.output.conll,
     output:
         card=f"{RES}/release/README.md",
-        data=[f"{RES}/release/data/augmented.parquet", f"{RES}/release/data/seeds.parquet"],
+        data=[
+            f"{RES}/release/data/augmented.parquet",
+            f"{RES}/release/data/seeds.parquet",
+        ],
     log:
         f"{LOGS}/export_card.log",
     benchmark:
         f"{BENCH}/export_card.tsv"
-    params:
-        out_dir=out_dir,
-        run=run_option(),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        out_dir=out_dir,
+        run=run_option(),
     shell:
         "spanaug export card --augmented {input.augmented} --seeds {input.seeds} --out-dir {params.out_dir}"
         " {params.run} --filters {input.filters} --conll {input.conll} > {log} 2>&1"

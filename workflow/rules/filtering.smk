@@ -15,15 +15,15 @@ rule filter_outputs:
         f"{LOGS}/filter_outputs.log",
     benchmark:
         f"{BENCH}/filter_outputs.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
     params:
         out_dir=out_dir,
         judgments=judgments_option,
         options=flags(config["filtering"]),
-    threads: CPU_THREADS
-    resources:
-        **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug filter --augmented {input.augmented} --seeds {input.seeds} --out-dir {params.out_dir}"
         " {params.judgments} {params.options} > {log} 2>&1"

@@ -13,14 +13,14 @@ rule frameid_split:
         f"{LOGS}/frameid_split.log",
     benchmark:
         f"{BENCH}/frameid_split.tsv"
-    params:
-        out_dir=out_dir,
-        options=section_options("frameid", keys=("parts", "dev_share", "test_share")),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        out_dir=out_dir,
+        options=section_options("frameid", keys=("parts", "dev_share", "test_share")),
     shell:
         "spanaug frameid split --sentences {input.sentences} --out-dir {params.out_dir} {params.options} > {log} 2>&1"
 
@@ -35,11 +35,11 @@ rule frameid_baseline:
         f"{LOGS}/frameid_baseline.log",
     benchmark:
         f"{BENCH}/frameid_baseline.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug frameid baseline --train {input.train} --test {input.test} --out {output} > {log} 2>&1"
 
@@ -53,16 +53,26 @@ rule frameid_point:
         f"{LOGS}/frameid/{{augmenter}}.f{{fraction}}.s{{seed}}.log",
     benchmark:
         f"{BENCH}/frameid/{{augmenter}}.f{{fraction}}.s{{seed}}.tsv"
-    params:
-        files=frameid_point_files,
-        geca_window=geca_window_option,
-        options=section_options("frameid", keys=("encoder", "lexicon", "epochs", "batch_size", "learning_rate", "patience")),
-        device=config["device"],
+    conda:
+        "../../envs/gpu.yaml"
     threads: GPU_THREADS
     resources:
         **GPU,
-    conda:
-        "../../envs/gpu.yaml"
+    params:
+        files=frameid_point_files,
+        geca_window=geca_window_option,
+        options=section_options(
+            "frameid",
+            keys=(
+                "encoder",
+                "lexicon",
+                "epochs",
+                "batch_size",
+                "learning_rate",
+                "patience",
+            ),
+        ),
+        device=config["device"],
     shell:
         "spanaug frameid point --train {input.train} --test {input.test} {params.files} --fraction {wildcards.fraction}"
         " --seed {wildcards.seed} --augmenter {wildcards.augmenter} {params.geca_window} {params.options}"
@@ -74,15 +84,19 @@ rule frameid_curves:
         frameid_points,
     output:
         table=f"{RES}/frameid/curves.csv",
-        plot=report(f"{RES}/frameid/curves.png", caption="../report/frameid_curves.rst", category="Frame ID"),
+        plot=report(
+            f"{RES}/frameid/curves.png",
+            caption="../report/frameid_curves.rst",
+            category="Frame ID",
+        ),
     log:
         f"{LOGS}/frameid_curves.log",
     benchmark:
         f"{BENCH}/frameid_curves.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug frameid curves --points {input} --out-table {output.table} --out-plot {output.plot} > {log} 2>&1"

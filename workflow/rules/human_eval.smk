@@ -13,14 +13,14 @@ rule human_export:
         f"{LOGS}/human_export.log",
     benchmark:
         f"{BENCH}/human_export.tsv"
-    params:
-        options=section_options("human_eval", keys=("n_items", "seed")),
-        framenet=framenet_definitions_option(),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=section_options("human_eval", keys=("n_items", "seed")),
+        framenet=framenet_definitions_option(),
     shell:
         "spanaug human export --augmented {input.augmented} --sentences {input.sentences} --out-task {output.task}"
         " --out-key {output.key} {params.options} {params.framenet} > {log} 2>&1"
@@ -35,13 +35,13 @@ rule human_simulate:
         f"{LOGS}/human_simulate.log",
     benchmark:
         f"{BENCH}/human_simulate.tsv"
-    params:
-        options=section_options("human_eval", keys=("raters", "seed")),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=section_options("human_eval", keys=("raters", "seed")),
     shell:
         "spanaug human simulate --key {input.key} --out {output} {params.options} > {log} 2>&1"
 
@@ -52,21 +52,24 @@ rule human_import:
         simulated=human_import_inputs,
     output:
         summary=f"{RES}/human_eval/human_eval.json",
-        hist=report(f"{RES}/human_eval/score_histogram.png", caption="../report/human_eval.rst",
-                    category="Human evaluation"),
+        hist=report(
+            f"{RES}/human_eval/score_histogram.png",
+            caption="../report/human_eval.rst",
+            category="Human evaluation",
+        ),
         judgments=f"{RES}/human_eval/judgments.csv",
     log:
         f"{LOGS}/human_import.log",
     benchmark:
         f"{BENCH}/human_import.tsv"
-    params:
-        out_dir=out_dir,
-        results=human_results,
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        out_dir=out_dir,
+        results=human_results,
     shell:
         "spanaug human import --results {params.results} --key {input.key} --out-dir {params.out_dir} > {log} 2>&1"
 
@@ -86,13 +89,13 @@ rule span_task_export:
         f"{LOGS}/span_task_export.log",
     benchmark:
         f"{BENCH}/span_task_export.tsv"
-    params:
-        options=section_options("human_eval", keys=("span_items", "seed")),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=section_options("human_eval", keys=("span_items", "seed")),
     shell:
         "spanaug human span-task export --augmented {input.augmented} --seeds {input.seeds} --out-task {output.task}"
         " --out-key {output.key} {params.options} > {log} 2>&1"
@@ -108,13 +111,13 @@ rule span_task_simulate:
         f"{LOGS}/span_task_simulate.log",
     benchmark:
         f"{BENCH}/span_task_simulate.tsv"
-    params:
-        options=section_options("human_eval", keys=("raters", "seed")),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=section_options("human_eval", keys=("raters", "seed")),
     shell:
         "spanaug human span-task simulate --task {input.task} --key {input.key} --out {output} {params.options}"
         " > {log} 2>&1"
@@ -132,13 +135,13 @@ rule span_task_import:
         f"{LOGS}/span_task_import.log",
     benchmark:
         f"{BENCH}/span_task_import.tsv"
-    params:
-        results=span_results,
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        results=span_results,
     shell:
         "spanaug human span-task import --results {params.results} --task {input.task} --key {input.key}"
         " --out {output.instances} --out-summary {output.summary} > {log} 2>&1"

@@ -11,13 +11,13 @@ rule expand_constraints:
         f"{LOGS}/iter{{i}}/expand_constraints.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/expand_constraints.shard{{j}}.tsv"
-    params:
-        options=flags(config["constraints"]),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=flags(config["constraints"]),
     shell:
         "spanaug constraints --chain {input.chain} --out {output} --iteration {wildcards.i} {params.options}"
         " > {log} 2>&1"
@@ -32,11 +32,11 @@ rule select_best:
         f"{LOGS}/iter{{i}}/select_best.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/select_best.shard{{j}}.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug select --aligned {input.aligned} --out {output} > {log} 2>&1"
 
@@ -50,11 +50,11 @@ rule gather_iteration:
         f"{LOGS}/iter{{i}}/gather_iteration.log",
     benchmark:
         f"{BENCH}/iter{{i}}/gather_iteration.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug gather --schema chain --inputs {input} --out {output} > {log} 2>&1"
 
@@ -68,10 +68,10 @@ rule assemble:
         f"{LOGS}/assemble.log",
     benchmark:
         f"{BENCH}/assemble.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug assemble --inputs {input} --out {output} > {log} 2>&1"

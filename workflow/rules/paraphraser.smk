@@ -10,14 +10,14 @@ rule train_paraphraser:
         f"{LOGS}/train_paraphraser.log",
     benchmark:
         f"{BENCH}/train_paraphraser.tsv"
-    params:
-        options=section_options("paraphraser", "train"),
-        device=config["device"],
+    conda:
+        "../../envs/gpu.yaml"
     threads: GPU_THREADS
     resources:
         **GPU,
-    conda:
-        "../../envs/gpu.yaml"
+    params:
+        options=section_options("paraphraser", "train"),
+        device=config["device"],
     shell:
         "spanaug paraphraser train --out {output} {params.options} --device {params.device} > {log} 2>&1"
 
@@ -33,15 +33,15 @@ rule paraphrase:
         f"{LOGS}/iter{{i}}/paraphrase.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/paraphrase.shard{{j}}.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
     params:
         model=paraphraser_model,
         options=flags(config["paraphraser"], skip=("model", "train")),
         device=config["device"],
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    conda:
-        "../../envs/gpu.yaml"
     shell:
         "spanaug paraphrase --requests {input.requests} --out {output.paraphrases} --stats {output.stats}"
         " --model {params.model} {params.options} --device {params.device} > {log} 2>&1"

@@ -9,23 +9,28 @@ for page, source, title, caption, category, *subcategory in report_tables():
     rule:
         name:
             f"report_table_{table_slug(page)}"
-        localrule: True
         input:
             source,
         output:
-            report(page, caption=caption, category=category, subcategory=subcategory[0] if subcategory else None),
+            report(
+                page,
+                caption=caption,
+                category=category,
+                subcategory=subcategory[0] if subcategory else None,
+            ),
         log:
             f"{LOGS}/report/{table_slug(page)}.log",
         benchmark:
             f"{BENCH}/report/{table_slug(page)}.tsv"
-        params:
-            title=shlex.quote(title),
-            max_rows=config["report"]["max_rows"],
+        localrule: True
+        conda:
+            "../../envs/cpu.yaml"
         threads: CPU_THREADS
         resources:
             **CPU,
-        conda:
-            "../../envs/cpu.yaml"
+        params:
+            title=shlex.quote(title),
+            max_rows=config["report"]["max_rows"],
         shell:
             "spanaug report tables --inputs {input} --outputs {output} --titles {params.title}"
             " --max-rows {params.max_rows} > {log} 2>&1"
@@ -36,24 +41,31 @@ rule report_warnings:
         unpack(warning_inputs),
     output:
         json=f"{RES}/report/warnings.json",
-        page=report(f"{RES}/report/warnings.html", caption="../report/warnings.rst", category="At a glance"),
+        page=report(
+            f"{RES}/report/warnings.html",
+            caption="../report/warnings.rst",
+            category="At a glance",
+        ),
         paraphrase=f"{RES}/report/paraphrase_stage.csv",
-        paraphrase_page=report(f"{RES}/report/paraphrase_stage.html", caption="../report/paraphrase_stage.rst",
-                               category="Augmented dataset"),
+        paraphrase_page=report(
+            f"{RES}/report/paraphrase_stage.html",
+            caption="../report/paraphrase_stage.rst",
+            category="Augmented dataset",
+        ),
     log:
         f"{LOGS}/report/warnings.log",
     benchmark:
         f"{BENCH}/report/warnings.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
     params:
         width=decode_width(),
         optional=warning_options,
         base=run_folder,
         demo=is_demo(),
-    threads: CPU_THREADS
-    resources:
-        **CPU,
-    conda:
-        "../../envs/cpu.yaml"
     shell:
         "spanaug report warnings --summaries {input.summaries} --paraphrase-stats {input.paraphrase}"
         " --width {params.width} --per-iteration {input.per_iteration} {params.optional} --base {params.base}"
@@ -66,19 +78,23 @@ rule report_chains:
         augmented=rules.assemble.output,
         seeds=rules.select_seeds.output.seeds,
     output:
-        report(f"{RES}/report/chains.html", caption="../report/chains.rst", category="At a glance"),
+        report(
+            f"{RES}/report/chains.html",
+            caption="../report/chains.rst",
+            category="At a glance",
+        ),
     log:
         f"{LOGS}/report/chains.log",
     benchmark:
         f"{BENCH}/report/chains.tsv"
-    params:
-        options=flags(config["report"], keys=("chains", "seed")),
-        demo=is_demo(),
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        options=flags(config["report"], keys=("chains", "seed")),
+        demo=is_demo(),
     shell:
         "spanaug report chains --augmented {input.augmented} --seeds {input.seeds} {params.options}"
         " --demo {params.demo} --out {output} > {log} 2>&1"
@@ -88,21 +104,25 @@ rule report_summary:
     input:
         unpack(summary_inputs),
     output:
-        page=report(f"{RES}/report/summary.html", caption="../report/summary.rst", category="At a glance"),
+        page=report(
+            f"{RES}/report/summary.html",
+            caption="../report/summary.rst",
+            category="At a glance",
+        ),
         fragment=f"{RES}/report/summary_fragment.html",
         json=f"{RES}/report/summary.json",
     log:
         f"{LOGS}/report/summary.log",
     benchmark:
         f"{BENCH}/report/summary.tsv"
-    params:
-        run=run_option(),
-        optional=summary_options,
+    conda:
+        "../../envs/cpu.yaml"
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        "../../envs/cpu.yaml"
+    params:
+        run=run_option(),
+        optional=summary_options,
     shell:
         "spanaug report summary {params.run} --stats {input.stats} --per-iteration {input.per_iteration}"
         " --filters {input.filters} --warnings {input.warnings} --paraphrase {input.paraphrase} {params.optional}"

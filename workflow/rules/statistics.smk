@@ -8,20 +8,27 @@ rule intrinsic_stats:
     output:
         json=f"{RES}/report/stats.json",
         csv=f"{RES}/report/per_iteration.csv",
-        plot=report(f"{RES}/report/per_iteration.png", caption="../report/per_iteration.rst", category="Augmented dataset"),
-        dists=report(f"{RES}/report/span_distributions.png", caption="../report/span_distributions.rst",
-                     category="Augmented dataset"),
+        plot=report(
+            f"{RES}/report/per_iteration.png",
+            caption="../report/per_iteration.rst",
+            category="Augmented dataset",
+        ),
+        dists=report(
+            f"{RES}/report/span_distributions.png",
+            caption="../report/span_distributions.rst",
+            category="Augmented dataset",
+        ),
     log:
         f"{LOGS}/intrinsic_stats.log",
     benchmark:
         f"{BENCH}/intrinsic_stats.tsv"
-    params:
-        options=flags(config["stats"]),
+    conda:
+        tagger_env(config["stats"]["pos_tagger"])
     threads: CPU_THREADS
     resources:
         **CPU,
-    conda:
-        tagger_env(config["stats"]["pos_tagger"])
+    params:
+        options=flags(config["stats"]),
     shell:
         "spanaug stats --augmented {input.augmented} --seeds {input.seeds} --out-json {output.json}"
         " --out-csv {output.csv} --out-plot {output.plot} --out-dist-plot {output.dists} {params.options} > {log} 2>&1"

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Literal
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import (
+from spanaug.core.aligner_settings import (
     AblationSettings,
     AlignerConfig,
     AlignerSection,
     AlignerSystemsSettings,
     AlignerTrainSection,
-    Runtime,
 )
+from spanaug.core.config import Runtime
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -47,18 +47,26 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
     made, counts = _made_sources(train, instances, dev or ())
     extra += made
     if files.kind == "cross":
-        from spanaug.core.config import CrossTrainSection
+        from spanaug.core.aligner_settings import CrossTrainSection
         from spanaug.pipeline.aligner.cross_training import train_cross_aligner
 
         cross = train.cross or CrossTrainSection()
         pretrain = [inst for path in train.pretrain for inst in read_instances(path)]
-        aligner, summary = train_cross_aligner(instances, cross.architecture(files.encoder, train.k), cross.training(),
-                                               dev=dev, device=runtime.device, extra=extra, pretrain=pretrain)
+        aligner, summary = train_cross_aligner(
+            instances,
+            cross.architecture(files.encoder, train.k),
+            cross.training(),
+            dev=dev,
+            device=runtime.device,
+            extra=extra,
+            pretrain=pretrain,
+        )
     else:
         if train.pretrain:
             raise ConfigError("--pretrain: only the cross aligner pre-trains (aligner.kind: cross)")
-        aligner, summary = train_aligner(instances, train.architecture(files.encoder), train, dev=dev,
-                                         device=runtime.device, extra=extra)
+        aligner, summary = train_aligner(
+            instances, train.architecture(files.encoder), train, dev=dev, device=runtime.device, extra=extra
+        )
     aligner.save_pretrained(files.out)
     log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
     if counts:
@@ -74,8 +82,9 @@ def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) ->
     names = (["phrases"] if train.phrase_pairs else []) + (["reversed"] if train.reversed else [])
     if not names:
         return [], {}
-    made, counts = extra_training_instances(names, instances, read_sources(train, train.phrase_pairs),
-                                            seed=train.seed, held_out=dev)
+    made, counts = extra_training_instances(
+        names, instances, read_sources(train, train.phrase_pairs), seed=train.seed, held_out=dev
+    )
     log.info("extra training instances: %s", ", ".join(f"{counts[n]} {n}" for n in names))
     return made, counts
 
@@ -96,8 +105,10 @@ def predict(files: PredictFiles, runtime: Runtime) -> None:
     aligner = load_aligner(files.model, device=runtime.device)
     insts = read_instances(files.instances)
     preds = aligner.predict(insts, progress=True)
-    write_jsonl(({"id": i.id, "target_span": list(s) if s else None, "score": sc}
-                 for i, (s, sc) in zip(insts, preds)), files.out)
+    write_jsonl(
+        ({"id": i.id, "target_span": list(s) if s else None, "score": sc} for i, (s, sc) in zip(insts, preds)),
+        files.out,
+    )
 
 
 @settings
@@ -131,8 +142,11 @@ class AlignStageFiles:
     model: str = setting(help="a trained aligner directory")
     paraphrases: str = setting(help="a PARAPHRASES shard")
     out: str = setting(help="the ALIGNED shard to write")
-    stats: str | None = setting(None, "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
-                                      "limit, whether the shard is empty")
+    stats: str | None = setting(
+        None,
+        "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
+        "limit, whether the shard is empty",
+    )
     encoder: str | None = setting(None, "override the encoder saved with the model")
     batch_size: int = inherit(AlignerSection, "batch_size")
 
@@ -141,8 +155,15 @@ class AlignStageFiles:
 def align_paraphrases(files: AlignStageFiles, runtime: Runtime) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
-    align_stage(files.model, files.paraphrases, files.out, encoder=files.encoder, device=runtime.device,
-                batch_size=files.batch_size, stats_path=files.stats)
+    align_stage(
+        files.model,
+        files.paraphrases,
+        files.out,
+        encoder=files.encoder,
+        device=runtime.device,
+        batch_size=files.batch_size,
+        stats_path=files.stats,
+    )
 
 
 @settings
@@ -162,9 +183,15 @@ def ablate(files: AblateFiles, evaluation: AblationSettings, runtime: Runtime) -
 
     if not evaluation.data:
         raise ConfigError("--data: span-alignment JSONL to split by sentence pair")
-    summary = run_ablation(read_instances(evaluation.data), evaluation, AlignerConfig(encoder=files.encoder, k=files.k),
-                           files.out_dir, device=runtime.device, systems=files.systems or None,
-                           extra_instances=read_instances(files.extra_instances) if files.extra_instances else ())
+    summary = run_ablation(
+        read_instances(evaluation.data),
+        evaluation,
+        AlignerConfig(encoder=files.encoder, k=files.k),
+        files.out_dir,
+        device=runtime.device,
+        systems=files.systems or None,
+        extra_instances=read_instances(files.extra_instances) if files.extra_instances else (),
+    )
     for row in summary["table"]:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
 
@@ -185,8 +212,16 @@ def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runti
 
     if not systems.data:
         raise ConfigError("--data: span-alignment JSONL to split by sentence pair")
-    summary = run_systems(read_instances(systems.data), systems, files.encoder, files.out_dir,
-                          sources=data_sources(systems), k=files.k, device=runtime.device, resume=files.resume)
+    summary = run_systems(
+        read_instances(systems.data),
+        systems,
+        files.encoder,
+        files.out_dir,
+        sources=data_sources(systems),
+        k=files.k,
+        device=runtime.device,
+        resume=files.resume,
+    )
     print(format_table(summary["table"]))
 
 
@@ -218,8 +253,12 @@ def synthetic(files: SyntheticFiles) -> None:
         from spanaug.core import artifacts
 
         rows = artifacts.read_table(files.sentences, artifacts.SENTENCES).to_pylist()
-    insts = synthetic_instances(((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
-                                lexicon, per_span=files.per_span, seed=files.seed)
+    insts = synthetic_instances(
+        ((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
+        lexicon,
+        per_span=files.per_span,
+        seed=files.seed,
+    )
     n = write_jsonl((i.as_json() for i in insts), files.out)
     log.info("%d synthetic span instances from %s", n, files.conll or files.sentences)
 
@@ -237,8 +276,9 @@ def make_instances(files: MakeInstancesFiles) -> None:
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext
 
     prefix = Path(files.bitext).stem
-    n = write_jsonl((i.as_json() for i in instances_from_bitext(iter_pairs_from_bitext(files.bitext), prefix=prefix)),
-                    files.out)
+    n = write_jsonl(
+        (i.as_json() for i in instances_from_bitext(iter_pairs_from_bitext(files.bitext), prefix=prefix)), files.out
+    )
     log.info("%d span instances from %s", n, files.bitext)
     if files.pairs_out:
         from spanaug.pipeline.aligner.word_aligned import pairs_from_bitext, write_aligned_json
@@ -253,8 +293,9 @@ class ImportAlignedFiles:
     out: str = setting(help="span-alignment JSONL")
     null_share: float = setting(0.10, "share of instances with no counterpart", minimum=0, maximum=1)
     seed: int = setting(0, "which null instances are kept")
-    phrases: Literal["minimal", "all"] = setting("minimal", "Edinburgh++: minimal content-word phrases (the shared "
-                                                            "data's rule) or every consistent phrase pair")
+    phrases: Literal["minimal", "all"] = setting(
+        "minimal", "Edinburgh++: minimal content-word phrases (the shared data's rule) or every consistent phrase pair"
+    )
 
 
 @command("align", "import-aligned", help="span instances from a word-aligned corpus or a span TSV")
@@ -266,10 +307,15 @@ def import_aligned(files: ImportAlignedFiles) -> None:
         from spanaug.pipeline.aligner.training_data import phrase_pair_instances
         from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
-        insts = phrase_pair_instances(read_aligned_json(files.input), null_share=files.null_share, seed=files.seed,
-                                      prefix=Path(files.input).name.split(".")[0])
+        insts = phrase_pair_instances(
+            read_aligned_json(files.input),
+            null_share=files.null_share,
+            seed=files.seed,
+            prefix=Path(files.input).name.split(".")[0],
+        )
     else:
         insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
     n = write_jsonl((i.as_json() for i in insts), files.out)
-    log.info("%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts),
-             files.input)
+    log.info(
+        "%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts), files.input
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import FilteringSection, GecaConfig, LexsubSettings
+from spanaug.core.evaluation_settings import FilteringSection, GecaConfig, LexsubSettings
 from spanaug.core.settings import inherit, setting, settings
 
 group("augment", "augmenters compared downstream")
@@ -37,8 +37,12 @@ def _inputs(files: FilteredFiles) -> tuple:
     known = pc.is_in(augmented.column("seed_id"), value_set=seeds.column("sentence_id").combine_chunks())
     if augmented.num_rows and not pc.all(known).as_py():
         row = pc.index(known, False).as_py()
-        raise InputError(files.augmented, f"row {row}", f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
-                                                        f"in the seeds {files.seeds} (expected the run's seeds.parquet)")
+        raise InputError(
+            files.augmented,
+            f"row {row}",
+            f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
+            f"in the seeds {files.seeds} (expected the run's seeds.parquet)",
+        )
     return augmented, seeds, named_filter(files.filter, files.filters)
 
 
@@ -70,8 +74,13 @@ def lexsub(files: LexsubFiles) -> None:
         raise ConfigError(f"lexsub needs a POS tagger: {why}")
     augmented, seeds, bounds = _inputs(files)
     rows, counts = lexsub_examples(augmented, seeds, tagger, bounds)
-    _write_examples(rows, {"filter": files.filter or "none", "pos_tagger": files.pos_tagger, **counts}, files.out,
-                    files.counts, "lexsub")
+    _write_examples(
+        rows,
+        {"filter": files.filter or "none", "pos_tagger": files.pos_tagger, **counts},
+        files.out,
+        files.counts,
+        "lexsub",
+    )
 
 
 @command("augment", "graph", help="span-alignment instances between all members of each paraphrase chain")

@@ -6,7 +6,8 @@ import logging
 from pathlib import Path
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import AlignerConfig, BaselinesSection, DiscAlignSettings, FastAlignSettings, Runtime
+from spanaug.core.aligner_settings import AlignerConfig, BaselinesSection, DiscAlignSettings, FastAlignSettings
+from spanaug.core.config import Runtime
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,9 @@ class DiscAlignTrainFiles:
     out: str = setting(help="the model directory")
     pretrain: str | None = setting(None, "automatically aligned pairs (Edinburgh++ JSON) to train on first")
     pretrain_epochs: int = setting(2, minimum=1)
-    dev_share: float = setting(0.1, "gold pairs held out to tune the threshold (0: keep --threshold)", minimum=0,
-                               maximum=1)
+    dev_share: float = setting(
+        0.1, "gold pairs held out to tune the threshold (0: keep --threshold)", minimum=0, maximum=1
+    )
     epochs: int = inherit(BaselinesSection, "epochs")
     seed: int = inherit(BaselinesSection, "seed")
 
@@ -61,8 +63,16 @@ def discalign_train(files: DiscAlignTrainFiles, model: DiscAlignSettings, runtim
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     pretrain = read_aligned_json(files.pretrain) if files.pretrain else ()
-    trained, history = train_discalign(read_aligned_json(files.gold), model, files.epochs, files.seed, files.dev_share,
-                                       pretrain, files.pretrain_epochs, runtime.device)
+    trained, history = train_discalign(
+        read_aligned_json(files.gold),
+        model,
+        files.epochs,
+        files.seed,
+        files.dev_share,
+        pretrain,
+        files.pretrain_epochs,
+        runtime.device,
+    )
     trained.save_pretrained(files.out)
     write_json(history, Path(files.out) / "training_summary.json")
 
@@ -107,11 +117,24 @@ def compare(files: CompareFiles, fastalign: FastAlignSettings, runtime: Runtime)
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
-    cfg = BaselinesSection(instances=files.instances, gold_pairs=files.gold_pairs, extra_text=files.extra_text,
-                           epochs=files.epochs, seed=files.seed, fastalign=fastalign)
-    rows = run_comparison(read_instances(files.instances), read_aligned_json(files.gold_pairs), cfg,
-                          AlignerConfig(encoder=files.encoder, k=files.k), files.out_dir,
-                          extra_text=_text_pairs(files.extra_text), device=runtime.device)
+    cfg = BaselinesSection(
+        instances=files.instances,
+        gold_pairs=files.gold_pairs,
+        extra_text=files.extra_text,
+        epochs=files.epochs,
+        seed=files.seed,
+        fastalign=fastalign,
+    )
+    rows = run_comparison(
+        read_instances(files.instances),
+        read_aligned_json(files.gold_pairs),
+        cfg,
+        AlignerConfig(encoder=files.encoder, k=files.k),
+        files.out_dir,
+        extra_text=_text_pairs(files.extra_text),
+        device=runtime.device,
+    )
     for row in rows:
-        log.info("%-20s soft F1 %.3f  exact F1 %.3f  AER %s", row["system"], row["soft_f1"], row["exact_f1"],
-                 row["aer"])
+        log.info(
+            "%-20s soft F1 %.3f  exact F1 %.3f  AER %s", row["system"], row["soft_f1"], row["exact_f1"], row["aer"]
+        )

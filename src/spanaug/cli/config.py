@@ -42,13 +42,21 @@ def schema(files: SchemaFiles) -> None:
 
 @settings
 class CheckFiles:
-    configfile: list[str] = setting(factory=lambda: ["config.yaml"], help="config files, merged in order as "
-                                    "Snakemake's --configfile merges them (nested keys too)")
+    configfile: list[str] = setting(
+        factory=lambda: ["config.yaml"],
+        help="config files, merged in order as Snakemake's --configfile merges them (nested keys too)",
+    )
 
 
-@command("config", "check", help="check a run's config before running it: settings, and every file, model, "
-                                 "tagger and optional dependency it names (what Snakemake checks first)")
+@command(
+    "config",
+    "check",
+    help="check a run's config before running it: settings, and every file, model, "
+    "tagger and optional dependency it names (what Snakemake checks first)",
+)
 def check(files: CheckFiles) -> None:
+    from pathlib import Path
+
     import yaml
 
     from spanaug.core.config import load_run_config
@@ -59,7 +67,7 @@ def check(files: CheckFiles) -> None:
     raw: dict = {}
     for path in files.configfile:
         try:
-            text = open(path, encoding="utf-8").read()
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise InputError(path, None, exc.strerror) from None
         try:
@@ -69,8 +77,10 @@ def check(files: CheckFiles) -> None:
             raise InputError(path, mark.line + 1 if mark else None, f"malformed YAML: {exc}") from None
     cfg = load_run_config(raw)
     preflight(cfg)
-    print(f"{', '.join(files.configfile)}: every setting, file, model and dependency is in place "
-          f"(results go to {cfg.results_dir}/{cfg.run_name})")
+    print(
+        f"{', '.join(files.configfile)}: every setting, file, model and dependency is in place "
+        f"(results go to {cfg.results_dir}/{cfg.run_name})"
+    )
 
 
 @settings

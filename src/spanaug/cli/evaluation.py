@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from spanaug.cli.options import command
-from spanaug.core.config import FilteringSection, StatsConfig
+from spanaug.core.evaluation_settings import FilteringSection, StatsConfig
 from spanaug.core.settings import setting, settings
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,9 @@ class ConllFiles:
     augmented: str = setting(help="the augmented dataset (or one of its filtered subsets)")
     out: str = setting(help="the CoNLL file: one block per aligned output")
     out_ids: str | None = setting(None, "TSV mapping each block's sentence number to its output id, seed and iteration")
-    pos_tagger: str | None = setting(None, "'lexicon' or 'spacy:<model>' fills the lemma and POS columns "
-                                           "(universal POS); null leaves them '_'")
+    pos_tagger: str | None = setting(
+        None, "'lexicon' or 'spacy:<model>' fills the lemma and POS columns (universal POS); null leaves them '_'"
+    )
 
 
 @command("export", "conll", help="every aligned output as an open-SESAME CoNLL block")
@@ -34,8 +35,9 @@ class CardFiles:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds")
     out_dir: str = setting(help="the release folder: README.md and data/*.parquet are written there")
-    run: dict[str, Any] = setting(help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, ... (the workflow "
-                             "passes it)")
+    run: dict[str, Any] = setting(
+        help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, ... (the workflow passes it)"
+    )
     filters: str | None = setting(None, "the filters summary (JSON of spanaug filter)")
     conll: str | None = setting(None, "the CoNLL export in the same folder, to list it")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import FrameIdSection, FrameIdTrainConfig, GecaConfig, Runtime, SplitSettings
+from spanaug.core.config import Runtime
+from spanaug.core.evaluation_settings import FrameIdSection, FrameIdTrainConfig, GecaConfig, SplitSettings
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -35,12 +36,19 @@ class TrainFiles:
     train: list[str] = setting(help="open-SESAME CoNLL or Parquet (sentences, augmented outputs or examples)")
     out: str = setting(help="the model directory")
     encoder: str = inherit(FrameIdSection, "encoder")
-    dev: str | None = setting(None, "dev sentences for early stopping: the best epoch on them is kept "
-                                    "(default: --holdout-share of the training sentences)")
+    dev: str | None = setting(
+        None,
+        "dev sentences for early stopping: the best epoch on them is kept "
+        "(default: --holdout-share of the training sentences)",
+    )
     glove: str | None = setting(None, "GloVe-format word vectors")
-    lexicon: str | None = inherit(FrameIdSection, "lexicon", help="lexicon JSON or FrameNet release: each span also "
-                                  "chooses among the frames its lemma can evoke (without it, only among the "
-                                  "frames its text or lemma had as a training trigger)")
+    lexicon: str | None = inherit(
+        FrameIdSection,
+        "lexicon",
+        help="lexicon JSON or FrameNet release: each span also "
+        "chooses among the frames its lemma can evoke (without it, only among the "
+        "frames its text or lemma had as a training trigger)",
+    )
 
 
 @command("frameid", "train", help="train the Frame ID model")
@@ -48,9 +56,15 @@ def train(files: TrainFiles, training: FrameIdTrainConfig, runtime: Runtime) -> 
     from spanaug.core.files import write_json
     from spanaug.downstream.frameid.training import train_frameid
 
-    model, summary = train_frameid(_sentences(files.train), files.encoder, training,
-                                   dev=_sentences([files.dev]) if files.dev else None, glove=files.glove,
-                                   device=runtime.device, lexicon=_lexicon(files.lexicon))
+    model, summary = train_frameid(
+        _sentences(files.train),
+        files.encoder,
+        training,
+        dev=_sentences([files.dev]) if files.dev else None,
+        glove=files.glove,
+        device=runtime.device,
+        lexicon=_lexicon(files.lexicon),
+    )
     model.save_pretrained(files.out)
     write_json(summary, Path(files.out) / "training_summary.json")
 
@@ -140,11 +154,20 @@ def point(files: PointFiles, runtime: Runtime) -> None:
     from spanaug.downstream.augmenter_comparison import run_point
 
     examples = artifacts.read_table(files.examples, artifacts.EXAMPLES).to_pylist() if files.examples else None
-    result = run_point(_sentences(files.train), _sentences([files.test]), files.fraction, files.seed, files.augmenter,
-                       files.encoder, files.training(),
-                       examples=examples, dev=_sentences([files.dev]) if files.dev else None,
-                       lexicon=_lexicon(files.lexicon), geca=GecaConfig(window=files.geca_window),
-                       device=runtime.device)
+    result = run_point(
+        _sentences(files.train),
+        _sentences([files.test]),
+        files.fraction,
+        files.seed,
+        files.augmenter,
+        files.encoder,
+        files.training(),
+        examples=examples,
+        dev=_sentences([files.dev]) if files.dev else None,
+        lexicon=_lexicon(files.lexicon),
+        geca=GecaConfig(window=files.geca_window),
+        device=runtime.device,
+    )
     emit(result, files.out)
 
 
@@ -160,5 +183,11 @@ def curves(files: CurvesFiles) -> None:
     from spanaug.downstream.augmenter_comparison import curves_stage
 
     for row in curves_stage(files.points, files.out_table, files.out_plot):
-        log.info("%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)", row["augmenter"], 100 * row["fraction"], row["f1_mean"],
-                 row["f1_std"], row["seeds"])
+        log.info(
+            "%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)",
+            row["augmenter"],
+            100 * row["fraction"],
+            row["f1_mean"],
+            row["f1_std"],
+            row["seeds"],
+        )

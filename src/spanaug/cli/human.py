@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.config import HumanEvalSettings
+from spanaug.core.evaluation_settings import HumanEvalSettings
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,9 @@ def export(files: ExportFiles) -> None:
         from spanaug.pipeline.framenet import framenet_definitions
 
         definitions = framenet_definitions(files.framenet)
-    counts = export_task(files.augmented, files.sentences, files.out_task, files.out_key, files.n_items, files.seed,
-                         definitions)
+    counts = export_task(
+        files.augmented, files.sentences, files.out_task, files.out_key, files.n_items, files.seed, definitions
+    )
     log.info("annotation task: %(items)d items (%(skipped_without_controls)d outputs had no gold controls)", counts)
 
 
@@ -107,8 +108,10 @@ def span_simulate(files: SpanSimulateFiles) -> None:
 
 @settings
 class SpanImportFiles:
-    results: str = setting(help="answers CSV: item_id, worker_id, target_start, target_end (both empty: no "
-                                "counterpart; inclusive 0-based paraphrase token indices)")
+    results: str = setting(
+        help="answers CSV: item_id, worker_id, target_start, target_end (both empty: no "
+        "counterpart; inclusive 0-based paraphrase token indices)"
+    )
     task: str = setting(help="the span task CSV")
     key: str = setting(help="the span task key")
     out: str = setting(help="span-alignment JSONL of the majority answers (for aligner.train.extra_instances)")
@@ -120,6 +123,10 @@ def span_import(files: SpanImportFiles) -> None:
     from spanaug.evaluation.span_task import import_span_answers
 
     summary = import_span_answers(files.results, files.task, files.key, files.out, files.out_summary)
-    log.info("%d instances from %d answered items; Krippendorff's alpha (tokens) %s, pairwise exact agreement %s",
-             summary["instances"], summary["items_answered"], summary["krippendorff_alpha_tokens"],
-             summary["pairwise_exact_agreement"])
+    log.info(
+        "%d instances from %d answered items; Krippendorff's alpha (tokens) %s, pairwise exact agreement %s",
+        summary["instances"],
+        summary["items_answered"],
+        summary["krippendorff_alpha_tokens"],
+        summary["pairwise_exact_agreement"],
+    )

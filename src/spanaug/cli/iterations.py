@@ -58,8 +58,9 @@ def select(files: SelectFiles) -> None:
 class GatherFiles:
     inputs: list[str] = setting(help="shards of one artifact type")
     out: str = setting(help="the merged artifact")
-    schema: Literal["sentences", "chain", "augmented", "scored", "requests", "paraphrases", "aligned",
-                    "examples"] = setting("chain", "the shards' schema")
+    schema: Literal["sentences", "chain", "augmented", "scored", "requests", "paraphrases", "aligned", "examples"] = (
+        setting("chain", "the shards' schema")
+    )
 
 
 @command("gather", help="merge shards of one artifact type")

@@ -6,8 +6,20 @@ import logging
 import sys
 
 from spanaug import cli
-from spanaug.cli import (align, augment, baseline, config, data, evaluation, export, frameid, human, iterations,
-                         paraphraser, report)
+from spanaug.cli import (
+    align,
+    augment,
+    baseline,
+    config,
+    data,
+    evaluation,
+    export,
+    frameid,
+    human,
+    iterations,
+    paraphraser,
+    report,
+)
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
 from spanaug.core.errors import ConfigError, SpanaugError
 
@@ -20,8 +32,9 @@ MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, au
 def main(argv: list[str] | None = None) -> int:
     commands = sorted(COMMANDS, key=lambda c: [m.__name__ for m in MODULES].index(c.run.__module__))
     args = build_parser(commands, cli.__doc__).parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         args._command.invoke(args)
     except SpanaugError as exc:
@@ -29,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         log.debug("traceback", exc_info=True)
         print(f"spanaug: error: {one_line(message)}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 (the last resort: no traceback reaches a user, see -v)
+    except Exception as exc:
         # Readers turn bad input into SpanaugErrors where the file is known; what still arrives here
         # is a file the OS refused, or a fault in a library or in spanaug itself.
         log.debug("traceback", exc_info=True)

@@ -135,17 +135,20 @@ def build_parser(commands: list[Command], description: str) -> argparse.Argument
     parser_class = _parser_class()
     root = argparse.ArgumentParser(prog="spanaug", description=description)
     root.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks with errors")
-    subparsers: dict[tuple[str, ...], Any] = {(): root.add_subparsers(dest="command", required=True,
-                                                                        parser_class=parser_class)}
+    subparsers: dict[tuple[str, ...], Any] = {
+        (): root.add_subparsers(dest="command", required=True, parser_class=parser_class)
+    }
     for cmd in commands:
         for depth in range(1, len(cmd.path)):
             prefix = cmd.path[:depth]
             if prefix not in subparsers:
                 group_parser = subparsers[prefix[:-1]].add_parser(prefix[-1], help=GROUP_HELP.get(prefix[-1]))
-                subparsers[prefix] = group_parser.add_subparsers(dest=f"sub{depth}", required=True,
-                                                                 parser_class=parser_class)
-        p = subparsers[cmd.path[:-1]].add_parser(cmd.path[-1], help=cmd.help, description=cmd.help,
-                                                  dataclass_types=list(cmd.settings.values()))
+                subparsers[prefix] = group_parser.add_subparsers(
+                    dest=f"sub{depth}", required=True, parser_class=parser_class
+                )
+        p = subparsers[cmd.path[:-1]].add_parser(
+            cmd.path[-1], help=cmd.help, description=cmd.help, dataclass_types=list(cmd.settings.values())
+        )
         p.set_defaults(_command=cmd)
     return root
 

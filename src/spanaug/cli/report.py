@@ -51,8 +51,9 @@ class WarningsFiles:
     out_json: str = setting(help="every warning (JSON)")
     out_html: str = setting(help="the warnings page")
     summaries: list[str] = setting(factory=list, help="stage summaries (JSON) whose 'warnings' lists are collected")
-    paraphrase_stats: list[str] = setting(factory=list, help="the paraphrase stage's shard statistics "
-                                                              "(iter<N>/shard<J>.paraphrase_stats.json)")
+    paraphrase_stats: list[str] = setting(
+        factory=list, help="the paraphrase stage's shard statistics (iter<N>/shard<J>.paraphrase_stats.json)"
+    )
     width: int | None = setting(None, "candidates decoded per request (beam size or samples)", minimum=1)
     out_paraphrase_csv: str | None = setting(None, "the decoding statistics per iteration (CSV)")
     out_paraphrase_html: str | None = setting(None, "the same as a report page")
@@ -72,14 +73,24 @@ def warnings(files: WarningsFiles) -> None:
     from spanaug.report.html import write_page
     from spanaug.report.tables import table_page
 
-    records, para_rows = w.collect(files.summaries, files.paraphrase_stats, files.width, files.aligner,
-                                   files.per_iteration, files.curves, files.simulated_judgments, files.base,
-                                   files.comparison)
+    records, para_rows = w.collect(
+        files.summaries,
+        files.paraphrase_stats,
+        files.width,
+        files.aligner,
+        files.per_iteration,
+        files.curves,
+        files.simulated_judgments,
+        files.base,
+        files.comparison,
+    )
     w.write_warnings(records, files.out_json, files.out_html, files.demo)
     if files.out_paraphrase_csv:
         write_csv(para_rows, files.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
         if files.out_paraphrase_html:
-            write_page(table_page(files.out_paraphrase_csv, "Paraphrase stage per iteration"), files.out_paraphrase_html)
+            write_page(
+                table_page(files.out_paraphrase_csv, "Paraphrase stage per iteration"), files.out_paraphrase_html
+            )
     for r in records:
         log.warning("%s [%s]: %s", r["stage"], r["kind"], r["message"])
     log.info("%d warning(s)", len(records))
@@ -87,8 +98,9 @@ def warnings(files: WarningsFiles) -> None:
 
 @settings
 class SummaryFiles:
-    run: dict[str, Any] = setting(help="what ran (JSON): run_name, inputs, paraphraser, encoder, iterations, n_shards, demo, "
-                             "simulated_judgments")
+    run: dict[str, Any] = setting(
+        help="what ran (JSON): run_name, inputs, paraphraser, encoder, iterations, n_shards, demo, simulated_judgments"
+    )
     stats: str = setting(help="the intrinsic statistics (JSON)")
     per_iteration: str = setting(help="outputs per iteration (CSV)")
     filters: str = setting(help="the filters summary (JSON)")
@@ -109,7 +121,17 @@ def summary(files: SummaryFiles) -> None:
     from spanaug.report import warnings as w
     from spanaug.report.summary import summary_body, write_summary
 
-    body, numbers = summary_body(files.run, files.stats, files.per_iteration, files.filters, w.load(files.warnings),
-                                 files.paraphrase, files.ablation, files.comparison, files.human_eval, files.curves,
-                                 files.frameid_baseline)
+    body, numbers = summary_body(
+        files.run,
+        files.stats,
+        files.per_iteration,
+        files.filters,
+        w.load(files.warnings),
+        files.paraphrase,
+        files.ablation,
+        files.comparison,
+        files.human_eval,
+        files.curves,
+        files.frameid_baseline,
+    )
     write_summary(body, numbers, files.out_html, files.out_fragment, files.out_json)

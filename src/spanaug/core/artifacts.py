@@ -165,13 +165,12 @@ def _check(schema: pa.Schema, actual: pa.Schema, path: Path | str) -> None:
             raise ArtifactError(f"{path}: missing column {field.name!r} ({field.type})")
         got = actual.field(idx).type
         if not got.equals(field.type):
-            raise ArtifactError(
-                f"{path}: column {field.name!r} has type {got}, expected {field.type}"
-            )
+            raise ArtifactError(f"{path}: column {field.name!r} has type {got}, expected {field.type}")
 
 
-def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema, path: Path | str, offset: int = 0,
-            writing: bool = False) -> pa.Table:
+def conform(
+    data: pa.Table | pa.RecordBatch, schema: pa.Schema, path: Path | str, offset: int = 0, writing: bool = False
+) -> pa.Table:
     """Return ``data`` as a table with exactly ``schema``'s columns, checked for types, nulls and
     meaning (:mod:`spanaug.core.validation`); ``offset`` is its first row's number in the file."""
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
@@ -223,9 +222,7 @@ def open_writer(path: Path | str, schema: pa.Schema) -> Iterator[ArtifactWriter]
             writer.close()
 
 
-def write_table(
-    data: pa.Table | Sequence[Mapping[str, Any]], path: Path | str, schema: pa.Schema
-) -> int:
+def write_table(data: pa.Table | Sequence[Mapping[str, Any]], path: Path | str, schema: pa.Schema) -> int:
     """Write a whole table atomically; returns the number of rows."""
     with open_writer(path, schema) as writer:
         if isinstance(data, pa.Table) or data:
@@ -261,15 +258,14 @@ def read_table(path: Path | str, schema: pa.Schema) -> pa.Table:
     return conform(table, schema, path)
 
 
-def iter_batches(
-    path: Path | str, schema: pa.Schema, batch_size: int = 8192
-) -> Iterator[pa.Table]:
+def iter_batches(path: Path | str, schema: pa.Schema, batch_size: int = 8192) -> Iterator[pa.Table]:
     """Stream an artifact in checked chunks, so large inputs are never held whole."""
     _check(schema, read_schema(path), path)
     offset = 0
     try:
         batches = pq.ParquetFile(path, page_checksum_verification=True).iter_batches(
-            batch_size=batch_size, columns=schema.names)
+            batch_size=batch_size, columns=schema.names
+        )
     except _UNREADABLE as exc:
         raise _unreadable(path, exc) from None
     while True:
@@ -284,17 +280,13 @@ def iter_batches(
         yield table
 
 
-def iter_records(
-    path: Path | str, schema: pa.Schema, batch_size: int = 8192
-) -> Iterator[dict[str, Any]]:
+def iter_records(path: Path | str, schema: pa.Schema, batch_size: int = 8192) -> Iterator[dict[str, Any]]:
     """Stream an artifact's rows as dicts."""
     for table in iter_batches(path, schema, batch_size):
         yield from table.to_pylist()
 
 
-def concat_artifacts(
-    paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536
-) -> int:
+def concat_artifacts(paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536) -> int:
     """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
     with open_writer(out, schema) as writer:
         for path in paths:

@@ -32,8 +32,12 @@ def platt(score: float, params: Sequence[float] | None) -> float:
     return sigmoid(a * logit(score) + b)
 
 
-def fit_platt(scores: Sequence[float], correct: Sequence[bool], l2: float = 1e-2, iterations: int = 50,
-              ) -> tuple[float, float] | None:
+def fit_platt(
+    scores: Sequence[float],
+    correct: Sequence[bool],
+    l2: float = 1e-2,
+    iterations: int = 50,
+) -> tuple[float, float] | None:
     """(a, b) minimising the log loss of ``sigmoid(a * logit(score) + b)`` against ``correct``.
 
     ``l2`` pulls (a, b) towards the identity (1, 0), so a held-out set where every answer is

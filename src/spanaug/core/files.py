@@ -1,5 +1,4 @@
-"""Text files written atomically (a temporary file renamed into place) and JSON lines read with line numbers.
-"""
+"""Text files written atomically (a temporary file renamed into place) and JSON lines read with line numbers."""
 
 from __future__ import annotations
 
@@ -110,10 +109,7 @@ def remove_stale_temporaries(root: Path | str, max_age_s: float | None = None, r
     """Remove the stale temporaries (:func:`stale_temporary`) of every ``.spanaug-tmp`` folder under
     ``root`` (or of ``root`` itself, a ``.spanaug-tmp`` folder, when not ``recurse``); returns them."""
     root = Path(root)
-    if recurse:
-        folders = [Path(d) / TMP_DIR for d, subdirs, _ in os.walk(root) if TMP_DIR in subdirs]
-    else:
-        folders = [root]
+    folders = [Path(d) / TMP_DIR for d, subdirs, _ in os.walk(root) if TMP_DIR in subdirs] if recurse else [root]
     removed = []
     for folder in folders:
         try:
@@ -176,7 +172,9 @@ def read_csv(path: Path | str, required: Sequence[str] = ()) -> list[tuple[int, 
         rows = []
         for row in reader:
             if None in row or None in row.values():
-                raise InputError(path, reader.line_num, f"the row's fields do not match the {len(header)} of the header")
+                raise InputError(
+                    path, reader.line_num, f"the row's fields do not match the {len(header)} of the header"
+                )
             rows.append((reader.line_num, row))
         return rows
     except csv.Error as exc:
@@ -201,8 +199,11 @@ def _decode(path: Path | str, data: bytes, lineno: int | None, start: int = 0) -
     except UnicodeDecodeError as exc:
         line = lineno if lineno is not None else data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        raise InputError(path, line, f"not UTF-8 text (byte {data[exc.start]:#04x} at column {column + 1}); "
-                                     "expected a UTF-8 text file") from None
+        raise InputError(
+            path,
+            line,
+            f"not UTF-8 text (byte {data[exc.start]:#04x} at column {column + 1}); expected a UTF-8 text file",
+        ) from None
 
 
 def iter_lines(path: Path | str) -> Iterator[tuple[int, str]]:
@@ -210,7 +211,7 @@ def iter_lines(path: Path | str) -> Iterator[tuple[int, str]]:
     by line so that a file in another encoding (or a binary file) is an error naming the line. A
     byte-order mark at the start is dropped (spreadsheet tools write one)."""
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115 -- an open error and a read error are told apart
     except OSError as exc:
         raise os_error(path, exc) from None
     with handle:
@@ -249,8 +250,12 @@ def parse_json(text: str, path: Path | str, lineno: int | None = None) -> Any:
     # json accepts escapes of lone UTF-16 surrogates ("\ud800"), which are no characters: Arrow and
     # every writer would fail on them later, far from this file.
     if "\\u" in text and _has_lone_surrogate(value):
-        raise InputError(path, lineno, "a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is no "
-                                       "character (expected valid Unicode text)")
+        raise InputError(
+            path,
+            lineno,
+            "a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is no "
+            "character (expected valid Unicode text)",
+        )
     return value
 
 

@@ -31,8 +31,15 @@ def span_metrics(gold: Sequence[tuple[int, int] | None], pred: Sequence[tuple[in
         n_gold += int(g is not None)
     soft_p, soft_r, soft_f1 = prf(overlap, n_pred_tok, n_gold_tok)
     exact_p, exact_r, exact_f1 = prf(exact_hits, n_pred, n_gold)
-    return {"soft_p": soft_p, "soft_r": soft_r, "soft_f1": soft_f1,
-            "exact_p": exact_p, "exact_r": exact_r, "exact_f1": exact_f1, "n": len(gold)}
+    return {
+        "soft_p": soft_p,
+        "soft_r": soft_r,
+        "soft_f1": soft_f1,
+        "exact_p": exact_p,
+        "exact_r": exact_r,
+        "exact_f1": exact_f1,
+        "n": len(gold),
+    }
 
 
 def expected_calibration_error(scores: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
@@ -50,8 +57,9 @@ def expected_calibration_error(scores: Sequence[float], correct: Sequence[bool],
     return sum(n / len(scores) * abs(c / n - s / n) for n, s, c in totals if n)
 
 
-def prediction_metrics(gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]],
-                       bins: int = 10) -> dict[str, float]:
+def prediction_metrics(
+    gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]], bins: int = 10
+) -> dict[str, float]:
     """``span_metrics`` plus the ECE of the score against exact correctness (over non-null
     predictions) and the shares of null predictions and of null gold spans."""
     preds = [p for p, _ in scored]

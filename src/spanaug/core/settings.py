@@ -17,8 +17,13 @@ from spanaug.core.errors import ConfigError
 BOUNDS = "json_schema"
 
 
-def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Callable[[], Any] | Any = dataclasses.MISSING,
-            **bounds: Any) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    **bounds: Any,
+) -> Any:
     """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...)."""
     metadata: dict[str, Any] = {"help": help}
     if bounds:

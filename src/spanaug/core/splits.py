@@ -10,8 +10,9 @@ from typing import TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
-def assign_parts(keys: Iterable[K], parts: Sequence[tuple[str, float | None]], order: str = "given",
-                 seed: int = 0) -> dict[K, str]:
+def assign_parts(
+    keys: Iterable[K], parts: Sequence[tuple[str, float | None]], order: str = "given", seed: int = 0
+) -> dict[K, str]:
     """The part of each distinct key (all items sharing a key stay together).
 
     ``parts`` are taken in turn: a part with a share gets ``round(share * n)`` keys, the one part

@@ -1,5 +1,4 @@
-"""POS taggers: an offline lexicon tagger and spaCy pipelines, on the project's own tokens.
-"""
+"""POS taggers: an offline lexicon tagger and spaCy pipelines, on the project's own tokens."""
 
 from __future__ import annotations
 
@@ -8,18 +7,143 @@ from typing import Any
 from spanaug.core.errors import ConfigError
 
 _CLOSED = {
-    **dict.fromkeys("a an the this that these those some any each every no all both either neither".split(), "DET"),
-    **dict.fromkeys("of in on at by for with from into onto about over under up down out off to through after before "
-                    "during against between without within upon".split(), "ADP"),
-    **dict.fromkeys("i me you he him she her it we us they them myself himself herself itself themselves "
-                    "who whom what which".split(), "PRON"),
-    **dict.fromkeys("my your his its our their".split(), "DET"),
-    **dict.fromkeys("and or but nor yet so".split(), "CCONJ"),
-    **dict.fromkeys("if because although though while when whether since unless than as".split(), "SCONJ"),
-    **dict.fromkeys("is am are was were be been being do does did has have had will would shall should can could "
-                    "may might must 's 're 've 'll 'd".split(), "AUX"),
-    **dict.fromkeys("not n't".split(), "PART"),
-    **dict.fromkeys("one two three four five six seven eight nine ten hundred thousand million billion".split(), "NUM"),
+    **dict.fromkeys(
+        [
+            "a",
+            "an",
+            "the",
+            "this",
+            "that",
+            "these",
+            "those",
+            "some",
+            "any",
+            "each",
+            "every",
+            "no",
+            "all",
+            "both",
+            "either",
+            "neither",
+        ],
+        "DET",
+    ),
+    **dict.fromkeys(
+        [
+            "of",
+            "in",
+            "on",
+            "at",
+            "by",
+            "for",
+            "with",
+            "from",
+            "into",
+            "onto",
+            "about",
+            "over",
+            "under",
+            "up",
+            "down",
+            "out",
+            "off",
+            "to",
+            "through",
+            "after",
+            "before",
+            "during",
+            "against",
+            "between",
+            "without",
+            "within",
+            "upon",
+        ],
+        "ADP",
+    ),
+    **dict.fromkeys(
+        [
+            "i",
+            "me",
+            "you",
+            "he",
+            "him",
+            "she",
+            "her",
+            "it",
+            "we",
+            "us",
+            "they",
+            "them",
+            "myself",
+            "himself",
+            "herself",
+            "itself",
+            "themselves",
+            "who",
+            "whom",
+            "what",
+            "which",
+        ],
+        "PRON",
+    ),
+    **dict.fromkeys(["my", "your", "his", "its", "our", "their"], "DET"),
+    **dict.fromkeys(["and", "or", "but", "nor", "yet", "so"], "CCONJ"),
+    **dict.fromkeys(
+        ["if", "because", "although", "though", "while", "when", "whether", "since", "unless", "than", "as"], "SCONJ"
+    ),
+    **dict.fromkeys(
+        [
+            "is",
+            "am",
+            "are",
+            "was",
+            "were",
+            "be",
+            "been",
+            "being",
+            "do",
+            "does",
+            "did",
+            "has",
+            "have",
+            "had",
+            "will",
+            "would",
+            "shall",
+            "should",
+            "can",
+            "could",
+            "may",
+            "might",
+            "must",
+            "'s",
+            "'re",
+            "'ve",
+            "'ll",
+            "'d",
+        ],
+        "AUX",
+    ),
+    **dict.fromkeys(["not", "n't"], "PART"),
+    **dict.fromkeys(
+        [
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "hundred",
+            "thousand",
+            "million",
+            "billion",
+        ],
+        "NUM",
+    ),
 }
 
 
@@ -65,7 +189,7 @@ class SpacyTagger:
     """Universal POS tags from a spaCy pipeline, on our tokens (no re-tokenisation)."""
 
     def __init__(self, model: str):
-        import spacy  # noqa: F401 (raises ImportError when spaCy is missing)
+        import spacy
         from spacy.tokens import Doc
 
         self.name = f"spacy:{model}"

@@ -1,5 +1,4 @@
-"""The project's word tokenizer and detokenizer.
-"""
+"""The project's word tokenizer and detokenizer."""
 
 from __future__ import annotations
 
@@ -23,15 +22,15 @@ def detokenize(tokens: Iterable[str]) -> str:
     """Join tokens into plain text: no space before closing punctuation or after opening."""
     out = ""
     for tok in tokens:
-        if out and not (
-            re.fullmatch(r"[.,;:!?%)\]}]|'s|n't|'[a-z]{1,2}", tok) or out.endswith(("(", "[", "$"))
-        ):
+        if out and not (re.fullmatch(r"[.,;:!?%)\]}]|'s|n't|'[a-z]{1,2}", tok) or out.endswith(("(", "[", "$"))):
             out += " "
         out += tok
     return out
 
 
-def tokenize_around_span(text: str, char_start: int, char_end: int) -> tuple[list[str], list[tuple[int, int]], int, int]:
+def tokenize_around_span(
+    text: str, char_start: int, char_end: int
+) -> tuple[list[str], list[tuple[int, int]], int, int]:
     """Tokenize ``text`` with token boundaries forced at the span's edges.
 
     Returns tokens, their offsets and the inclusive token span covering

@@ -32,8 +32,19 @@ SPANS = (
 )
 
 #: String columns that identify or label a row: never empty or blank.
-LABEL_COLUMNS = ("sentence_id", "seed_id", "output_id", "example_id", "frame", "lexical_unit", "text",
-                 "source_text", "paraphrase_text", "seed_trigger", "trigger")
+LABEL_COLUMNS = (
+    "sentence_id",
+    "seed_id",
+    "output_id",
+    "example_id",
+    "frame",
+    "lexical_unit",
+    "text",
+    "source_text",
+    "paraphrase_text",
+    "seed_trigger",
+    "trigger",
+)
 
 #: Scores that are probabilities (null allowed where the schema allows it).
 PROBABILITIES = ("aligner_score", "p_classifier", "r_classifier")
@@ -74,8 +85,13 @@ def _token_problems(table: pa.Table, column: str) -> list[Problem]:
             ends = np.cumsum(lengths.to_numpy(zero_copy_only=False))
             row = int(np.searchsorted(ends, k, side="right"))
             position = k - (int(ends[row - 1]) if row else 0)
-            out.append((row, f"column {column!r}: token {position} is {flat[k].as_py()!r} "
-                             "(expected a non-empty token that is not only whitespace)"))
+            out.append(
+                (
+                    row,
+                    f"column {column!r}: token {position} is {flat[k].as_py()!r} "
+                    "(expected a non-empty token that is not only whitespace)",
+                )
+            )
     return out
 
 
@@ -85,15 +101,25 @@ def _span_problems(table: pa.Table, tokens_col: str, start_col: str, end_col: st
     if not required:
         row = _first(pc.not_equal(pc.is_null(start), pc.is_null(end)))
         if row >= 0:
-            out.append((row, f"{start_col} is {_value(table, start_col, row)} but {end_col} is "
-                             f"{_value(table, end_col, row)} (expected both set or both null)"))
+            out.append(
+                (
+                    row,
+                    f"{start_col} is {_value(table, start_col, row)} but {end_col} is "
+                    f"{_value(table, end_col, row)} (expected both set or both null)",
+                )
+            )
     lengths = pc.list_value_length(table.column(tokens_col))
     bad = pc.or_(pc.or_(pc.less(start, 0), pc.less(end, start)), pc.greater_equal(end, lengths))
     row = _first(bad)
     if row >= 0:
         s, e, n = _value(table, start_col, row), _value(table, end_col, row), lengths[row].as_py()
-        out.append((row, f"span [{start_col}, {end_col}] = [{s}, {e}] is not inside the {n} tokens of "
-                         f"{tokens_col!r} (expected 0 <= {start_col} <= {end_col} < {n})"))
+        out.append(
+            (
+                row,
+                f"span [{start_col}, {end_col}] = [{s}, {e}] is not inside the {n} tokens of "
+                f"{tokens_col!r} (expected 0 <= {start_col} <= {end_col} < {n})",
+            )
+        )
     return out
 
 
@@ -115,26 +141,42 @@ def _problems(table: pa.Table) -> list[Problem]:
         tags = table.column("pos_tags")
         row = _first(pc.not_equal(pc.list_value_length(tags), pc.list_value_length(table.column("tokens"))))
         if row >= 0:
-            out.append((row, f"pos_tags holds {len(tags[row])} tags for {len(table.column('tokens')[row])} tokens "
-                             "(expected one tag per token)"))
+            out.append(
+                (
+                    row,
+                    f"pos_tags holds {len(tags[row])} tags for {len(table.column('tokens')[row])} tokens "
+                    "(expected one tag per token)",
+                )
+            )
         if pc.list_flatten(tags).null_count:
             row = _first(_has_null_item(tags))
             out.append((row, "pos_tags holds a null tag (expected a tag per token; '_' when unknown)"))
     if "aligned_text" in names and "aligned_start" in names:
         row = _first(pc.not_equal(pc.is_null(table.column("aligned_start")), pc.is_null(table.column("aligned_text"))))
         if row >= 0:
-            out.append((row, f"aligned_text is {_value(table, 'aligned_text', row)!r} while aligned_start is "
-                             f"{_value(table, 'aligned_start', row)} (expected text exactly when a span is aligned)"))
+            out.append(
+                (
+                    row,
+                    f"aligned_text is {_value(table, 'aligned_text', row)!r} while aligned_start is "
+                    f"{_value(table, 'aligned_start', row)} (expected text exactly when a span is aligned)",
+                )
+            )
     out += _iteration_problems(table, names)
     out += _duplicate_problems(table, names)
     if {"output_id", "seed_id", "iteration"} <= names:
         # The released id is seed_id#iteration; judgments and filters refer to outputs by it.
-        expected = pc.binary_join_element_wise(table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()),
-                                               "#")
+        expected = pc.binary_join_element_wise(
+            table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()), "#"
+        )
         row = _first(pc.not_equal(table.column("output_id"), expected))
         if row >= 0:
-            out.append((row, f"output_id is {_value(table, 'output_id', row)!r} (expected {expected[row].as_py()!r}, "
-                             "seed_id#iteration)"))
+            out.append(
+                (
+                    row,
+                    f"output_id is {_value(table, 'output_id', row)!r} (expected {expected[row].as_py()!r}, "
+                    "seed_id#iteration)",
+                )
+            )
     if "constraints" in names:
         out += _constraint_problems(table, names)
     if "beam_rank" in names:
@@ -144,8 +186,7 @@ def _problems(table: pa.Table) -> list[Problem]:
     for column in PROBABILITIES:
         if column in names:
             values = table.column(column)
-            row = _first(pc.or_(pc.invert(pc.is_finite(values)),
-                                pc.or_(pc.less(values, 0), pc.greater(values, 1))))
+            row = _first(pc.or_(pc.invert(pc.is_finite(values)), pc.or_(pc.less(values, 0), pc.greater(values, 1))))
             if row >= 0:
                 out.append((row, f"{column} is {_value(table, column, row)} (expected a number in [0, 1])"))
     if "paraphrase_score" in names:
@@ -214,12 +255,16 @@ def _constraint_problems(table: pa.Table, names: set[str]) -> list[Problem]:
     if "iteration" in names:
         # Every paraphrase from iteration 1 on is decoded under its span's forms: an empty set means
         # the paraphraser would run unconstrained.
-        empty = pc.and_(pc.greater_equal(table.column("iteration"), 1),
-                        pc.equal(pc.list_value_length(constraints), 0))
+        empty = pc.and_(pc.greater_equal(table.column("iteration"), 1), pc.equal(pc.list_value_length(constraints), 0))
         row = _first(empty)
         if row >= 0:
-            out.append((row, f"constraints are empty at iteration {_value(table, 'iteration', row)} "
-                             "(expected the forms the paraphraser must avoid)"))
+            out.append(
+                (
+                    row,
+                    f"constraints are empty at iteration {_value(table, 'iteration', row)} "
+                    "(expected the forms the paraphraser must avoid)",
+                )
+            )
     return out
 
 
@@ -233,4 +278,3 @@ def validate(table: pa.Table, path: Path | str, offset: int = 0, writing: bool =
         row, message = min(problems, key=lambda p: p[0])
         suffix = " (in the rows being written)" if writing else ""
         raise ArtifactError(f"{path}, row {offset + row}: {message}{suffix}")
-

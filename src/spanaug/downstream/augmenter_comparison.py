@@ -38,8 +38,12 @@ def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> li
     return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]
 
 
-def examples_for(sample: Sequence[Sentence], augmenter: str, examples: Sequence[Mapping[str, Any]] | None,
-                 geca: GecaConfig | None = None) -> list[Sentence]:
+def examples_for(
+    sample: Sequence[Sentence],
+    augmenter: str,
+    examples: Sequence[Mapping[str, Any]] | None,
+    geca: GecaConfig | None = None,
+) -> list[Sentence]:
     """The augmenter's training sentences for this sample.
 
     Precomputed examples (paraphrastic, lexsub) are kept when they derive from a sampled
@@ -57,10 +61,20 @@ def examples_for(sample: Sequence[Sentence], augmenter: str, examples: Sequence[
     return examples_to_sentences(r for r in examples if r["seed_key"] in keys)
 
 
-def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: float, seed: int, augmenter: str,
-              encoder: str, tcfg: FrameIdTrainConfig, examples: Sequence[Mapping[str, Any]] | None = None,
-              dev: Sequence[Sentence] | None = None, lexicon: dict[str, set[str]] | None = None,
-              geca: GecaConfig | None = None, device: str | None = "auto") -> dict[str, Any]:
+def run_point(
+    pool: Sequence[Sentence],
+    test: Sequence[Sentence],
+    fraction: float,
+    seed: int,
+    augmenter: str,
+    encoder: str,
+    tcfg: FrameIdTrainConfig,
+    examples: Sequence[Mapping[str, Any]] | None = None,
+    dev: Sequence[Sentence] | None = None,
+    lexicon: dict[str, set[str]] | None = None,
+    geca: GecaConfig | None = None,
+    device: str | None = "auto",
+) -> dict[str, Any]:
     """Train on a sample (plus the augmenter's examples of it) and score on ``test``.
 
     Without ``dev``, train_frameid holds out a share of the sampled (full-text) sentences for early
@@ -68,14 +82,37 @@ def run_point(pool: Sequence[Sentence], test: Sequence[Sentence], fraction: floa
     """
     sample = sample_sentences(pool, fraction, seed)
     extra = examples_for(sample, augmenter, examples, geca)
-    model, summary = train_frameid(sample + extra, encoder, dataclasses.replace(tcfg, seed=seed), dev=dev,
-                                   device=device, progress=False, lexicon=lexicon)
+    model, summary = train_frameid(
+        sample + extra,
+        encoder,
+        dataclasses.replace(tcfg, seed=seed),
+        dev=dev,
+        device=device,
+        progress=False,
+        lexicon=lexicon,
+    )
     scores = triple_scores(test, model.predict(test))
-    log.info("point %s %.0f%% seed %d: %d sentences + %d examples: F1 %.3f", augmenter, 100 * fraction, seed,
-             len(sample), len(extra), scores["f1"])
-    return {"augmenter": augmenter, "fraction": fraction, "seed": seed, "train_sentences": len(sample),
-            "augmented_examples": len(extra), **scores, "best_dev_f1": summary["best_dev_f1"],
-            "best_epoch": summary["best_epoch"], "dev": summary["dev"]["source"], "refit": summary["refit"] is not None}
+    log.info(
+        "point %s %.0f%% seed %d: %d sentences + %d examples: F1 %.3f",
+        augmenter,
+        100 * fraction,
+        seed,
+        len(sample),
+        len(extra),
+        scores["f1"],
+    )
+    return {
+        "augmenter": augmenter,
+        "fraction": fraction,
+        "seed": seed,
+        "train_sentences": len(sample),
+        "augmented_examples": len(extra),
+        **scores,
+        "best_dev_f1": summary["best_dev_f1"],
+        "best_epoch": summary["best_epoch"],
+        "dev": summary["dev"]["source"],
+        "refit": summary["refit"] is not None,
+    }
 
 
 def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
@@ -90,12 +127,23 @@ def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
         if missing:
             raise InputError(path, None, f"point result lacks {sorted(missing)}")
         number = {k: isinstance(point[k], (int, float)) and not isinstance(point[k], bool) for k in ("fraction", "f1")}
-        if not (isinstance(point["augmenter"], str) and point["augmenter"].strip()
-                and number["fraction"] and 0 < point["fraction"] <= 1 and number["f1"] and 0 <= point["f1"] <= 1
-                and isinstance(point["seed"], int) and not isinstance(point["seed"], bool)):
-            raise InputError(path, None, "point result with augmenter {augmenter!r}, fraction {fraction!r}, seed "
-                                         "{seed!r}, f1 {f1!r} (expected a name, a number in (0, 1], an integer and "
-                                         "a number in [0, 1])".format(**point))
+        if not (
+            isinstance(point["augmenter"], str)
+            and point["augmenter"].strip()
+            and number["fraction"]
+            and 0 < point["fraction"] <= 1
+            and number["f1"]
+            and 0 <= point["f1"] <= 1
+            and isinstance(point["seed"], int)
+            and not isinstance(point["seed"], bool)
+        ):
+            raise InputError(
+                path,
+                None,
+                "point result with augmenter {augmenter!r}, fraction {fraction!r}, seed "
+                "{seed!r}, f1 {f1!r} (expected a name, a number in (0, 1], an integer and "
+                "a number in [0, 1])".format(**point),
+            )
         for key in ("train_sentences", "augmented_examples"):
             if not isinstance(point.get(key, 0), (int, float)) or isinstance(point.get(key, 0), bool):
                 raise InputError(path, None, f"{key} is {point[key]!r} (expected a number)")
@@ -113,10 +161,17 @@ def curves(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         f1 = [g["f1"] for g in group]
         mean = sum(f1) / len(f1)
         std = math.sqrt(sum((x - mean) ** 2 for x in f1) / (len(f1) - 1)) if len(f1) > 1 else 0.0
-        rows.append({"augmenter": augmenter, "fraction": fraction, "seeds": len(group), "f1_mean": round(mean, 4),
-                     "f1_std": round(std, 4),
-                     "train_sentences": round(sum(g.get("train_sentences", 0) for g in group) / len(group), 1),
-                     "augmented_examples": round(sum(g.get("augmented_examples", 0) for g in group) / len(group), 1)})
+        rows.append(
+            {
+                "augmenter": augmenter,
+                "fraction": fraction,
+                "seeds": len(group),
+                "f1_mean": round(mean, 4),
+                "f1_std": round(std, 4),
+                "train_sentences": round(sum(g.get("train_sentences", 0) for g in group) / len(group), 1),
+                "augmented_examples": round(sum(g.get("augmented_examples", 0) for g in group) / len(group), 1),
+            }
+        )
     return rows
 
 
@@ -135,8 +190,14 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
             # Drawn on top of 'none': say so, and keep the line under it visible.
             label += f" (= no augmentation{': 0 examples' if same[augmenter] else ''})"
             style = {"marker": "o", "linestyle": "--", "markerfacecolor": "none", "markersize": 9}
-        ax.errorbar([100 * r["fraction"] for r in group], [r["f1_mean"] for r in group],
-                    yerr=[r["f1_std"] for r in group], capsize=3, label=label, **style)
+        ax.errorbar(
+            [100 * r["fraction"] for r in group],
+            [r["f1_mean"] for r in group],
+            yerr=[r["f1_std"] for r in group],
+            capsize=3,
+            label=label,
+            **style,
+        )
     ax.set_xlabel("training sentences sampled (%)")
     ax.set_ylabel("Frame ID F1 (test)")
     ax.legend()

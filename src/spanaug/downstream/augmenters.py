@@ -17,9 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from spanaug.core.config import GecaConfig
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
+from spanaug.core.evaluation_settings import GecaConfig
 from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
@@ -31,12 +31,28 @@ log = logging.getLogger(__name__)
 AUGMENTERS = ("paraphrastic", "lexsub", "geca")
 
 
-def example(augmenter: str, example_id: str, seed_tokens: Sequence[str], tokens: list[str], span: tuple[int, int],
-            frame: str, source_trigger: str) -> dict[str, Any]:
+def example(
+    augmenter: str,
+    example_id: str,
+    seed_tokens: Sequence[str],
+    tokens: list[str],
+    span: tuple[int, int],
+    frame: str,
+    source_trigger: str,
+) -> dict[str, Any]:
     """An EXAMPLES row."""
-    return {"example_id": f"{augmenter}:{example_id}", "augmenter": augmenter, "seed_key": sentence_key(seed_tokens),
-            "tokens": tokens, "text": detokenize(tokens), "span_start": span[0], "span_end": span[1],
-            "trigger": " ".join(tokens[span[0] : span[1] + 1]), "frame": frame, "source_trigger": source_trigger}
+    return {
+        "example_id": f"{augmenter}:{example_id}",
+        "augmenter": augmenter,
+        "seed_key": sentence_key(seed_tokens),
+        "tokens": tokens,
+        "text": detokenize(tokens),
+        "span_start": span[0],
+        "span_end": span[1],
+        "trigger": " ".join(tokens[span[0] : span[1] + 1]),
+        "frame": frame,
+        "source_trigger": source_trigger,
+    }
 
 
 def _selected(augmented: pa.Table, bounds: Mapping[str, float] | None) -> list[dict[str, Any]]:
@@ -55,13 +71,23 @@ def _seeds_by_id(seeds: pa.Table) -> dict[str, dict[str, Any]]:
     return _Seeds((r["sentence_id"], r) for r in seeds.to_pylist())
 
 
-def paraphrastic_examples(augmented: pa.Table, seeds: pa.Table,
-                          bounds: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+def paraphrastic_examples(
+    augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, float] | None = None
+) -> list[dict[str, Any]]:
     """The pipeline's aligned outputs (passing ``bounds``) as examples of their seed sentences."""
     by_id = _seeds_by_id(seeds)
-    return [example("paraphrastic", r["output_id"], by_id[r["seed_id"]]["tokens"], r["paraphrase_tokens"],
-                    (r["aligned_start"], r["aligned_end"]), r["frame"], r["seed_trigger"])
-            for r in _selected(augmented, bounds)]
+    return [
+        example(
+            "paraphrastic",
+            r["output_id"],
+            by_id[r["seed_id"]]["tokens"],
+            r["paraphrase_tokens"],
+            (r["aligned_start"], r["aligned_end"]),
+            r["frame"],
+            r["seed_trigger"],
+        )
+        for r in _selected(augmented, bounds)
+    ]
 
 
 def _trigger_tag(tags: Sequence[str], tokens: Sequence[str], span: tuple[int, int], upos: str | None) -> str:
@@ -70,8 +96,9 @@ def _trigger_tag(tags: Sequence[str], tokens: Sequence[str], span: tuple[int, in
     return tags[span[0] + (heads[0] if len(heads) == 1 else span[1] - span[0])]
 
 
-def lexsub_examples(augmented: pa.Table, seeds: pa.Table, tagger: Any,
-                    bounds: Mapping[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def lexsub_examples(
+    augmented: pa.Table, seeds: pa.Table, tagger: Any, bounds: Mapping[str, float] | None = None
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Lexical substitution: each aligned trigger put back into its seed sentence, kept only when
     the tagger gives the new trigger the POS of the original. Returns the examples and counts."""
     by_id = _seeds_by_id(seeds)
@@ -91,8 +118,9 @@ def lexsub_examples(augmented: pa.Table, seeds: pa.Table, tagger: Any,
         upos = lu_upos(seed["lexical_unit"])
         if r["seed_id"] not in seed_tags:
             seed_tags[r["seed_id"]] = tagger.tag(seed["tokens"])
-        if (_trigger_tag(tagger.tag(tokens), tokens, span, upos)
-                != _trigger_tag(seed_tags[r["seed_id"]], seed["tokens"], (s, e), upos)):
+        if _trigger_tag(tagger.tag(tokens), tokens, span, upos) != _trigger_tag(
+            seed_tags[r["seed_id"]], seed["tokens"], (s, e), upos
+        ):
             counts["pos_mismatch"] += 1
             continue
         if (tuple(tokens), span) in seen:
@@ -113,8 +141,10 @@ def _environment(tokens: Sequence[str], span: tuple[int, int], k: int) -> tuple[
     return tuple(padded[s - k : s]), tuple(padded[e + 1 : e + 1 + k])
 
 
-def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
-                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def geca_examples(
+    sentences: Sequence[Sentence],
+    cfg: GecaConfig | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Good-Enough Compositional Augmentation (Andreas 2020, Algorithm 1) for trigger spans.
 
     Fragments are (trigger, frame) pairs, templates the sentences with the trigger cut out, and
@@ -138,8 +168,9 @@ def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
         shared = sorted(fragments)
         if len(shared) > cfg.max_fragments_per_environment:
             shared = rng.sample(shared, cfg.max_fragments_per_environment)
-        pairs.update((a, b) for a in shared for b in shared
-                     if a != b and [t.lower() for t in a[0]] != [t.lower() for t in b[0]])
+        pairs.update(
+            (a, b) for a in shared for b in shared if a != b and [t.lower() for t in a[0]] != [t.lower() for t in b[0]]
+        )
     ordered = sorted(pairs)
     rng.shuffle(ordered)  # the output cap then samples pairs instead of favouring the alphabet
 
@@ -156,17 +187,26 @@ def geca_examples(sentences: Sequence[Sentence], cfg: GecaConfig | None = None,
                     yield base, tokens, span, second[1], " ".join(first[0])
 
     candidates = filled()
-    out = [example("geca", str(n), base, tokens, span, frame, replaced)
-           for n, (base, tokens, span, frame, replaced) in enumerate(itertools.islice(candidates, cfg.max_outputs))]
+    out = [
+        example("geca", str(n), base, tokens, span, frame, replaced)
+        for n, (base, tokens, span, frame, replaced) in enumerate(itertools.islice(candidates, cfg.max_outputs))
+    ]
     if next(candidates, None) is not None:
         log.warning("GECA stopped at max_outputs=%d", cfg.max_outputs)
-    counts = {"fragments": len(templates), "environments": len(environments), "fragment_pairs": len(pairs),
-              "examples": len(out)}
+    counts = {
+        "fragments": len(templates),
+        "environments": len(environments),
+        "fragment_pairs": len(pairs),
+        "examples": len(out),
+    }
     return out, counts
 
 
-def chain_members(augmented: pa.Table, seeds: pa.Table, bounds: Mapping[str, float] | None = None,
-                  ) -> dict[str, list[tuple[list[str], tuple[int, int]]]]:
+def chain_members(
+    augmented: pa.Table,
+    seeds: pa.Table,
+    bounds: Mapping[str, float] | None = None,
+) -> dict[str, list[tuple[list[str], tuple[int, int]]]]:
     """Per seed: the seed and its outputs in iteration order, as (tokens, span), up to the first
     output that has no aligned span or fails ``bounds`` (the chain is cut there)."""
     outputs: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
@@ -191,18 +231,27 @@ def empty_warnings(augmenter: str, counts: Mapping[str, Any]) -> list[dict[str, 
     where = f"under filter {flt!r}" if flt != "none" else "among the aligned outputs"
     if augmenter == "graph":
         if not counts.get("instances"):
-            warn(warnings, "empty", f"chain graph: 0 span-alignment instances ({counts.get('chains', 0)} chains "
-                                    f"{where}): a self-training round gets no extra instances", log)
+            warn(
+                warnings,
+                "empty",
+                f"chain graph: 0 span-alignment instances ({counts.get('chains', 0)} chains "
+                f"{where}): a self-training round gets no extra instances",
+                log,
+            )
         return warnings
     if counts.get("examples"):
         return warnings
     if augmenter == "paraphrastic":
         why = f"no output {where}"
     elif augmenter == "lexsub":
-        why = (f"{counts.get('candidates', 0)} candidates {where}: {counts.get('same_as_seed', 0)} same as the seed, "
-               f"{counts.get('pos_mismatch', 0)} with another POS, {counts.get('duplicates', 0)} duplicates")
+        why = (
+            f"{counts.get('candidates', 0)} candidates {where}: {counts.get('same_as_seed', 0)} same as the seed, "
+            f"{counts.get('pos_mismatch', 0)} with another POS, {counts.get('duplicates', 0)} duplicates"
+        )
     else:
-        why = (f"{counts.get('fragment_pairs', 0)} fragment pairs share an environment "
-               f"({counts.get('fragments', 0)} fragments, {counts.get('environments', 0)} environments)")
+        why = (
+            f"{counts.get('fragment_pairs', 0)} fragment pairs share an environment "
+            f"({counts.get('fragments', 0)} fragments, {counts.get('environments', 0)} environments)"
+        )
     warn(warnings, "empty", f"augmenter {augmenter}: 0 examples ({why}): its Frame ID curve can only equal 'none'", log)
     return warnings

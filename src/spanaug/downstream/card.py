@@ -45,19 +45,29 @@ FIELDS = [
     ("seed_trigger", "the seed's trigger text"),
     ("iteration", "1-based: iteration i paraphrases the same seed's output of iteration i-1 (the seed for i = 1)"),
     ("paraphrase_tokens, paraphrase_text", "the paraphrase"),
-    ("aligned_start, aligned_end", "the trigger's counterpart in the paraphrase: inclusive token indices (null: "
-                                   "nothing aligned)"),
+    (
+        "aligned_start, aligned_end",
+        "the trigger's counterpart in the paraphrase: inclusive token indices (null: nothing aligned)",
+    ),
     ("aligned_text, aligned_lemma", "the aligned span and its citation form"),
     ("paraphrase_score", "the paraphraser's length-normalised NLL (lower is better)"),
     ("aligner_score", "the span aligner's score, 0-1"),
     ("beam_rank", "the output's rank among the decoded beams"),
-    ("constraints", "the phrases the paraphrase was forbidden to contain (the trigger, its forms and earlier triggers)"),
+    (
+        "constraints",
+        "the phrases the paraphrase was forbidden to contain (the trigger, its forms and earlier triggers)",
+    ),
 ]
 
 
 def _size_category(n: int) -> str:
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                        (10_000_000, "1M<n<10M")):
+    for limit, name in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
         if n < limit:
             return name
     return "10M<n<100M"
@@ -78,20 +88,30 @@ def licences(run: dict[str, Any]) -> tuple[str, list[str]]:
         if _is_demo_corpus(path):
             kinds.add("demo")
             lines.append(f"- Corpus `{path}`: the demo corpus written for the spanaug project, under its MIT licence.")
-        elif run.get("format") == "framenet" or "framenet" in path.lower() or "fndata" in path.lower() \
-                or Path(path).name.startswith("fn1."):
+        elif (
+            run.get("format") == "framenet"
+            or "framenet" in path.lower()
+            or "fndata" in path.lower()
+            or Path(path).name.startswith("fn1.")
+        ):
             kinds.add("framenet")
-            lines.append(f"- Corpus `{path}`: FrameNet (Berkeley FrameNet Project, ICSI), released under a Creative "
-                         "Commons Attribution licence (see the release's documentation for its version). The "
-                         "outputs paraphrase FrameNet sentences and carry FrameNet's frame labels: attribute FrameNet.")
+            lines.append(
+                f"- Corpus `{path}`: FrameNet (Berkeley FrameNet Project, ICSI), released under a Creative "
+                "Commons Attribution licence (see the release's documentation for its version). The "
+                "outputs paraphrase FrameNet sentences and carry FrameNet's frame labels: attribute FrameNet."
+            )
         else:
             kinds.add("unknown")
             lines.append(f"- Corpus `{path}`: its licence is not known to spanaug; state it here before release.")
     if run.get("paraphraser_bitext"):
-        lines.append(f"- Paraphraser: trained in this run on `{run['paraphraser_bitext']}`; the bitext's licence "
-                     "governs the model, and may govern the outputs.")
+        lines.append(
+            f"- Paraphraser: trained in this run on `{run['paraphraser_bitext']}`; the bitext's licence "
+            "governs the model, and may govern the outputs."
+        )
     elif run.get("paraphraser_model"):
-        lines.append(f"- Paraphraser: `{run['paraphraser_model']}`; see its model card for its licence and training data.")
+        lines.append(
+            f"- Paraphraser: `{run['paraphraser_model']}`; see its model card for its licence and training data."
+        )
     enc = run.get("encoder")
     if enc == "minilm":
         lines.append("- Aligner encoder: all-MiniLM-L6-v2 (sentence-transformers), Apache 2.0.")
@@ -122,13 +142,28 @@ def per_iteration(table: Any) -> list[list[Any]]:
     for it in sorted(set(table.column("iteration").to_pylist())):
         part = table.filter(pc.equal(table.column("iteration"), it))
         aligned = part.filter(part.column("aligned_start").is_valid())
-        rows.append([it, part.num_rows, aligned.num_rows, len(set(part.column("frame").to_pylist())),
-                     pc.mean(part.column("paraphrase_score")).as_py(), pc.mean(part.column("aligner_score")).as_py()])
+        rows.append(
+            [
+                it,
+                part.num_rows,
+                aligned.num_rows,
+                len(set(part.column("frame").to_pylist())),
+                pc.mean(part.column("paraphrase_score")).as_py(),
+                pc.mean(part.column("aligner_score")).as_py(),
+            ]
+        )
     return rows
 
 
-def write_card(augmented: Path | str, seeds: Path | str, out_dir: Path | str, run: dict[str, Any],
-               filters: Path | str | None = None, conll: Path | str | None = None, top_frames: int = 25) -> dict[str, Any]:
+def write_card(
+    augmented: Path | str,
+    seeds: Path | str,
+    out_dir: Path | str,
+    run: dict[str, Any],
+    filters: Path | str | None = None,
+    conll: Path | str | None = None,
+    top_frames: int = 25,
+) -> dict[str, Any]:
     """Copy the data into ``out_dir/data/`` and write ``out_dir/README.md``; returns the counts."""
     out_dir = Path(out_dir)
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
@@ -143,8 +178,11 @@ def write_card(augmented: Path | str, seeds: Path | str, out_dir: Path | str, ru
         "pretty_name": f"spanaug {name}: paraphrastically augmented frame triggers",
         "language": ["en"],
         "license": licence,
-        **({"license_name": "framenet-cc-by", "license_link": "https://framenet.icsi.berkeley.edu/"}
-           if any("FrameNet (Berkeley" in line for line in licence_lines) else {}),
+        **(
+            {"license_name": "framenet-cc-by", "license_link": "https://framenet.icsi.berkeley.edu/"}
+            if any("FrameNet (Berkeley" in line for line in licence_lines)
+            else {}
+        ),
         "task_categories": ["token-classification"],
         "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"],
         "size_categories": [_size_category(n)],
@@ -156,43 +194,102 @@ def write_card(augmented: Path | str, seeds: Path | str, out_dir: Path | str, ru
     frames = Counter(aligned.column("frame").to_pylist())
     seed_frames = Counter(seed_table.column("frame").to_pylist())
     parts = [
-        "---", _yaml(front), "---", "",
-        f"# spanaug {name}: paraphrastically augmented frame triggers", "",
-        (f"{n:,} paraphrases of {seed_table.num_rows:,} seed sentences, made by iterative paraphrastic augmentation "
-         "(Culkin et al., TACL 2021) with spanaug: each row is a paraphrase of a seed "
-         "sentence, or of the same seed's previous paraphrase, with the span that rewrites the seed's frame "
-         f"trigger ({aligned.num_rows:,} rows have one) and the seed's frame."),
+        "---",
+        _yaml(front),
+        "---",
+        "",
+        f"# spanaug {name}: paraphrastically augmented frame triggers",
+        "",
+        (
+            f"{n:,} paraphrases of {seed_table.num_rows:,} seed sentences, made by iterative paraphrastic augmentation "
+            "(Culkin et al., TACL 2021) with spanaug: each row is a paraphrase of a seed "
+            "sentence, or of the same seed's previous paraphrase, with the span that rewrites the seed's frame "
+            f"trigger ({aligned.num_rows:,} rows have one) and the seed's frame."
+        ),
         "",
     ]
     if run.get("demo"):
-        parts += ["> **Demo data.** Made from the bundled demo corpus with tiny models trained for a minute: it shows "
-                  "the pipeline's mechanics, not paraphrase quality. Do not train on it.", ""]
+        parts += [
+            "> **Demo data.** Made from the bundled demo corpus with tiny models trained for a minute: it shows "
+            "the pipeline's mechanics, not paraphrase quality. Do not train on it.",
+            "",
+        ]
     parts += [
-        "## Files", "",
-        _table(["file", "rows", "what"], [
-            ["`data/augmented.parquet` (config `default`)", f"{n:,}", "the outputs, one per seed and iteration"],
-            ["`data/seeds.parquet` (config `seeds`)", f"{seed_table.num_rows:,}", "the seed sentences (`sentence_id`, "
-             "`tokens`, `span_start`/`span_end` inclusive, `frame`, `lexical_unit`, provenance)"],
-            *([[f"`{Path(conll).name}`", f"{aligned.num_rows:,} blocks", "the aligned outputs in open-SESAME CoNLL "
-                "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
-                f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids"]] if conll else []),
-        ]), "",
-        "```python", "from datasets import load_dataset",
+        "## Files",
+        "",
+        _table(
+            ["file", "rows", "what"],
+            [
+                ["`data/augmented.parquet` (config `default`)", f"{n:,}", "the outputs, one per seed and iteration"],
+                [
+                    "`data/seeds.parquet` (config `seeds`)",
+                    f"{seed_table.num_rows:,}",
+                    "the seed sentences (`sentence_id`, "
+                    "`tokens`, `span_start`/`span_end` inclusive, `frame`, `lexical_unit`, provenance)",
+                ],
+                *(
+                    [
+                        [
+                            f"`{Path(conll).name}`",
+                            f"{aligned.num_rows:,} blocks",
+                            "the aligned outputs in open-SESAME CoNLL "
+                            "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
+                            f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids",
+                        ]
+                    ]
+                    if conll
+                    else []
+                ),
+            ],
+        ),
+        "",
+        "```python",
+        "from datasets import load_dataset",
         'outputs = load_dataset("path/to/this/folder")["train"]           # or the hub name, once pushed',
-        'seeds = load_dataset("path/to/this/folder", "seeds")["train"]', "```", "",
-        "## Fields", "", _table(["column", "meaning"], [[f"`{a}`", b] for a, b in FIELDS]), "",
-        "## Counts per iteration", "",
-        _table(["iteration", "outputs", "aligned", "frames", "mean paraphrase score", "mean aligner score"],
-               per_iteration(table)), "",
-        "## Frames", "",
+        'seeds = load_dataset("path/to/this/folder", "seeds")["train"]',
+        "```",
+        "",
+        "## Fields",
+        "",
+        _table(["column", "meaning"], [[f"`{a}`", b] for a, b in FIELDS]),
+        "",
+        "## Counts per iteration",
+        "",
+        _table(
+            ["iteration", "outputs", "aligned", "frames", "mean paraphrase score", "mean aligner score"],
+            per_iteration(table),
+        ),
+        "",
+        "## Frames",
+        "",
         f"{len(frames):,} frames among the aligned outputs ({len(seed_frames):,} among the seeds). The "
-        f"{min(top_frames, len(frames))} with most outputs:", "",
-        _table(["frame", "aligned outputs", "seeds"], [[f, c, seed_frames.get(f, 0)] for f, c in frames.most_common(top_frames)]),
+        f"{min(top_frames, len(frames))} with most outputs:",
+        "",
+        _table(
+            ["frame", "aligned outputs", "seeds"],
+            [[f, c, seed_frames.get(f, 0)] for f, c in frames.most_common(top_frames)],
+        ),
         "",
     ]
     parts += _filters_section(filters, seed_table.num_rows)
-    parts += ["## Provenance", "", *_provenance(run), "", "## Licences of the inputs", "", *licence_lines, "",
-              "## Citation", "", "Cite the method and FrameNet:", "", "```bibtex", CITATION, "```", ""]
+    parts += [
+        "## Provenance",
+        "",
+        *_provenance(run),
+        "",
+        "## Licences of the inputs",
+        "",
+        *licence_lines,
+        "",
+        "## Citation",
+        "",
+        "Cite the method and FrameNet:",
+        "",
+        "```bibtex",
+        CITATION,
+        "```",
+        "",
+    ]
     with files.atomic_path(out_dir / "README.md", ".md") as tmp:
         tmp.write_text("\n".join(parts), encoding="utf-8")
     return {"outputs": n, "aligned": aligned.num_rows, "seeds": seed_table.num_rows, "frames": len(frames)}
@@ -206,13 +303,24 @@ def _filters_section(filters: Path | str | None, n_seeds: int) -> list[str]:
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(filters, None, f"not a filters summary ({exc})") from None
     bounds = data.get("filters", {})
-    rows = [[r["filter"], ", ".join(f"{k} {v}" for k, v in bounds.get(r["filter"], {}).items()) or "–", f"{r['outputs']:,}",
-             r.get("multiple_over_seeds") if r.get("multiple_over_seeds") is not None else "–"]
-            for r in data.get("table", [])]
-    return ["## Filters", "",
-            "The seed paper's Table 4 filters (bounds on iteration, paraphrase score and aligner score) and their sizes; "
-            "apply one with the same bounds on the columns, or use the run's `filtering/subsets/*.parquet`.", "",
-            _table(["filter", "bounds", "outputs", f"× {n_seeds:,} seeds"], rows), ""]
+    rows = [
+        [
+            r["filter"],
+            ", ".join(f"{k} {v}" for k, v in bounds.get(r["filter"], {}).items()) or "–",
+            f"{r['outputs']:,}",
+            r.get("multiple_over_seeds") if r.get("multiple_over_seeds") is not None else "–",
+        ]
+        for r in data.get("table", [])
+    ]
+    return [
+        "## Filters",
+        "",
+        "The seed paper's Table 4 filters (bounds on iteration, paraphrase score and aligner score) and their sizes; "
+        "apply one with the same bounds on the columns, or use the run's `filtering/subsets/*.parquet`.",
+        "",
+        _table(["filter", "bounds", "outputs", f"× {n_seeds:,} seeds"], rows),
+        "",
+    ]
 
 
 def _provenance(run: dict[str, Any]) -> list[str]:
@@ -220,14 +328,21 @@ def _provenance(run: dict[str, Any]) -> list[str]:
         version = metadata.version("spanaug")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    items = [("made", f"{date.today().isoformat()} with spanaug {version}"), ("run", run.get("run_name")),
-             ("corpus", ", ".join(f"`{p}`" for p in run.get("inputs", [])) + f" ({run.get('format', '?')})"),
-             ("seeds", run.get("seeds_mode")), ("iterations", run.get("iterations")),
-             ("paraphraser", run.get("paraphraser")), ("decoding", run.get("decoding")),
-             ("span aligner", run.get("aligner")), ("aligner encoder", run.get("encoder"))]
+    items = [
+        ("made", f"{date.today().isoformat()} with spanaug {version}"),
+        ("run", run.get("run_name")),
+        ("corpus", ", ".join(f"`{p}`" for p in run.get("inputs", [])) + f" ({run.get('format', '?')})"),
+        ("seeds", run.get("seeds_mode")),
+        ("iterations", run.get("iterations")),
+        ("paraphraser", run.get("paraphraser")),
+        ("decoding", run.get("decoding")),
+        ("span aligner", run.get("aligner")),
+        ("aligner encoder", run.get("encoder")),
+    ]
     return [f"- {k}: {v}" for k, v in items if v not in (None, "")] + [
         "- the whole configuration: the run's config file (`snakemake --report` shows it), every default in "
-        "`workflow/schemas/config.schema.yaml` of that spanaug version."]
+        "`workflow/schemas/config.schema.yaml` of that spanaug version."
+    ]
 
 
 def _yaml(data: dict[str, Any]) -> str:

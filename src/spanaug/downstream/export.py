@@ -23,8 +23,18 @@ from spanaug.core.tagging import load_tagger
 from spanaug.pipeline.constraints import lemma_of
 from spanaug.pipeline.importers import CONLL_COLUMNS
 
-_EXPORT_COLUMNS = ["output_id", "seed_id", "frame", "lexical_unit", "iteration", "paraphrase_tokens", "aligned_start",
-                   "aligned_end", "aligned_text", "aligned_lemma"]
+_EXPORT_COLUMNS = [
+    "output_id",
+    "seed_id",
+    "frame",
+    "lexical_unit",
+    "iteration",
+    "paraphrase_tokens",
+    "aligned_start",
+    "aligned_end",
+    "aligned_text",
+    "aligned_lemma",
+]
 
 
 def output_lexical_unit(aligned_lemma: str | None, aligned_text: str | None, seed_lu: str) -> str:
@@ -40,16 +50,32 @@ def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> li
     tokens = row["paraphrase_tokens"]
     bad = [t for t in tokens if not t or any(c.isspace() for c in t)]
     if bad:
-        raise ArtifactError(f"output {row['output_id']}: token {bad[0]!r} is empty or holds whitespace, which CoNLL "
-                            "cannot carry")
+        raise ArtifactError(
+            f"output {row['output_id']}: token {bad[0]!r} is empty or holds whitespace, which CoNLL cannot carry"
+        )
     tags = tagger.tag(list(tokens)) if tagger is not None else ["_"] * len(tokens)
     lu = output_lexical_unit(row["aligned_lemma"], row["aligned_text"], row["lexical_unit"])
     lines = []
     for i, token in enumerate(tokens):
         lemma = lemma_of([token], tags[i]) if tagger is not None else "_"
         trigger = row["aligned_start"] <= i <= row["aligned_end"]
-        cols = [str(i + 1), token, "_", lemma, tags[i], tags[i], str(sentence), "_", "_", "_", "_", "_",
-                lu if trigger else "_", row["frame"] if trigger else "_", "O"]
+        cols = [
+            str(i + 1),
+            token,
+            "_",
+            lemma,
+            tags[i],
+            tags[i],
+            str(sentence),
+            "_",
+            "_",
+            "_",
+            "_",
+            "_",
+            lu if trigger else "_",
+            row["frame"] if trigger else "_",
+            "O",
+        ]
         lines.append("\t".join(cols))
     assert len(cols) == CONLL_COLUMNS
     return lines
@@ -65,8 +91,9 @@ def iter_aligned(augmented: Path | str, counts: Counter | None = None) -> Iterat
         yield from aligned.to_pylist()
 
 
-def export_conll(augmented: Path | str, out: Path | str, out_ids: Path | str | None = None,
-                 pos_tagger: str | None = None) -> dict[str, int]:
+def export_conll(
+    augmented: Path | str, out: Path | str, out_ids: Path | str | None = None, pos_tagger: str | None = None
+) -> dict[str, int]:
     """Write every aligned output as an open-SESAME CoNLL block; sentence numbers count from 0.
 
     ``out_ids`` (TSV) maps each sentence number to its output id, seed and iteration, since CoNLL
@@ -84,8 +111,15 @@ def export_conll(augmented: Path | str, out: Path | str, out_ids: Path | str | N
     with files.atomic_path(out, ".conll") as tmp, open(tmp, "w", encoding="utf-8") as handle:
         for row in iter_aligned(augmented, counts):
             handle.write("\n".join(conll_block(row, n, tagger)) + "\n\n")
-            ids.append({"sentence": n, "output_id": row["output_id"], "seed_id": row["seed_id"],
-                        "iteration": row["iteration"], "seed_lexical_unit": row["lexical_unit"]})
+            ids.append(
+                {
+                    "sentence": n,
+                    "output_id": row["output_id"],
+                    "seed_id": row["seed_id"],
+                    "iteration": row["iteration"],
+                    "seed_lexical_unit": row["lexical_unit"],
+                }
+            )
             n += 1
     if out_ids:
         _write_tsv(ids, out_ids)

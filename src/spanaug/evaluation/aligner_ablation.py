@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from spanaug.core import files, plotting
-from spanaug.core.config import AblationSettings, AlignerConfig, AlignerTrainSettings
+from spanaug.core.aligner_settings import AblationSettings, AlignerConfig, AlignerTrainSettings
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
@@ -41,10 +41,13 @@ ABLATIONS: dict[str, tuple[tuple[str, ...], str]] = {
 METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
 
 
-def split_by_pair(instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0) -> tuple[list[Instance], list[Instance], list[Instance]]:
+def split_by_pair(
+    instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0
+) -> tuple[list[Instance], list[Instance], list[Instance]]:
     """Train/dev/test split in which all spans of one sentence pair stay together."""
-    part = assign_parts((pair_key(i) for i in instances), [("test", test), ("dev", dev), ("train", None)],
-                        order="shuffle", seed=seed)
+    part = assign_parts(
+        (pair_key(i) for i in instances), [("test", test), ("dev", dev), ("train", None)], order="shuffle", seed=seed
+    )
     out: dict[str, list[Instance]] = {"train": [], "dev": [], "test": []}
     for inst in instances:
         out[part[pair_key(inst)]].append(inst)
@@ -69,7 +72,9 @@ def cosine_scores(aligner: SpanAligner, instances: Sequence[Instance]) -> list[t
     return out
 
 
-def breakdown(instances: Sequence[Instance], preds: Sequence[tuple[int, int] | None], key: Callable[[Instance], Any]) -> list[dict[str, Any]]:
+def breakdown(
+    instances: Sequence[Instance], preds: Sequence[tuple[int, int] | None], key: Callable[[Instance], Any]
+) -> list[dict[str, Any]]:
     """Metrics per bucket of ``key`` (e.g. span length, position difference)."""
     buckets: dict[Any, list[int]] = {}
     for n, inst in enumerate(instances):
@@ -99,9 +104,15 @@ def unseen_in_training(train: Sequence[Instance], test: Sequence[Instance]) -> l
     return [i for i in test if " ".join(i.source_tokens[i.source_span[0] : i.source_span[1] + 1]).lower() not in seen]
 
 
-def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg: AlignerConfig, out_dir: Path | str,
-                 device: str = "auto", systems: Sequence[str] | None = None,
-                 extra_instances: Sequence[Instance] = ()) -> dict[str, Any]:
+def run_ablation(
+    instances: Sequence[Instance],
+    cfg: AblationSettings,
+    base_cfg: AlignerConfig,
+    out_dir: Path | str,
+    device: str = "auto",
+    systems: Sequence[str] | None = None,
+    extra_instances: Sequence[Instance] = (),
+) -> dict[str, Any]:
     """Train and test every ablation row and the cosine baseline; write tables and plots to ``out_dir``.
 
     Every row is ``base_cfg`` (encoder, k) with the row's features and loss. Beyond the paper,
@@ -123,10 +134,15 @@ def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg:
     unseen = unseen_in_training(train, test)
     rows, memo_rows = [], []
 
-    def record(name: str, scored_test, scored_unseen) -> None:  # noqa: ANN001
+    def record(name: str, scored_test, scored_unseen) -> None:
         rows.append({"system": name, **span_metrics(gold, [p for p, _ in scored_test])})
-        memo_rows.append({"system": name, "split": "unseen source spans",
-                          **span_metrics([i.target_span for i in unseen], [p for p, _ in scored_unseen])})
+        memo_rows.append(
+            {
+                "system": name,
+                "split": "unseen source spans",
+                **span_metrics([i.target_span for i in unseen], [p for p, _ in scored_unseen]),
+            }
+        )
 
     threshold, _ = tune_threshold([i.target_span for i in dev], cosine_scores(base, dev))
     cos = [(p if s >= threshold else None, s) for p, s in cosine_scores(base, test)]
@@ -149,21 +165,39 @@ def run_ablation(instances: Sequence[Instance], cfg: AblationSettings, base_cfg:
     if extra_instances:
         extensions.append((f"+SBCE +{len(extra_instances)} extra instances", base_cfg, list(extra_instances)))
     if cfg.finetune_layers:
-        extensions.append((f"+SBCE +tuned top {cfg.finetune_layers} layers",
-                           dataclasses.replace(base_cfg, finetune_layers=cfg.finetune_layers), []))
+        extensions.append(
+            (
+                f"+SBCE +tuned top {cfg.finetune_layers} layers",
+                dataclasses.replace(base_cfg, finetune_layers=cfg.finetune_layers),
+                [],
+            )
+        )
     for name, row_cfg, extra in extensions:
         # A tuned encoder must not share the frozen one's weights or cache: it gets its own copy.
         enc = copy.deepcopy(base.encoder) if row_cfg.finetune_layers else base.encoder
-        aligner = SpanAligner(row_cfg, encoder=enc, tokenizer=base.tokenizer, device=device,
-                              cache=None if row_cfg.finetune_layers else cache)
+        aligner = SpanAligner(
+            row_cfg,
+            encoder=enc,
+            tokenizer=base.tokenizer,
+            device=device,
+            cache=None if row_cfg.finetune_layers else cache,
+        )
         aligner, _ = train_aligner(train, row_cfg, training, dev=dev, aligner=aligner, progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
         log.info("%s: %s", name, rows[-1])
     files.write_csv(rows, out_dir / "ablation.csv")
     files.write_csv(memo_rows, out_dir / "memorisation.csv")
-    summary: dict[str, Any] = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen),
-                               "encoder": base_cfg.encoder, "epochs": cfg.epochs, "seed": cfg.seed, "table": rows,
-                               "warnings": below_baseline(rows)}
+    summary: dict[str, Any] = {
+        "train": len(train),
+        "dev": len(dev),
+        "test": len(test),
+        "unseen_test": len(unseen),
+        "encoder": base_cfg.encoder,
+        "epochs": cfg.epochs,
+        "seed": cfg.seed,
+        "table": rows,
+        "warnings": below_baseline(rows),
+    }
     if full_preds is not None:
         by_len = breakdown(test, full_preds, span_length)
         by_pos = breakdown(test, full_preds, position_difference)
@@ -182,15 +216,25 @@ def below_baseline(rows: Sequence[dict[str, Any]], metric: str = "soft_f1") -> l
     feature sets are ablations, expected to be weaker, and are not flagged."""
     warnings: list[dict[str, Any]] = []
     baseline = rows[0][metric]
-    worse = [r for r in rows[1:] if "SBCE" in r["system"] and r[metric] is not None and baseline is not None
-             and r[metric] < baseline]
+    worse = [
+        r
+        for r in rows[1:]
+        if "SBCE" in r["system"] and r[metric] is not None and baseline is not None and r[metric] < baseline
+    ]
     for row in worse:
-        warn(warnings, "degraded", f"{row['system']}: held-out {metric.replace('_', ' ')} {row[metric]:.3f} is below the "
-                                   f"untrained cosine baseline's {baseline:.3f} ({rows[0]['n']} test instances)", log)
+        warn(
+            warnings,
+            "degraded",
+            f"{row['system']}: held-out {metric.replace('_', ' ')} {row[metric]:.3f} is below the "
+            f"untrained cosine baseline's {baseline:.3f} ({rows[0]['n']} test instances)",
+            log,
+        )
     return warnings
 
 
-def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span aligner ablations (held-out test)") -> None:
+def plot_ablation(
+    rows: list[dict[str, Any]], path: Path, title: str = "Span aligner ablations (held-out test)"
+) -> None:
     fig, ax = plotting.subplots(figsize=(8, 3.8))
     x = range(len(rows))
     ax.bar([i - 0.2 for i in x], [r["soft_f1"] for r in rows], width=0.4, label="soft F1")
@@ -204,7 +248,10 @@ def plot_ablation(rows: list[dict[str, Any]], path: Path, title: str = "Span ali
 
 def plot_breakdowns(by_len: list[dict[str, Any]], by_pos: list[dict[str, Any]], path: Path) -> None:
     fig, axes = plotting.subplots(1, 2, figsize=(9, 3.5))
-    for ax, rows, title in ((axes[0], by_len, "F1 by source span length"), (axes[1], by_pos, "F1 by position difference")):
+    for ax, rows, title in (
+        (axes[0], by_len, "F1 by source span length"),
+        (axes[1], by_pos, "F1 by position difference"),
+    ):
         labels = [str(r["bucket"]) for r in rows]
         ax.plot(labels, [r["soft_f1"] for r in rows], marker="o", label="soft F1")
         ax.plot(labels, [r["exact_f1"] for r in rows], marker="s", label="exact F1")

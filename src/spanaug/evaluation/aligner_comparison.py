@@ -1,5 +1,4 @@
-"""The seed paper's Tables 1-2: FastAlign, DiscAlign and the span aligner on one held-out split.
-"""
+"""The seed paper's Tables 1-2: FastAlign, DiscAlign and the span aligner on one held-out split."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
-from spanaug.core.config import AlignerConfig, AlignerTrainSettings, BaselinesSection
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings, BaselinesSection
 from spanaug.evaluation.discalign import DiscAlignConfig, DiscAligner
 from spanaug.evaluation.fastalign import fast_align
 from spanaug.evaluation.word_alignment import Pair, gold_links, pairs_of, project_instances
@@ -19,10 +18,15 @@ from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link
 log = logging.getLogger(__name__)
 
 
-def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPair], cfg: BaselinesSection,
-                   base_cfg: AlignerConfig, out_dir: Path | str,
-                   extra_text: Sequence[tuple[Sequence[str], Sequence[str]]] = (), device: str = "auto",
-                   ) -> list[dict[str, Any]]:
+def run_comparison(
+    instances: Sequence[Instance],
+    gold_pairs: Sequence[AlignedPair],
+    cfg: BaselinesSection,
+    base_cfg: AlignerConfig,
+    out_dir: Path | str,
+    extra_text: Sequence[tuple[Sequence[str], Sequence[str]]] = (),
+    device: str = "auto",
+) -> list[dict[str, Any]]:
     """FastAlign, DiscAlign and the span aligner on one held-out split: soft/exact span scores + AER.
 
     Instances are split by sentence pair as in the ablations; DiscAlign and the span aligner learn
@@ -58,20 +62,31 @@ def run_comparison(instances: Sequence[Instance], gold_pairs: Sequence[AlignedPa
     record("FastAlign", project_instances(test, fa_links), fa_links)
 
     disc = DiscAligner(DiscAlignConfig(encoder=base_cfg.encoder), device=device)
-    disc.train([p for key, p in by_pair.items() if key not in held_out], epochs=cfg.epochs, seed=cfg.seed,
-               progress=False)
+    disc.train(
+        [p for key, p in by_pair.items() if key not in held_out], epochs=cfg.epochs, seed=cfg.seed, progress=False
+    )
     dev_gold = [by_pair[p] for p in pairs_of(dev) if p in by_pair]
     if dev_gold:
         disc.tune_threshold(dev_gold)
     disc_links = disc.align(test_pairs)  # gold_test's pairs are among them
     record("DiscAlign", project_instances(test, disc_links), disc_links)
 
-    aligner, _ = train_aligner(train, base_cfg, AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed), dev=dev,
-                               device=device, progress=False)
+    aligner, _ = train_aligner(
+        train, base_cfg, AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed), dev=dev, device=device, progress=False
+    )
     record("span aligner (ours)", [p for p, _ in aligner.predict(test)], None)
 
     files.write_csv(rows, out_dir / "comparison.csv")
     plot_ablation(rows, out_dir / "comparison.png", title="Span alignment: word aligners vs span aligner")
-    files.write_json({"train": len(train), "dev": len(dev), "test": len(test),
-                                   "gold_test_pairs": len(gold_test), "encoder": base_cfg.encoder, "table": rows}, out_dir / "comparison.json")
+    files.write_json(
+        {
+            "train": len(train),
+            "dev": len(dev),
+            "test": len(test),
+            "gold_test_pairs": len(gold_test),
+            "encoder": base_cfg.encoder,
+            "table": rows,
+        },
+        out_dir / "comparison.json",
+    )
     return rows

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from spanaug.core import files
-from spanaug.core.config import (
+from spanaug.core.aligner_settings import (
     ALIGNER_SYSTEMS,
     AlignerConfig,
     AlignerSystemsSettings,
@@ -54,30 +54,86 @@ class Row:
     description: str = ""
 
 
-SYSTEMS: dict[str, Row] = {r.name: r for r in [
-    Row("paper", "paper", description="Df+Mx+Cue+SBCE, threshold tuned on the dev pairs"),
-    Row("paper-untuned", "paper", threshold="untuned", description="no dev file, old default: threshold 0 (never null)"),
-    Row("paper-holdout", "paper", threshold="holdout", description="no dev file, new default: threshold on 10% of training pairs held out"),
-    Row("paper-holdout-refit", "paper", threshold="holdout-refit", description="as paper-holdout, then retrained on all training pairs"),
-    Row("paper+phrases", "paper", ("phrases",), description="+ every phrase pair of the training pairs' word alignments"),
-    Row("paper+reversed", "paper", ("reversed",), description="+ reversed instances"),
-    Row("cross", "cross", description="cross encoder, dev pairs choose the epoch, temperature and threshold"),
-    Row("cross-holdout", "cross", threshold="holdout", description="cross encoder, no dev file: 10% of training pairs held out"),
-    Row("cross+phrases", "cross", ("phrases",), description="+ every phrase pair of the training pairs' word alignments"),
-    Row("cross+reversed", "cross", ("reversed",), description="+ reversed instances"),
-    Row("cross+chains", "cross", ("chains",), description="+ instances composed along chains of shared sentences (graph augmenter)"),
-    Row("cross+synthetic", "cross", pretrain=True, description="pre-trained on synthetic same-frame rewrites"),
-    Row("cross+phrases+reversed", "cross", ("phrases", "reversed"), description="+ phrase pairs + reversed instances"),
-    Row("cross+reversed+synthetic", "cross", ("reversed",), pretrain=True,
-        description="+ reversed instances, pre-trained on synthetic rewrites: needs no word-aligned corpus"),
-    Row("cross+all", "cross", ("phrases", "reversed", "chains"), pretrain=True, description="every source"),
-]}
+SYSTEMS: dict[str, Row] = {
+    r.name: r
+    for r in [
+        Row("paper", "paper", description="Df+Mx+Cue+SBCE, threshold tuned on the dev pairs"),
+        Row(
+            "paper-untuned",
+            "paper",
+            threshold="untuned",
+            description="no dev file, old default: threshold 0 (never null)",
+        ),
+        Row(
+            "paper-holdout",
+            "paper",
+            threshold="holdout",
+            description="no dev file, new default: threshold on 10% of training pairs held out",
+        ),
+        Row(
+            "paper-holdout-refit",
+            "paper",
+            threshold="holdout-refit",
+            description="as paper-holdout, then retrained on all training pairs",
+        ),
+        Row(
+            "paper+phrases",
+            "paper",
+            ("phrases",),
+            description="+ every phrase pair of the training pairs' word alignments",
+        ),
+        Row("paper+reversed", "paper", ("reversed",), description="+ reversed instances"),
+        Row("cross", "cross", description="cross encoder, dev pairs choose the epoch, temperature and threshold"),
+        Row(
+            "cross-holdout",
+            "cross",
+            threshold="holdout",
+            description="cross encoder, no dev file: 10% of training pairs held out",
+        ),
+        Row(
+            "cross+phrases",
+            "cross",
+            ("phrases",),
+            description="+ every phrase pair of the training pairs' word alignments",
+        ),
+        Row("cross+reversed", "cross", ("reversed",), description="+ reversed instances"),
+        Row(
+            "cross+chains",
+            "cross",
+            ("chains",),
+            description="+ instances composed along chains of shared sentences (graph augmenter)",
+        ),
+        Row("cross+synthetic", "cross", pretrain=True, description="pre-trained on synthetic same-frame rewrites"),
+        Row(
+            "cross+phrases+reversed",
+            "cross",
+            ("phrases", "reversed"),
+            description="+ phrase pairs + reversed instances",
+        ),
+        Row(
+            "cross+reversed+synthetic",
+            "cross",
+            ("reversed",),
+            pretrain=True,
+            description="+ reversed instances, pre-trained on synthetic rewrites: needs no word-aligned corpus",
+        ),
+        Row("cross+all", "cross", ("phrases", "reversed", "chains"), pretrain=True, description="every source"),
+    ]
+}
 assert tuple(SYSTEMS) == ALIGNER_SYSTEMS  # the settings' choices
 
 
-def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, encoder: str, out_dir: Path | str,
-                sources: DataSources | None = None, k: int = 5, device: str | None = "auto", resume: bool = False,
-                progress: bool = False) -> dict[str, Any]:
+def run_systems(
+    instances: Sequence[Instance],
+    cfg: AlignerSystemsSettings,
+    encoder: str,
+    out_dir: Path | str,
+    sources: DataSources | None = None,
+    k: int = 5,
+    device: str | None = "auto",
+    resume: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Train and test each of ``cfg.rows`` on one split; rows go to ``systems.csv`` (and to
     ``systems.jsonl`` as each finishes, so that with ``resume`` a killed run keeps the rows it
     has), predictions to ``pred/``. The cross rows train with ``cfg.cross`` (seed: ``cfg.seed``)."""
@@ -117,11 +173,15 @@ def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, enco
                 base = SpanAligner(AlignerConfig(encoder=encoder, k=k), device=device, cache=cache)
             row_cfg = AlignerConfig(encoder=encoder, k=k)
             aligner = SpanAligner(row_cfg, encoder=base.encoder, tokenizer=base.tokenizer, device=device, cache=cache)
-            tcfg = AlignerTrainSettings(epochs=cfg.epochs, seed=seed,
-                                        threshold_holdout=0.0 if row.threshold == "untuned" else 0.1,
-                                        refit_after_holdout=row.threshold == "holdout-refit")
-            aligner, summary = train_aligner(train, row_cfg, tcfg, dev=use_dev, aligner=aligner, progress=progress,
-                                             extra=extra)
+            tcfg = AlignerTrainSettings(
+                epochs=cfg.epochs,
+                seed=seed,
+                threshold_holdout=0.0 if row.threshold == "untuned" else 0.1,
+                refit_after_holdout=row.threshold == "holdout-refit",
+            )
+            aligner, summary = train_aligner(
+                train, row_cfg, tcfg, dev=use_dev, aligner=aligner, progress=progress, extra=extra
+            )
         else:
             cross_cfg = cross.architecture(encoder, k)
             cross_tcfg = dataclasses.replace(cross.training(), seed=seed)
@@ -130,26 +190,55 @@ def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, enco
             pretrain = list(sources.synthetic) if row.pretrain else []
             if row.pretrain and not pretrain:
                 raise ConfigError(f"system {row.name!r} needs synthetic pre-training instances")
-            aligner, summary = train_cross_aligner(train, cross_cfg, cross_tcfg, dev=use_dev, device=device,
-                                                   progress=progress, extra=extra, pretrain=pretrain)
+            aligner, summary = train_cross_aligner(
+                train,
+                cross_cfg,
+                cross_tcfg,
+                dev=use_dev,
+                device=device,
+                progress=progress,
+                extra=extra,
+                pretrain=pretrain,
+            )
         train_s = time.perf_counter() - started
         scored = aligner.predict(test)
-        artifacts_rows = [{"id": i.id, "target_span": list(p) if p else None, "score": s} for i, (p, s) in zip(test, scored)]
+        artifacts_rows = [
+            {"id": i.id, "target_span": list(p) if p else None, "score": s} for i, (p, s) in zip(test, scored)
+        ]
         files.write_jsonl(artifacts_rows, out_dir / "pred" / f"{name}.jsonl")
         m = prediction_metrics(gold, scored)
         mu = span_metrics([gold[n] for n in unseen_idx], [scored[n][0] for n in unseen_idx])
-        rec = {"system": name, **{key: m[key] for key in ("soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1")},
-               "ece": m["ece"], "pred_null_share": m["pred_null_share"], "gold_null_share": m["gold_null_share"],
-               "unseen_soft_f1": mu["soft_f1"], "unseen_exact_f1": mu["exact_f1"], "n": m["n"], "n_unseen": mu["n"],
-               "train_instances": summary["train_instances"], "extra": counts, "train_s": round(train_s, 1),
-               "threshold": aligner.config.threshold, "threshold_source": aligner.config.threshold_source,
-               "description": row.description,
-               "summary": {k_: v for k_, v in summary.items() if k_ not in ("loss_history",)}}
+        rec = {
+            "system": name,
+            **{key: m[key] for key in ("soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1")},
+            "ece": m["ece"],
+            "pred_null_share": m["pred_null_share"],
+            "gold_null_share": m["gold_null_share"],
+            "unseen_soft_f1": mu["soft_f1"],
+            "unseen_exact_f1": mu["exact_f1"],
+            "n": m["n"],
+            "n_unseen": mu["n"],
+            "train_instances": summary["train_instances"],
+            "extra": counts,
+            "train_s": round(train_s, 1),
+            "threshold": aligner.config.threshold,
+            "threshold_source": aligner.config.threshold_source,
+            "description": row.description,
+            "summary": {k_: v for k_, v in summary.items() if k_ not in ("loss_history",)},
+        }
         if row.kind == "cross":
             rec["temperature"] = aligner.config.temperature
             rec["config"] = dataclasses.asdict(aligner.config)
-        log.info("%s: soft F1 %.3f exact F1 %.3f ECE %.3f null %.3f/%.3f (%.0f s)", name, m["soft_f1"], m["exact_f1"],
-                 m["ece"], m["pred_null_share"], m["gold_null_share"], train_s)
+        log.info(
+            "%s: soft F1 %.3f exact F1 %.3f ECE %.3f null %.3f/%.3f (%.0f s)",
+            name,
+            m["soft_f1"],
+            m["exact_f1"],
+            m["ece"],
+            m["pred_null_share"],
+            m["gold_null_share"],
+            train_s,
+        )
         with open(done_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(rec) + "\n")
         rows.append(rec)
@@ -157,22 +246,36 @@ def run_systems(instances: Sequence[Instance], cfg: AlignerSystemsSettings, enco
         torch.manual_seed(seed)
     table = [{key: value for key, value in r.items() if not isinstance(value, dict)} for r in rows]
     files.write_csv(table, out_dir / "systems.csv")
-    summary = {"train": len(train), "dev": len(dev), "test": len(test), "unseen_test": len(unseen_idx),
-               "encoder": encoder, "seed": seed, "table": table}
+    summary = {
+        "train": len(train),
+        "dev": len(dev),
+        "test": len(test),
+        "unseen_test": len(unseen_idx),
+        "encoder": encoder,
+        "seed": seed,
+        "table": table,
+    }
     files.write_json(summary, out_dir / "systems_summary.json")
     return summary
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table of the rows' main columns."""
-    cols = [("system", "{}"), ("soft_f1", "{:.3f}"), ("exact_f1", "{:.3f}"), ("ece", "{:.3f}"),
-            ("pred_null_share", "{:.3f}"), ("gold_null_share", "{:.3f}"), ("unseen_soft_f1", "{:.3f}"),
-            ("unseen_exact_f1", "{:.3f}"), ("train_s", "{:.0f}")]
+    cols = [
+        ("system", "{}"),
+        ("soft_f1", "{:.3f}"),
+        ("exact_f1", "{:.3f}"),
+        ("ece", "{:.3f}"),
+        ("pred_null_share", "{:.3f}"),
+        ("gold_null_share", "{:.3f}"),
+        ("unseen_soft_f1", "{:.3f}"),
+        ("unseen_exact_f1", "{:.3f}"),
+        ("train_s", "{:.0f}"),
+    ]
     lines = ["| " + " | ".join(c for c, _ in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(fmt.format(r[c]) for c, fmt in cols) + " |")
     return "\n".join(lines)
-
 
 
 def data_sources(cfg: AlignerSystemsSettings) -> DataSources:

@@ -1,5 +1,4 @@
-"""DiscAlign: a discriminative word aligner after Stengel-Eskin et al. (2019), on a frozen encoder.
-"""
+"""DiscAlign: a discriminative word aligner after Stengel-Eskin et al. (2019), on a frozen encoder."""
 
 import dataclasses
 import logging
@@ -14,7 +13,7 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
-from spanaug.core.config import AlignerConfig, DiscAlignSettings
+from spanaug.core.aligner_settings import AlignerConfig, DiscAlignSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.settings import inherit, setting, settings
 from spanaug.core.splits import assign_parts
@@ -52,15 +51,19 @@ class LinkScorer(nn.Module, PyTorchModelHubMixin):
         self.cosine_weight = nn.Parameter(torch.tensor(5.0))
         self.distance_weight = nn.Parameter(torch.tensor(-1.0))
         self.bias = nn.Parameter(torch.tensor(-3.0))
-        self.scale = projection ** -0.5
+        self.scale = projection**-0.5
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         cosine = nn.functional.normalize(src, dim=-1) @ nn.functional.normalize(tgt, dim=-1).T
         rel_src = torch.arange(src.shape[0], device=src.device) / max(src.shape[0] - 1, 1)
         rel_tgt = torch.arange(tgt.shape[0], device=tgt.device) / max(tgt.shape[0] - 1, 1)
         distance = (rel_src[:, None] - rel_tgt[None, :]).abs()
-        return (self.src(src) @ self.tgt(tgt).T * self.scale + self.cosine_weight * cosine
-                + self.distance_weight * distance + self.bias)
+        return (
+            self.src(src) @ self.tgt(tgt).T * self.scale
+            + self.cosine_weight * cosine
+            + self.distance_weight * distance
+            + self.bias
+        )
 
 
 class DiscAligner:
@@ -95,8 +98,15 @@ class DiscAligner:
                 mask[i, j] = 0.0  # neither a positive nor a clean negative
         return labels, mask
 
-    def train(self, pairs: Sequence[AlignedPair], epochs: int, seed: int, batch_size: int = 8, learning_rate: float = 1e-3,
-              progress: bool = True) -> list[float]:
+    def train(
+        self,
+        pairs: Sequence[AlignedPair],
+        epochs: int,
+        seed: int,
+        batch_size: int = 8,
+        learning_rate: float = 1e-3,
+        progress: bool = True,
+    ) -> list[float]:
         """BCE on every word pair of every sentence pair; returns the loss per epoch."""
         torch.manual_seed(seed)
         rng = random.Random(seed)
@@ -109,11 +119,15 @@ class DiscAligner:
             self.scorer.train()
             rng.shuffle(examples)
             total = 0.0
-            for start in tqdm(range(0, len(examples), batch_size), desc=f"discalign {epoch + 1}", disable=not progress,
-                              leave=False):
+            for start in tqdm(
+                range(0, len(examples), batch_size), desc=f"discalign {epoch + 1}", disable=not progress, leave=False
+            ):
                 chunk = examples[start : start + batch_size]
-                losses = [nn.functional.binary_cross_entropy_with_logits(self.scorer(s, t), y, weight=m, reduction="sum")
-                          / m.sum().clamp(min=1) for (s, t), y, m in chunk]
+                losses = [
+                    nn.functional.binary_cross_entropy_with_logits(self.scorer(s, t), y, weight=m, reduction="sum")
+                    / m.sum().clamp(min=1)
+                    for (s, t), y, m in chunk
+                ]
                 loss = torch.stack(losses).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -131,8 +145,10 @@ class DiscAligner:
     def align(self, pairs: Sequence[Pair]) -> dict[Pair, set[Link]]:
         """Links whose probability reaches the threshold, per sentence pair."""
         unique = list(dict.fromkeys(pairs))
-        return {pair: links_above(probs, self.config.threshold)
-                for pair, probs in zip(unique, self.link_probabilities(unique))}
+        return {
+            pair: links_above(probs, self.config.threshold)
+            for pair, probs in zip(unique, self.link_probabilities(unique))
+        }
 
     def tune_threshold(self, dev: Sequence[AlignedPair]) -> float:
         """Set the link threshold that maximises word-alignment F1 on ``dev`` (links are rare, so
@@ -151,9 +167,16 @@ class DiscAligner:
         return best[1]
 
 
-def train_discalign(gold: Sequence[AlignedPair], settings: DiscAlignSettings, epochs: int, seed: int, dev_share: float,
-                    pretrain: Sequence[AlignedPair] = (), pretrain_epochs: int = 0, device: str = "auto",
-                    ) -> tuple[DiscAligner, dict[str, Any]]:
+def train_discalign(
+    gold: Sequence[AlignedPair],
+    settings: DiscAlignSettings,
+    epochs: int,
+    seed: int,
+    dev_share: float,
+    pretrain: Sequence[AlignedPair] = (),
+    pretrain_epochs: int = 0,
+    device: str = "auto",
+) -> tuple[DiscAligner, dict[str, Any]]:
     """Train DiscAlign on gold pairs (after ``pretrain`` pairs, e.g. automatic alignments); the first
     ``dev_share`` of the gold pairs is held out to tune the link threshold (0: keep ``cfg.threshold``)."""
     model = DiscAligner(DiscAlignConfig(**dataclasses.asdict(settings)), device=device)

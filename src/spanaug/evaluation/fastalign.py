@@ -1,5 +1,4 @@
-"""FastAlign (Dyer et al. 2013), in-process through systran-align or as the user's binaries.
-"""
+"""FastAlign (Dyer et al. 2013), in-process through systran-align or as the user's binaries."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug.core.config import FastAlignSettings
+from spanaug.core.aligner_settings import FastAlignSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_lines
 from spanaug.evaluation.word_alignment import Pair, grow_diag_final_and, parse_pharaoh
@@ -38,8 +37,11 @@ def check_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], origin: st
     for n, (src, tgt) in enumerate(pairs):
         for side, tokens in (("source", src), ("target", tgt)):
             if not tokens or not all(isinstance(t, str) and t.strip() for t in tokens):
-                raise InputError(origin, f"sentence pair {n}", f"{side} tokens {list(tokens)!r} (fast_align needs at "
-                                                               "least one token, none empty or blank)")
+                raise InputError(
+                    origin,
+                    f"sentence pair {n}",
+                    f"{side} tokens {list(tokens)!r} (fast_align needs at least one token, none empty or blank)",
+                )
 
 
 def read_text_pairs(path: Path | str) -> list[tuple[list[str], list[str]]]:
@@ -55,8 +57,12 @@ def read_text_pairs(path: Path | str) -> list[tuple[list[str], list[str]]]:
     return pairs
 
 
-def fast_align(eval_pairs: Sequence[Pair], training_pairs: Iterable[tuple[Sequence[str], Sequence[str]]] = (),
-               cfg: FastAlignSettings | None = None, origin: str = "the sentence pairs") -> dict[Pair, set[Link]]:
+def fast_align(
+    eval_pairs: Sequence[Pair],
+    training_pairs: Iterable[tuple[Sequence[str], Sequence[str]]] = (),
+    cfg: FastAlignSettings | None = None,
+    origin: str = "the sentence pairs",
+) -> dict[Pair, set[Link]]:
     """Symmetrised FastAlign links for ``eval_pairs``, trained on them plus ``training_pairs``."""
     cfg = cfg or FastAlignSettings()
     training_pairs = list(training_pairs)
@@ -74,15 +80,17 @@ def fast_align(eval_pairs: Sequence[Pair], training_pairs: Iterable[tuple[Sequen
     return dict(zip(eval_pairs, links))
 
 
-def _fast_align_inprocess(text: Path, pairs: Sequence[tuple[list[str], list[str]]], cfg: FastAlignSettings,
-                          tmp: Path) -> list[set[Link]]:
+def _fast_align_inprocess(
+    text: Path, pairs: Sequence[tuple[list[str], list[str]]], cfg: FastAlignSettings, tmp: Path
+) -> list[set[Link]]:
     # systran-align trains both directions and returns links symmetrised by the library; its
     # directional alignments are not exposed (use fast_align_bin for the paper's exact toolchain).
     import systran_align
 
     fwd, bwd = str(tmp / "fwd.probs"), str(tmp / "bwd.probs")
-    systran_align.generate_alignment_probabilities(str(text), fwd, bwd, iterations=cfg.iterations,
-                                                   favor_diagonal=True, optimize_tension=True)
+    systran_align.generate_alignment_probabilities(
+        str(text), fwd, bwd, iterations=cfg.iterations, favor_diagonal=True, optimize_tension=True
+    )
     aligner = systran_align.Aligner(fwd, bwd)
     results = aligner.align_batch([s for s, _ in pairs], [t for _, t in pairs])
     return [set(map(tuple, r["alignments"])) for r in results]
@@ -111,13 +119,19 @@ def _fast_align_subprocess(text: Path, n_eval: int, cfg: FastAlignSettings, tmp:
     for name, extra in (("forward", []), ("reverse", ["-r"])):
         out = tmp / f"{name}.align"
         with open(out, "w") as handle:
-            _run([exe, "-i", str(text), "-d", "-o", "-v", "-I", str(cfg.iterations), *extra], stdout=handle,
-                 stderr=subprocess.DEVNULL)
+            _run(
+                [exe, "-i", str(text), "-d", "-o", "-v", "-I", str(cfg.iterations), *extra],
+                stdout=handle,
+                stderr=subprocess.DEVNULL,
+            )
         directions[name] = out
     if cfg.atools_bin:
         atools = _tool(cfg.atools_bin, "baselines.fastalign.atools_bin")
-        result = _run([atools, "-i", str(directions["forward"]), "-j", str(directions["reverse"]),
-                       "-c", "grow-diag-final-and"], capture_output=True, text=True)
+        result = _run(
+            [atools, "-i", str(directions["forward"]), "-j", str(directions["reverse"]), "-c", "grow-diag-final-and"],
+            capture_output=True,
+            text=True,
+        )
         return [parse_pharaoh(line) for line in result.stdout.splitlines()[:n_eval]]
     lines = text.read_text(encoding="utf-8").splitlines()
     fwd = directions["forward"].read_text().splitlines()

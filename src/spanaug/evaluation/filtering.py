@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from spanaug.core import artifacts, files
-from spanaug.core.config import ClassifierSettings
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError, InputError
+from spanaug.core.evaluation_settings import ClassifierSettings
 from spanaug.core.metrics import prf
 from spanaug.core.splits import assign_parts
 
@@ -57,8 +57,10 @@ def check_filters(filters: Any) -> dict[str, dict[str, float]]:
         unknown = set(bounds) - set(BOUNDS)
         bounds = {k: v for k, v in bounds.items() if v is not None}
         if unknown or not bounds:
-            raise ConfigError(f"filters: filter {name!r}: bounds must be a non-empty subset of {BOUNDS}, got "
-                              f"{sorted(bounds) if not unknown else sorted(unknown)}")
+            raise ConfigError(
+                f"filters: filter {name!r}: bounds must be a non-empty subset of {BOUNDS}, got "
+                f"{sorted(bounds) if not unknown else sorted(unknown)}"
+            )
         for key, value in bounds.items():
             number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             if not number or (key == "max_iteration" and not isinstance(value, int)):
@@ -113,8 +115,9 @@ def read_judgments(path: Path | str) -> dict[str, int]:
                 raise TypeError
             output_id, score = str(output_id), float(raw)
         except (TypeError, ValueError):
-            raise InputError(path, line, f"output_id {output_id!r} with score {raw!r} (expected an id and a "
-                                         "number)") from None
+            raise InputError(
+                path, line, f"output_id {output_id!r} with score {raw!r} (expected an id and a number)"
+            ) from None
         if not 0 <= score <= 100:  # NaN fails this too
             raise InputError(path, line, f"score {score} outside 0-100")
         scores.setdefault(output_id, []).append(score)
@@ -149,8 +152,9 @@ def features(table: pa.Table) -> torch.Tensor:
     return torch.tensor(list(zip(it, para, al)), dtype=torch.float32)
 
 
-def train_classifier(x: torch.Tensor, y: torch.Tensor, positive_weight: float, negative_weight: float,
-                     cfg: ClassifierSettings) -> FilterNet:
+def train_classifier(
+    x: torch.Tensor, y: torch.Tensor, positive_weight: float, negative_weight: float, cfg: ClassifierSettings
+) -> FilterNet:
     """Full-batch BCE with per-class weights."""
     torch.manual_seed(cfg.seed)
     model = FilterNet()
@@ -174,9 +178,14 @@ def precision_recall(passed: Sequence[bool], gold: Sequence[int]) -> dict[str, f
     return {"judged": len(gold), "passed": n_pass, "precision": precision, "recall": recall}
 
 
-def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
-                 filters: Mapping[str, Mapping[str, float]] | None = None, judgments: Path | str | None = None,
-                 cfg: ClassifierSettings | None = None) -> list[dict[str, Any]]:
+def filter_stage(
+    augmented: Path | str,
+    seeds: Path | str,
+    out_dir: Path | str,
+    filters: Mapping[str, Mapping[str, float]] | None = None,
+    judgments: Path | str | None = None,
+    cfg: ClassifierSettings | None = None,
+) -> list[dict[str, Any]]:
     """Write each filter's subset, the scored dataset and the filters table (size multiple, P/R)."""
     filters = check_filters(DEFAULT_FILTERS if filters is None else filters)
     cfg = cfg or ClassifierSettings()
@@ -192,15 +201,16 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
     gold = [labels[ids[i]] for i in judged]
     rows = []
 
-    def record(name: str, mask: list[bool], on_judged: list[bool] | None = None, judged_gold: list[int] | None = None) -> None:
+    def record(
+        name: str, mask: list[bool], on_judged: list[bool] | None = None, judged_gold: list[int] | None = None
+    ) -> None:
         n = sum(mask)
         row: dict[str, Any] = {"filter": name, "outputs": n, "multiple_over_seeds": n / n_seeds if n_seeds else None}
         if judged_gold:
             row.update(precision_recall(on_judged, judged_gold))
         rows.append(row)
 
-    record("none (all aligned)", table.column("aligned_start").is_valid().to_pylist(),
-           [True] * len(judged), gold)
+    record("none (all aligned)", table.column("aligned_start").is_valid().to_pylist(), [True] * len(judged), gold)
     for name, bounds in filters.items():
         mask = heuristic_mask(table, bounds)
         artifacts.write_table(table.filter(mask), out_dir / "subsets" / f"{_slug(name)}.parquet", artifacts.AUGMENTED)
@@ -212,16 +222,28 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
     for row in rows[1:]:
         if row["outputs"] == 0:
             bounds = ", ".join(f"{k} {v}" for k, v in filters[row["filter"]].items())
-            warn(warnings, "empty", f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
-                                    "an augmenter or export using it gets nothing", log)
+            warn(
+                warnings,
+                "empty",
+                f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
+                "an augmenter or export using it gets nothing",
+                log,
+            )
     classifier_scores: dict[str, list[float]] = {}
-    summary: dict[str, Any] = {"judged_outputs": len(judged), "filters": {n: dict(b) for n, b in filters.items()},
-                               "warnings": warnings}
+    summary: dict[str, Any] = {
+        "judged_outputs": len(judged),
+        "filters": {n: dict(b) for n, b in filters.items()},
+        "warnings": warnings,
+    }
     if len(set(gold)) == 2:
         x, y = features(table), torch.tensor([float(g) for g in gold])
         # At least one judged output is held out.
-        part = assign_parts(range(len(judged)), [("test", max(cfg.test_share, 1 / len(judged))), ("train", None)],
-                            order="shuffle", seed=cfg.seed)
+        part = assign_parts(
+            range(len(judged)),
+            [("test", max(cfg.test_share, 1 / len(judged))), ("train", None)],
+            order="shuffle",
+            seed=cfg.seed,
+        )
         test = [i for i in range(len(judged)) if part[i] == "test"]
         train = [i for i in range(len(judged)) if part[i] == "train"]
         xj = x[torch.tensor(judged)]
@@ -230,17 +252,26 @@ def filter_stage(augmented: Path | str, seeds: Path | str, out_dir: Path | str,
             with torch.no_grad():
                 scores = torch.sigmoid(model(x))
             passed = (scores >= 0.5).tolist()
-            record(f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], [gold[i] for i in test])
+            record(
+                f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], [gold[i] for i in test]
+            )
             with files.atomic_path(out_dir / f"{name}.pt") as tmp:
                 torch.save(model.state_dict(), tmp)
             classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
     elif labels:
-        warn(warnings, "degraded", f"the {len(judged)} judged outputs hold a single class: the neural P/R-classifiers "
-                                   "are not trained (their columns stay null)", log)
+        warn(
+            warnings,
+            "degraded",
+            f"the {len(judged)} judged outputs hold a single class: the neural P/R-classifiers "
+            "are not trained (their columns stay null)",
+            log,
+        )
     scored = table
     for name in ("p_classifier", "r_classifier"):
-        scored = scored.append_column(name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32()))
+        scored = scored.append_column(
+            name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32())
+        )
     artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
     files.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows
@@ -252,9 +283,10 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_").replace("__", "_")
 
 
-
-def named_filter(name: str | None, filters: Mapping[str, Mapping[str, float]] | None = None,
-                 ) -> Mapping[str, float] | None:
+def named_filter(
+    name: str | None,
+    filters: Mapping[str, Mapping[str, float]] | None = None,
+) -> Mapping[str, float] | None:
     """The bounds of the filter ``name`` among ``filters`` (the paper's Table 4 when None); None or
     ``"none"`` selects every aligned output."""
     if not name or name == "none":

@@ -27,21 +27,35 @@ N_CANDIDATES = 3
 
 def mark(tokens: Sequence[str], start: int, end: int) -> str:
     """The sentence with its trigger in bold (crowd tools render HTML)."""
-    return " ".join([*tokens[:start], "<b>", *tokens[start : end + 1], "</b>", *tokens[end + 1 :]]).replace(
-        "<b> ", "<b>").replace(" </b>", "</b>")
+    return (
+        " ".join([*tokens[:start], "<b>", *tokens[start : end + 1], "</b>", *tokens[end + 1 :]])
+        .replace("<b> ", "<b>")
+        .replace(" </b>", "</b>")
+    )
 
 
-def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | str, out_key: Path | str,
-                n_items: int, seed: int, definitions: dict[str, str] | None = None, n_examples: int = 3,
-                ) -> dict[str, int]:
+def export_task(
+    augmented: Path | str,
+    sentences: Path | str,
+    out_task: Path | str,
+    out_key: Path | str,
+    n_items: int,
+    seed: int,
+    definitions: dict[str, str] | None = None,
+    n_examples: int = 3,
+) -> dict[str, int]:
     """Sample ``n_items`` aligned outputs and write the task CSV and its key CSV; returns counts."""
     rng = random.Random(seed)
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
     aug = table.filter(table.column("aligned_start").is_valid()).to_pylist()
     if not aug:  # say why there is nothing to judge: the aligner, not the frames
-        raise InputError(augmented, None, f"none of its {table.num_rows:,} outputs has an aligned span, so there is "
-                         "nothing to judge (the aligner answered 'no alignment' for every one: see its null "
-                         "threshold in the aligner's training_summary.json)")
+        raise InputError(
+            augmented,
+            None,
+            f"none of its {table.num_rows:,} outputs has an aligned span, so there is "
+            "nothing to judge (the aligner answered 'no alignment' for every one: see its null "
+            "threshold in the aligner's training_summary.json)",
+        )
     gold = artifacts.read_table(sentences, artifacts.SENTENCES).to_pylist()
     by_frame: dict[str, list[dict[str, Any]]] = {}
     for row in gold:
@@ -64,16 +78,26 @@ def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | s
         examples = rng.sample(examples, min(n_examples, len(examples)))
         candidates = [
             ("output", out["output_id"], mark(out["paraphrase_tokens"], out["aligned_start"], out["aligned_end"])),
-            ("gold_in_frame", gold_in["sentence_id"], mark(gold_in["tokens"], gold_in["span_start"], gold_in["span_end"])),
-            ("gold_out_of_frame", gold_out["sentence_id"],
-             mark(gold_out["tokens"], gold_out["span_start"], gold_out["span_end"])),
+            (
+                "gold_in_frame",
+                gold_in["sentence_id"],
+                mark(gold_in["tokens"], gold_in["span_start"], gold_in["span_end"]),
+            ),
+            (
+                "gold_out_of_frame",
+                gold_out["sentence_id"],
+                mark(gold_out["tokens"], gold_out["span_start"], gold_out["span_end"]),
+            ),
         ]
         rng.shuffle(candidates)
         item_id = f"item{len(task_rows):05d}"
         row = {"item_id": item_id, "frame": frame, "frame_definition": (definitions or {}).get(frame, "")}
         for n in range(n_examples):
-            row[f"example_{n + 1}"] = (mark(examples[n]["tokens"], examples[n]["span_start"], examples[n]["span_end"])
-                                       if n < len(examples) else "")
+            row[f"example_{n + 1}"] = (
+                mark(examples[n]["tokens"], examples[n]["span_start"], examples[n]["span_end"])
+                if n < len(examples)
+                else ""
+            )
         for n, (kind, ref, text) in enumerate(candidates, start=1):
             row[f"candidate_{n}"] = text
             key_rows.append({"item_id": item_id, "candidate": n, "kind": kind, "ref_id": ref})
@@ -85,8 +109,9 @@ def export_task(augmented: Path | str, sentences: Path | str, out_task: Path | s
     return {"items": len(task_rows), "skipped_without_controls": skipped}
 
 
-def simulate_judgments(key: Path | str, out: Path | str, raters: int, seed: int,
-                       accept: dict[str, float] | None = None) -> int:
+def simulate_judgments(
+    key: Path | str, out: Path | str, raters: int, seed: int, accept: dict[str, float] | None = None
+) -> int:
     """Crowd results from simulated annotators (demo and tests only: no person judged these).
 
     Each kind of candidate is accepted with a fixed probability; an accepted candidate scores
@@ -120,7 +145,7 @@ def fleiss_kappa(labels: Sequence[Sequence[int]]) -> float | None:
     counts = [(item.count(0), item.count(1)) for item in labels]
     p_bar = sum((c0 * (c0 - 1) + c1 * (c1 - 1)) / (n * (n - 1)) for c0, c1 in counts) / len(counts)
     share1 = sum(c1 for _, c1 in counts) / (n * len(counts))
-    p_e = share1 ** 2 + (1 - share1) ** 2
+    p_e = share1**2 + (1 - share1) ** 2
     return 1.0 if p_e == 1 else (p_bar - p_e) / (1 - p_e)
 
 
@@ -162,8 +187,12 @@ def import_judgments(results: Path | str, key: Path | str, out_dir: Path | str) 
     same_n = [b for b in binary if len(b) == modal]
     summary["fleiss_kappa"] = fleiss_kappa(same_n) if modal >= 2 else None
     summary["kappa_items"] = len(same_n)
-    summary["all_agree_rate"] = sum(len(set(b)) == 1 for b in binary if len(b) >= 2) / max(1, sum(len(b) >= 2 for b in binary))
-    judgments = [{"output_id": key_of[c][1], "score": s} for c, v in scores.items() if key_of[c][0] == "output" for s in v]
+    summary["all_agree_rate"] = sum(len(set(b)) == 1 for b in binary if len(b) >= 2) / max(
+        1, sum(len(b) >= 2 for b in binary)
+    )
+    judgments = [
+        {"output_id": key_of[c][1], "score": s} for c, v in scores.items() if key_of[c][0] == "output" for s in v
+    ]
     files.write_csv(judgments, out_dir / "judgments.csv", fields=["output_id", "score"])
     hist = {kind: [s for v in cands for s in v] for kind, cands in by_kind.items()}
     plot_scores(hist, out_dir / "score_histogram.png")

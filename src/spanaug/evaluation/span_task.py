@@ -38,8 +38,16 @@ from spanaug.core.metrics import span_metrics
 from spanaug.evaluation.statistics import with_sources
 
 #: Columns of the task CSV a crowd tool reads.
-TASK_COLUMNS = ["item_id", "source", "paraphrase", "paraphrase_tokens_indexed", "source_tokens", "source_start",
-                "source_end", "paraphrase_tokens"]
+TASK_COLUMNS = [
+    "item_id",
+    "source",
+    "paraphrase",
+    "paraphrase_tokens_indexed",
+    "source_tokens",
+    "source_start",
+    "source_end",
+    "paraphrase_tokens",
+]
 
 #: Below this alpha, agreement is too low to trust the majority answers as gold (Krippendorff's
 #: own lowest bound for tentative conclusions is 0.667; 0.4 flags answers that are barely better
@@ -58,14 +66,27 @@ def highlight(tokens: Sequence[str], start: int, end: int) -> str:
     return " ".join([*esc[:start], "<b>" + " ".join(esc[start : end + 1]) + "</b>", *esc[end + 1 :]])
 
 
-def export_span_task(augmented: Path | str, seeds: Path | str, out_task: Path | str, out_key: Path | str,
-                     n_items: int, seed: int = 0) -> dict[str, int]:
+def export_span_task(
+    augmented: Path | str, seeds: Path | str, out_task: Path | str, out_key: Path | str, n_items: int, seed: int = 0
+) -> dict[str, int]:
     """Sample ``n_items`` outputs (by ``seed``) and write the task CSV and its key (the output ids and
     the pipeline aligner's own answers, kept out of the annotators' view)."""
-    table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED),
-                         artifacts.read_table(seeds, artifacts.SENTENCES))
-    rows = table.select(["output_id", "paraphrase_tokens", "paraphrase_text", "aligned_start", "aligned_end",
-                         "aligner_score", "source_tokens", "source_start", "source_end"]).to_pylist()
+    table = with_sources(
+        artifacts.read_table(augmented, artifacts.AUGMENTED), artifacts.read_table(seeds, artifacts.SENTENCES)
+    )
+    rows = table.select(
+        [
+            "output_id",
+            "paraphrase_tokens",
+            "paraphrase_text",
+            "aligned_start",
+            "aligned_end",
+            "aligner_score",
+            "source_tokens",
+            "source_start",
+            "source_end",
+        ]
+    ).to_pylist()
     if not rows:
         raise InputError(augmented, None, "no outputs to annotate")
     picked = sorted(random.Random(seed).sample(range(len(rows)), min(n_items, len(rows))))
@@ -73,17 +94,27 @@ def export_span_task(augmented: Path | str, seeds: Path | str, out_task: Path | 
     for n, i in enumerate(picked):
         r = rows[i]
         item_id = f"span{n:05d}"
-        task.append({
-            "item_id": item_id,
-            "source": highlight(r["source_tokens"], r["source_start"], r["source_end"]),
-            "paraphrase": r["paraphrase_text"],
-            "paraphrase_tokens_indexed": " ".join(f"{k}:{t}" for k, t in enumerate(r["paraphrase_tokens"])),
-            "source_tokens": json.dumps(r["source_tokens"], ensure_ascii=False),
-            "source_start": r["source_start"], "source_end": r["source_end"],
-            "paraphrase_tokens": json.dumps(r["paraphrase_tokens"], ensure_ascii=False),
-        })
-        key.append({"item_id": item_id, "output_id": r["output_id"], "aligned_start": r["aligned_start"],
-                    "aligned_end": r["aligned_end"], "aligner_score": r["aligner_score"]})
+        task.append(
+            {
+                "item_id": item_id,
+                "source": highlight(r["source_tokens"], r["source_start"], r["source_end"]),
+                "paraphrase": r["paraphrase_text"],
+                "paraphrase_tokens_indexed": " ".join(f"{k}:{t}" for k, t in enumerate(r["paraphrase_tokens"])),
+                "source_tokens": json.dumps(r["source_tokens"], ensure_ascii=False),
+                "source_start": r["source_start"],
+                "source_end": r["source_end"],
+                "paraphrase_tokens": json.dumps(r["paraphrase_tokens"], ensure_ascii=False),
+            }
+        )
+        key.append(
+            {
+                "item_id": item_id,
+                "output_id": r["output_id"],
+                "aligned_start": r["aligned_start"],
+                "aligned_end": r["aligned_end"],
+                "aligner_score": r["aligner_score"],
+            }
+        )
     files.write_csv(task, out_task, fields=TASK_COLUMNS)
     files.write_csv(key, out_key, fields=["item_id", "output_id", "aligned_start", "aligned_end", "aligner_score"])
     return {"items": len(task), "outputs": len(rows)}
@@ -104,9 +135,11 @@ def read_task(path: Path | str) -> dict[str, dict[str, Any]]:
     items = {}
     for line, row in _read_csv(path):
         try:
-            items[row["item_id"]] = {"source_tokens": json.loads(row["source_tokens"]),
-                                     "source_span": (int(row["source_start"]), int(row["source_end"])),
-                                     "target_tokens": json.loads(row["paraphrase_tokens"])}
+            items[row["item_id"]] = {
+                "source_tokens": json.loads(row["source_tokens"]),
+                "source_span": (int(row["source_start"]), int(row["source_end"])),
+                "target_tokens": json.loads(row["paraphrase_tokens"]),
+            }
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(path, line, f"not a span-task row ({exc})") from None
     return items
@@ -119,8 +152,9 @@ def _answer(row: dict[str, str], n_tokens: int, path: Path | str, line: int) -> 
     try:
         s, e = int(start), int(end)
     except ValueError:
-        raise InputError(path, line, f"target_start/target_end must be token indices or both empty, got "
-                                     f"{start!r}, {end!r}") from None
+        raise InputError(
+            path, line, f"target_start/target_end must be token indices or both empty, got {start!r}, {end!r}"
+        ) from None
     if not 0 <= s <= e < n_tokens:
         raise InputError(path, line, f"span [{s}, {e}] out of range for {n_tokens} paraphrase tokens")
     return (s, e)
@@ -171,13 +205,16 @@ def exact_agreement(answers: dict[str, dict[str, Span]]) -> dict[str, Any]:
             for b in range(a + 1, len(spans)):
                 pairs += 1
                 agree += spans[a] == spans[b]
-    return {"items_with_two_or_more_answers": multi, "pairwise_exact_agreement": agree / pairs if pairs else None,
-            "all_agree_rate": all_agree / multi if multi else None}
+    return {
+        "items_with_two_or_more_answers": multi,
+        "pairwise_exact_agreement": agree / pairs if pairs else None,
+        "all_agree_rate": all_agree / multi if multi else None,
+    }
 
 
 def majority(by_worker: dict[str, Span]) -> tuple[bool, Span]:
     """(has a strict majority, its answer)."""
-    (answer, count), = Counter(by_worker.values()).most_common(1)
+    ((answer, count),) = Counter(by_worker.values()).most_common(1)
     return count * 2 > len(by_worker), answer
 
 
@@ -192,8 +229,9 @@ def _key_spans(key: Path | str) -> dict[str, Span]:
     return spans
 
 
-def import_span_answers(results: Path | str, task: Path | str, key: Path | str, out_jsonl: Path | str,
-                        out_summary: Path | str) -> dict[str, Any]:
+def import_span_answers(
+    results: Path | str, task: Path | str, key: Path | str, out_jsonl: Path | str, out_summary: Path | str
+) -> dict[str, Any]:
     """Agreement, the majority answers as span-alignment JSONL, and the pipeline aligner scored against them."""
     items = read_task(task)
     answers = read_answers(results, items)
@@ -206,17 +244,26 @@ def import_span_answers(results: Path | str, task: Path | str, key: Path | str, 
             no_majority += 1
             continue
         info = items[item]
-        instances.append({"id": f"span-task:{output_of.get(item) or item}", "source_tokens": info["source_tokens"],
-                          "target_tokens": info["target_tokens"], "source_span": list(info["source_span"]),
-                          "target_span": list(span) if span is not None else None})
+        instances.append(
+            {
+                "id": f"span-task:{output_of.get(item) or item}",
+                "source_tokens": info["source_tokens"],
+                "target_tokens": info["target_tokens"],
+                "source_span": list(info["source_span"]),
+                "target_span": list(span) if span is not None else None,
+            }
+        )
         if item in system:
             gold.append(span)
             pred.append(system[item])
     summary: dict[str, Any] = {
-        "items_answered": len(answers), "answers": sum(len(v) for v in answers.values()),
+        "items_answered": len(answers),
+        "answers": sum(len(v) for v in answers.values()),
         "workers": len({w for v in answers.values() for w in v}),
-        **exact_agreement(answers), "krippendorff_alpha_tokens": token_alpha(answers, items),
-        "instances": len(instances), "no_counterpart": sum(i["target_span"] is None for i in instances),
+        **exact_agreement(answers),
+        "krippendorff_alpha_tokens": token_alpha(answers, items),
+        "instances": len(instances),
+        "no_counterpart": sum(i["target_span"] is None for i in instances),
         "items_without_majority": no_majority,
         "aligner_vs_majority": span_metrics(gold, pred) if gold else None,
     }
@@ -225,8 +272,12 @@ def import_span_answers(results: Path | str, task: Path | str, key: Path | str, 
         warn(warnings, "empty", "span-alignment task: no item has a majority answer, so no instance was written")
     alpha = summary["krippendorff_alpha_tokens"]
     if alpha is not None and alpha < LOW_ALPHA:
-        warn(warnings, "degraded", f"span-alignment task: Krippendorff's alpha on tokens is {alpha:.2f} (< {LOW_ALPHA}): "
-                                   "the majority answers are barely better than chance")
+        warn(
+            warnings,
+            "degraded",
+            f"span-alignment task: Krippendorff's alpha on tokens is {alpha:.2f} (< {LOW_ALPHA}): "
+            "the majority answers are barely better than chance",
+        )
     if summary["items_with_two_or_more_answers"] == 0:
         warn(warnings, "degraded", "span-alignment task: no item has two answers, so agreement is unknown")
     summary["warnings"] = warnings
@@ -235,8 +286,9 @@ def import_span_answers(results: Path | str, task: Path | str, key: Path | str, 
     return summary
 
 
-def simulate_span_answers(task: Path | str, key: Path | str, out: Path | str, raters: int, seed: int = 0,
-                          agree: float = 0.7) -> int:
+def simulate_span_answers(
+    task: Path | str, key: Path | str, out: Path | str, raters: int, seed: int = 0, agree: float = 0.7
+) -> int:
     """Answers from simulated annotators (demo and tests only: no person marked these spans).
 
     Each rater gives the pipeline aligner's span with probability ``agree``; otherwise "no
@@ -256,8 +308,14 @@ def simulate_span_answers(task: Path | str, key: Path | str, out: Path | str, ra
                 else:
                     shift = rng.choice((-1, 1))
                     s, e = span[0] + shift, span[1] + shift
-                    span = (s, e) if 0 <= s and e < n else span
-            rows.append({"item_id": item, "worker_id": f"sim{worker}", "target_start": "" if span is None else span[0],
-                         "target_end": "" if span is None else span[1]})
+                    span = (s, e) if s >= 0 and e < n else span
+            rows.append(
+                {
+                    "item_id": item,
+                    "worker_id": f"sim{worker}",
+                    "target_start": "" if span is None else span[0],
+                    "target_end": "" if span is None else span[1],
+                }
+            )
     files.write_csv(rows, out, fields=["item_id", "worker_id", "target_start", "target_end"])
     return len(rows)

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core import artifacts, files, plotting
-from spanaug.core.config import StatsConfig
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
+from spanaug.core.evaluation_settings import StatsConfig
 from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
 from spanaug.pipeline.framenet import read_lexicon
@@ -27,8 +27,20 @@ log = logging.getLogger(__name__)
 
 
 #: The columns the statistics read (the constraint lists, the widest column, are left on disk).
-_STAT_COLUMNS = ["seed_id", "frame", "lexical_unit", "iteration", "paraphrase_tokens", "paraphrase_text",
-                 "aligned_start", "aligned_end", "aligned_text", "aligned_lemma", "paraphrase_score", "aligner_score"]
+_STAT_COLUMNS = [
+    "seed_id",
+    "frame",
+    "lexical_unit",
+    "iteration",
+    "paraphrase_tokens",
+    "paraphrase_text",
+    "aligned_start",
+    "aligned_end",
+    "aligned_text",
+    "aligned_lemma",
+    "paraphrase_score",
+    "aligner_score",
+]
 
 
 POS_METRICS = ["not_ext", "jaccard_distance", "weighted_jaccard_distance"]
@@ -48,14 +60,16 @@ def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
         part = table.filter(pc.equal(table.column("iteration"), it))
         aligned = part.column("aligned_start").is_valid()
         n_aligned = pc.sum(aligned).as_py() or 0
-        rows.append({
-            "iteration": it,
-            "outputs": part.num_rows,
-            "aligned": n_aligned,
-            "failed_to_align_share": 1 - n_aligned / part.num_rows if part.num_rows else 0.0,
-            "mean_paraphrase_score": pc.mean(part.column("paraphrase_score")).as_py(),
-            "mean_aligner_score": pc.mean(part.column("aligner_score")).as_py(),
-        })
+        rows.append(
+            {
+                "iteration": it,
+                "outputs": part.num_rows,
+                "aligned": n_aligned,
+                "failed_to_align_share": 1 - n_aligned / part.num_rows if part.num_rows else 0.0,
+                "mean_paraphrase_score": pc.mean(part.column("paraphrase_score")).as_py(),
+                "mean_aligner_score": pc.mean(part.column("aligner_score")).as_py(),
+            }
+        )
     return rows
 
 
@@ -68,8 +82,11 @@ def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int = 2000, seed: in
 
     seed_text = dict(zip(seeds.column("sentence_id").to_pylist(), seeds.column("text").to_pylist()))
     chains: dict[str, list[tuple[str, list[str]]]] = {}
-    for sid, text, source in zip(table.column("seed_id").to_pylist(), table.column("paraphrase_text").to_pylist(),
-                                 table.column("source_tokens").to_pylist()):
+    for sid, text, source in zip(
+        table.column("seed_id").to_pylist(),
+        table.column("paraphrase_text").to_pylist(),
+        table.column("source_tokens").to_pylist(),
+    ):
         chains.setdefault(sid, []).append((text, source))
     ids = sorted(chains)
     random.Random(seed).shuffle(ids)
@@ -84,16 +101,23 @@ def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int = 2000, seed: in
             others = outs[:i] + outs[i + 1 :]
             if others:
                 self_bleu.append(sacrebleu.sentence_bleu(out, others).score)
-    return {"bleu_to_seed": _mean(to_seed), "bleu_to_source": _mean(to_source),
-            "self_bleu_within_chain": _mean(self_bleu), "bleu_sampled_chains": len(ids)}
+    return {
+        "bleu_to_seed": _mean(to_seed),
+        "bleu_to_source": _mean(to_source),
+        "self_bleu_within_chain": _mean(self_bleu),
+        "bleu_sampled_chains": len(ids),
+    }
 
 
 def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig | None = None,
-                    ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[int, int]]]:
+def intrinsic_stats(
+    augmented: Path | str,
+    seeds: Path | str,
+    cfg: StatsConfig | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[int, int]]]:
     """The report's dataset statistics, its per-iteration table and the span distributions."""
     cfg = cfg or StatsConfig()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
@@ -101,12 +125,21 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
         table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
     except ArtifactError as exc:  # name both files: the fault is in how they go together
         raise ArtifactError(f"{augmented} (with the seeds {seeds}), {exc}") from None
-    seed_pairs = pa.table({
-        "frame": seed_table.column("frame"),
-        "trigger": pa.array([" ".join(t[s : e + 1]) for t, s, e in zip(
-            seed_table.column("tokens").to_pylist(), seed_table.column("span_start").to_pylist(),
-            seed_table.column("span_end").to_pylist())]),
-    })
+    seed_pairs = pa.table(
+        {
+            "frame": seed_table.column("frame"),
+            "trigger": pa.array(
+                [
+                    " ".join(t[s : e + 1])
+                    for t, s, e in zip(
+                        seed_table.column("tokens").to_pylist(),
+                        seed_table.column("span_start").to_pylist(),
+                        seed_table.column("span_end").to_pylist(),
+                    )
+                ]
+            ),
+        }
+    )
     aligned = table.filter(table.column("aligned_start").is_valid())
     n_seeds = seed_table.num_rows
     lemma_pairs = _unique_pairs(aligned, "aligned_lemma")
@@ -127,8 +160,13 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
         stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, read_lexicon(cfg.lexicon))
         missing = stats["lexicon_recovery"]["frames_missing_from_lexicon"]
         if missing:
-            warn(warnings, "degraded", f"lexicon recovery: {len(missing)} seeded frame(s) are not in the lexicon "
-                                       f"{cfg.lexicon} ({', '.join(missing[:5])}): their LUs count as false positives", log)
+            warn(
+                warnings,
+                "degraded",
+                f"lexicon recovery: {len(missing)} seeded frame(s) are not in the lexicon "
+                f"{cfg.lexicon} ({', '.join(missing[:5])}): their LUs count as false positives",
+                log,
+            )
     tagger, why_not = load_tagger(cfg.pos_tagger)
     if tagger is None:
         warn(warnings, "degraded", f"POS diversity (Table 3) skipped: {why_not}", log)
@@ -144,15 +182,31 @@ def intrinsic_stats(augmented: Path | str, seeds: Path | str, cfg: StatsConfig |
     return stats, rows, span_distributions(table)
 
 
-def write_stats(augmented: Path | str, seeds: Path | str, out_json: Path | str, out_csv: Path | str,
-                out_plot: Path | str | None = None, cfg: StatsConfig | None = None,
-                out_dist_plot: Path | str | None = None) -> dict[str, Any]:
+def write_stats(
+    augmented: Path | str,
+    seeds: Path | str,
+    out_json: Path | str,
+    out_csv: Path | str,
+    out_plot: Path | str | None = None,
+    cfg: StatsConfig | None = None,
+    out_dist_plot: Path | str | None = None,
+) -> dict[str, Any]:
     """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
     stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
     stats["span_distributions"] = dists
     files.write_json(stats, out_json)
-    files.write_csv(rows, out_csv, fields=["iteration", "outputs", "aligned", "failed_to_align_share",
-                                               "mean_paraphrase_score", "mean_aligner_score"])
+    files.write_csv(
+        rows,
+        out_csv,
+        fields=[
+            "iteration",
+            "outputs",
+            "aligned",
+            "failed_to_align_share",
+            "mean_paraphrase_score",
+            "mean_aligner_score",
+        ],
+    )
     if out_plot:
         plot_per_iteration(rows, out_plot)
     if out_dist_plot:
@@ -172,23 +226,34 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     aligned = [r["aligned"] for r in rows]
     failed = [r["outputs"] - r["aligned"] for r in rows]
     ax.bar(its, aligned, color="#3182bd", label="aligned")
-    ax.bar(its, failed, bottom=aligned, color="#fdae6b",
-           label=f"no span aligned ({sum(failed)} in all)" if sum(failed) else "no span aligned: none")
+    ax.bar(
+        its,
+        failed,
+        bottom=aligned,
+        color="#fdae6b",
+        label=f"no span aligned ({sum(failed)} in all)" if sum(failed) else "no span aligned: none",
+    )
     ax.set_xlabel("iteration")
     ax.set_ylabel("outputs")
     ax.set_xticks(its)
     ax.legend(fontsize=8)
     ax.set_title("Outputs per iteration")
     para = [r["mean_paraphrase_score"] for r in rows]
-    ax_scores.plot(its, [float("nan") if v is None else v for v in para], marker="o", color="#3182bd",
-                   label="mean paraphrase score (NLL, lower is better)")
+    ax_scores.plot(
+        its,
+        [float("nan") if v is None else v for v in para],
+        marker="o",
+        color="#3182bd",
+        label="mean paraphrase score (NLL, lower is better)",
+    )
     ax_scores.set_xlabel("iteration")
     ax_scores.set_ylabel("paraphrase score")
     ax_scores.set_xticks(its)
     ax_aligner = ax_scores.twinx()
     ali = [r["mean_aligner_score"] for r in rows]
-    ax_aligner.plot(its, [float("nan") if v is None else v for v in ali], marker="s", color="#e6550d",
-                    label="mean aligner score")
+    ax_aligner.plot(
+        its, [float("nan") if v is None else v for v in ali], marker="s", color="#e6550d", label="mean aligner score"
+    )
     ax_aligner.set_ylabel("aligner score")
     ax_aligner.set_ylim(0, 1)
     handles = ax_scores.get_legend_handles_labels()[0] + ax_aligner.get_legend_handles_labels()[0]
@@ -203,32 +268,40 @@ def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
     The source of iteration i's output is the same seed's output of iteration i - 1 (the seed
     sentence itself for i = 1): ``source_tokens``, ``source_start``, ``source_end``.
     """
-    previous = pa.table({
-        "seed_id": augmented.column("seed_id"),
-        "iteration": pc.cast(pc.add(augmented.column("iteration"), 1), pa.int32()),
-        "source_tokens": augmented.column("paraphrase_tokens"),
-        "source_start": augmented.column("aligned_start"),
-        "source_end": augmented.column("aligned_end"),
-    })
-    from_seeds = pa.table({
-        "seed_id": seeds.column("sentence_id"),
-        "iteration": pa.array([1] * seeds.num_rows, pa.int32()),
-        "source_tokens": seeds.column("tokens"),
-        "source_start": seeds.column("span_start"),
-        "source_end": seeds.column("span_end"),
-    }).cast(previous.schema)
+    previous = pa.table(
+        {
+            "seed_id": augmented.column("seed_id"),
+            "iteration": pc.cast(pc.add(augmented.column("iteration"), 1), pa.int32()),
+            "source_tokens": augmented.column("paraphrase_tokens"),
+            "source_start": augmented.column("aligned_start"),
+            "source_end": augmented.column("aligned_end"),
+        }
+    )
+    from_seeds = pa.table(
+        {
+            "seed_id": seeds.column("sentence_id"),
+            "iteration": pa.array([1] * seeds.num_rows, pa.int32()),
+            "source_tokens": seeds.column("tokens"),
+            "source_start": seeds.column("span_start"),
+            "source_end": seeds.column("span_end"),
+        }
+    ).cast(previous.schema)
     sources = pa.concat_tables([previous, from_seeds])
     # Arrow joins cannot carry list columns: join on row numbers, then take.
     index = sources.select(["seed_id", "iteration"]).append_column("source_row", pa.array(range(sources.num_rows)))
     keyed = augmented.append_column("output_row", pa.array(range(augmented.num_rows)))
-    joined = keyed.select(["seed_id", "iteration", "output_row"]).join(index, ["seed_id", "iteration"], join_type="left outer")
+    joined = keyed.select(["seed_id", "iteration", "output_row"]).join(
+        index, ["seed_id", "iteration"], join_type="left outer"
+    )
     joined = joined.sort_by("output_row")
     rows = joined.column("source_row")
     if rows.null_count:
         row = pc.index(rows.is_null(), True).as_py()
-        raise ArtifactError(f"row {row}: the output of seed {augmented.column('seed_id')[row].as_py()!r} at iteration "
-                            f"{augmented.column('iteration')[row].as_py()} has no source (the seed, or its output of the "
-                            f"iteration before); {rows.null_count} output(s) have none (are the seeds this run's?)")
+        raise ArtifactError(
+            f"row {row}: the output of seed {augmented.column('seed_id')[row].as_py()!r} at iteration "
+            f"{augmented.column('iteration')[row].as_py()} has no source (the seed, or its output of the "
+            f"iteration before); {rows.null_count} output(s) have none (are the seeds this run's?)"
+        )
     taken = sources.take(rows)
     out = augmented
     for name in ("source_tokens", "source_start", "source_end"):
@@ -251,8 +324,10 @@ def span_distributions(table: pa.Table) -> dict[str, dict[int, int]]:
 
 def plot_distributions(dists: dict[str, dict[int, int]], out: Path | str) -> None:
     fig, axes = plotting.subplots(1, 2, figsize=(9, 3.4))
-    for ax, (name, title) in zip(axes, [("span_length", "aligned span length (tokens)"),
-                                         ("position_difference", "|aligned start - source start|")]):
+    for ax, (name, title) in zip(
+        axes,
+        [("span_length", "aligned span length (tokens)"), ("position_difference", "|aligned start - source start|")],
+    ):
         hist = dists[name]
         ax.bar(list(hist), list(hist.values()), color="#3182bd")
         ax.set_xlabel(title)
@@ -270,8 +345,11 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
     for frame, lu in zip(seeds.column("frame").to_pylist(), seeds.column("lexical_unit").to_pylist()):
         seed_lus.setdefault(frame, set()).add(lu.lower())
     generated: set[tuple[str, str]] = set()
-    for frame, lu, lemma in zip(augmented.column("frame").to_pylist(), augmented.column("lexical_unit").to_pylist(),
-                                augmented.column("aligned_lemma").to_pylist()):
+    for frame, lu, lemma in zip(
+        augmented.column("frame").to_pylist(),
+        augmented.column("lexical_unit").to_pylist(),
+        augmented.column("aligned_lemma").to_pylist(),
+    ):
         if lemma:
             pos = lu.rpartition(".")[2].lower()
             candidate = f"{lemma.lower()}.{pos}"
@@ -282,8 +360,16 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
     fp = len(generated - held_out)
     fn = len(held_out - generated)
     precision, recall, f1 = prf(tp, tp + fp, tp + fn)
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1,
-            "seeded_frames": len(seed_lus), "frames_missing_from_lexicon": sorted(set(seed_lus) - set(lexicon))}
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "seeded_frames": len(seed_lus),
+        "frames_missing_from_lexicon": sorted(set(seed_lus) - set(lexicon)),
+    }
 
 
 def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 0) -> dict[str, Any]:
@@ -296,8 +382,10 @@ def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 
     rows = list(range(aligned.num_rows))
     random.Random(seed).shuffle(rows)
     rows = sorted(rows[:sample])
-    cols = {c: aligned.column(c).to_pylist() for c in
-            ("paraphrase_tokens", "aligned_start", "aligned_end", "source_tokens", "source_start", "source_end")}
+    cols = {
+        c: aligned.column(c).to_pylist()
+        for c in ("paraphrase_tokens", "aligned_start", "aligned_end", "source_tokens", "source_start", "source_end")
+    }
     differ, jaccard, weighted = [], [], []
     for i in rows:
         tgt = tagger.tag(cols["paraphrase_tokens"][i])[cols["aligned_start"][i] : cols["aligned_end"][i] + 1]
@@ -306,5 +394,8 @@ def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 
         a, b = Counter(src), Counter(tgt)
         jaccard.append(1 - len(set(a) & set(b)) / len(set(a) | set(b)))
         weighted.append(1 - sum((a & b).values()) / sum((a | b).values()))
-    return {"pos_tagger": tagger.name, "pos_pairs": len(rows),
-            **dict(zip(POS_METRICS, (_mean(differ), _mean(jaccard), _mean(weighted))))}
+    return {
+        "pos_tagger": tagger.name,
+        "pos_pairs": len(rows),
+        **dict(zip(POS_METRICS, (_mean(differ), _mean(jaccard), _mean(weighted)))),
+    }

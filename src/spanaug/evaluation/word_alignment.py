@@ -71,8 +71,10 @@ def project_instances(instances: Sequence[Instance], links: dict[Pair, set[Link]
 
 def span_predictions(instances: Sequence[Instance], links: dict[Pair, set[Link]]) -> list[dict[str, Any]]:
     """Prediction records (the span aligner's format) from word links per sentence pair."""
-    return [{"id": inst.id, "target_span": list(span) if span else None, "score": 1.0 if span else 0.0}
-            for inst, span in zip(instances, project_instances(instances, links))]
+    return [
+        {"id": inst.id, "target_span": list(span) if span else None, "score": 1.0 if span else 0.0}
+        for inst, span in zip(instances, project_instances(instances, links))
+    ]
 
 
 def links_above(probs: torch.Tensor, threshold: float) -> set[Link]:
@@ -90,8 +92,13 @@ def gold_links(gold: Sequence[AlignedPair]) -> dict[Pair, AlignedPair]:
 
 def write_links(links: dict[Pair, set[Link]], path: Path | str) -> None:
     """Links per pair as Edinburgh++-format JSON (usable as DiscAlign pre-training data)."""
-    write_aligned_json((AlignedPair(str(n), list(src), list(tgt), pair_links, set(pair_links))
-                        for n, ((src, tgt), pair_links) in enumerate(links.items())), path)
+    write_aligned_json(
+        (
+            AlignedPair(str(n), list(src), list(tgt), pair_links, set(pair_links))
+            for n, ((src, tgt), pair_links) in enumerate(links.items())
+        ),
+        path,
+    )
 
 
 def alignment_scores(gold: Sequence[AlignedPair], predicted: Sequence[set[Link]]) -> dict[str, float]:

@@ -99,8 +99,13 @@ def violations(text: str, constraints: Iterable[str]) -> list[str]:
     return [c for c in constraints if c.strip() and _phrase_pattern(c).search(text)]
 
 
-def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, cfg: ConstraintSettings,
-                        origin: str = "the chain rows", offset: int = 0) -> Iterator[dict[str, Any]]:
+def requests_from_chain(
+    rows: Iterable[dict[str, Any]],
+    iteration: int,
+    cfg: ConstraintSettings,
+    origin: str = "the chain rows",
+    offset: int = 0,
+) -> Iterator[dict[str, Any]]:
     """Turn iteration ``iteration - 1``'s outputs into iteration ``iteration``'s requests.
 
     Rows whose span did not align end their chain: there is nothing to rewrite. A span that
@@ -114,8 +119,10 @@ def requests_from_chain(rows: Iterable[dict[str, Any]], iteration: int, cfg: Con
         span = row["paraphrase_tokens"][start : end + 1]
         new = expand(span, lu_upos(row["lexical_unit"]), cfg)
         if not new:
-            raise ArtifactError(f"{origin}, row {offset + n}: span [{start}, {end}] of {row['paraphrase_tokens']!r} yields no "
-                                "phrase to forbid (expected a non-blank span)")
+            raise ArtifactError(
+                f"{origin}, row {offset + n}: span [{start}, {end}] of {row['paraphrase_tokens']!r} yields no "
+                "phrase to forbid (expected a non-blank span)"
+            )
         yield {
             "seed_id": row["seed_id"],
             "frame": row["frame"],
@@ -140,8 +147,12 @@ def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, cfg: C
             writer.write(list(requests_from_chain(table.to_pylist(), iteration, cfg, str(chain_path), rows_in)))
             rows_in += table.num_rows
     if not writer.rows:
-        log.warning("%s: none of its %d chain(s) continues (no aligned span): iteration %d's shard is empty",
-                    chain_path, rows_in, iteration)
+        log.warning(
+            "%s: none of its %d chain(s) continues (no aligned span): iteration %d's shard is empty",
+            chain_path,
+            rows_in,
+            iteration,
+        )
     return writer.rows
 
 

@@ -1,5 +1,5 @@
-"""FrameNet release directories read with NLTK's reader (nothing is downloaded): the reader, the lexicon, frame definitions.
-"""
+"""FrameNet release directories read with NLTK's reader (nothing is downloaded): the reader, the lexicon,
+frame definitions."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def parse_fn_date(value: str | None) -> str | None:
         return None
 
 
-def framenet_reader(root: Path):  # noqa: ANN201
+def framenet_reader(root: Path):
     """NLTK's FrameNet reader on a release directory (nothing is downloaded).
 
     The reader remembers the last file it opened (``last_file``, under ``root`` as given): NLTK
@@ -43,7 +43,7 @@ def framenet_reader(root: Path):  # noqa: ANN201
     class TrackingReader(FramenetCorpusReader):
         last_file: Path | None = None
 
-        def abspath(self, fileid):  # noqa: ANN001, ANN201
+        def abspath(self, fileid):
             path = super().abspath(fileid)
             try:
                 self.last_file = root / Path(str(path)).relative_to(resolved)
@@ -74,7 +74,7 @@ def framenet_definitions(root: Path | str) -> dict[str, str]:
     return out
 
 
-def _guarded(path: Path, load, reader=None):  # noqa: ANN001, ANN202
+def _guarded(path: Path, load, reader=None):
     """Run an NLTK load, turning any failure into an error naming the file at fault.
 
     NLTK loads lazily: reading ``path`` may open a frame file or an index. When parsing such a file
@@ -121,6 +121,9 @@ def read_lexicon(path: Path | str) -> dict[str, set[str]]:
         raise InputError(path, None, "expected a JSON object: frame name -> list of 'lemma.pos' LUs")
     for frame, lus in raw.items():
         if not frame.strip() or not isinstance(lus, list) or not all(isinstance(lu, str) and lu.strip() for lu in lus):
-            raise InputError(path, f"frame {frame!r}", "expected a non-blank frame name with a list of "
-                                                       "'lemma.pos' LU names (non-blank strings)")
+            raise InputError(
+                path,
+                f"frame {frame!r}",
+                "expected a non-blank frame name with a list of 'lemma.pos' LU names (non-blank strings)",
+            )
     return {frame: {lu.lower() for lu in lus} for frame, lus in raw.items()}

@@ -66,7 +66,10 @@ def _label(start: int, end: int, name: str) -> str:
 
 def _annotated_sentence(sent_id: int, text: str, asets: list[str], counter: list[int]) -> str:
     counter[0] += 1
-    pos = f'<annotationSet cDate="{_fn_date(counter[0])}" status="UNANN" ID="{sent_id * 10}"><layer rank="1" name="PENN"/></annotationSet>'
+    pos = (
+        f'<annotationSet cDate="{_fn_date(counter[0])}" status="UNANN" ID="{sent_id * 10}">'
+        '<layer rank="1" name="PENN"/></annotationSet>'
+    )
     return f'<sentence ID="{sent_id}" sentNo="1" aPos="0"><text>{escape(text)}</text>{pos}{"".join(asets)}</sentence>'
 
 
@@ -97,12 +100,28 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
 
     header = f'xmlns="{NS}"'
     _write(root / "semTypes.xml", f"<semTypes {header}/>")
-    _write(root / "frRelation.xml", f'<frameRelations {header}><frameRelationType name="Inheritance" ID="1" superFrameName="Parent" subFrameName="Child"/></frameRelations>')
-    _write(root / "frameIndex.xml", f"<frameIndex {header}>" + "".join(
-        f'<frame cDate="{_fn_date(0)}" name={quoteattr(n)} ID="{i}"/>' for n, i in frame_ids.items()) + "</frameIndex>")
-    _write(root / "luIndex.xml", f"<luIndex {header}>" + "".join(
-        f'<lu status="Finished_Initial" frameName={quoteattr(f)} frameID="{frame_ids[f]}" name={quoteattr(lu)} ID="{i}"/>'
-        for (f, lu), i in lu_ids.items()) + "</luIndex>")
+    _write(
+        root / "frRelation.xml",
+        f"<frameRelations {header}>"
+        '<frameRelationType name="Inheritance" ID="1" superFrameName="Parent" subFrameName="Child"/>'
+        "</frameRelations>",
+    )
+    _write(
+        root / "frameIndex.xml",
+        f"<frameIndex {header}>"
+        + "".join(f'<frame cDate="{_fn_date(0)}" name={quoteattr(n)} ID="{i}"/>' for n, i in frame_ids.items())
+        + "</frameIndex>",
+    )
+    _write(
+        root / "luIndex.xml",
+        f"<luIndex {header}>"
+        + "".join(
+            f'<lu status="Finished_Initial" frameName={quoteattr(f)} frameID="{frame_ids[f]}" '
+            f'name={quoteattr(lu)} ID="{i}"/>'
+            for (f, lu), i in lu_ids.items()
+        )
+        + "</luIndex>",
+    )
 
     counter = [0]
     sent_id = 5000
@@ -114,11 +133,15 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
                 continue
             lemma, _, pos = lu.rpartition(".")
             lus_xml.append(
-                f'<lexUnit status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(lu)} ID="{lu_id}">'
-                f'<definition>{escape(lemma)}</definition>'
-                + "".join(f'<lexeme order="{k + 1}" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(w)}/>'
-                          for k, w in enumerate(lemma.split()))
-                + "</lexUnit>")
+                f'<lexUnit status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" '
+                f'name={quoteattr(lu)} ID="{lu_id}">'
+                f"<definition>{escape(lemma)}</definition>"
+                + "".join(
+                    f'<lexeme order="{k + 1}" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(w)}/>'
+                    for k, w in enumerate(lemma.split())
+                )
+                + "</lexUnit>"
+            )
             sents = []
             for line in fspec.get("lexical_units", {}).get(lu, []):
                 text, targets = parse_marked(line)
@@ -129,13 +152,18 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
                 aset = _frame_aset(sent_id * 10 + 1, s, e, lu_id, lu, fid, fname, _fn_date(counter[0] + 1))
                 sents.append(_annotated_sentence(sent_id, text, [aset], counter))
             if sents:
-                _write(root / "lu" / f"lu{lu_id}.xml",
-                       f'<lexUnit {header} status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" name={quoteattr(lu)} '
-                       f'ID="{lu_id}" frame={quoteattr(fname)} frameID="{fid}" totalAnnotated="{len(sents)}">'
-                       f'<header/><definition>{escape(lemma)}</definition><subCorpus name="manual">{"".join(sents)}</subCorpus></lexUnit>')
-        _write(root / "frame" / f"{fname}.xml",
-               f'<frame {header} cDate="{_fn_date(0)}" name={quoteattr(fname)} ID="{fid}">'
-               f'<definition>{escape(fspec.get("definition", ""))}</definition>{"".join(lus_xml)}</frame>')
+                _write(
+                    root / "lu" / f"lu{lu_id}.xml",
+                    f'<lexUnit {header} status="Finished_Initial" POS="{_POS.get(pos, pos.upper())}" '
+                    f'name={quoteattr(lu)} ID="{lu_id}" frame={quoteattr(fname)} frameID="{fid}" '
+                    f'totalAnnotated="{len(sents)}"><header/><definition>{escape(lemma)}</definition>'
+                    f'<subCorpus name="manual">{"".join(sents)}</subCorpus></lexUnit>',
+                )
+        _write(
+            root / "frame" / f"{fname}.xml",
+            f'<frame {header} cDate="{_fn_date(0)}" name={quoteattr(fname)} ID="{fid}">'
+            f"<definition>{escape(fspec.get('definition', ''))}</definition>{''.join(lus_xml)}</frame>",
+        )
 
     corpora: dict[str, list[tuple[int, str]]] = {}
     for d, doc in enumerate(spec.get("fulltext", [])):
@@ -146,16 +174,34 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
             text, targets = parse_marked(line)
             sent_id += 1
             asets = [
-                _frame_aset(sent_id * 10 + 1 + k, s, e, lu_ids[(frame, lu)], lu, frame_ids[frame], frame, _fn_date(counter[0] + 1))
+                _frame_aset(
+                    sent_id * 10 + 1 + k,
+                    s,
+                    e,
+                    lu_ids[(frame, lu)],
+                    lu,
+                    frame_ids[frame],
+                    frame,
+                    _fn_date(counter[0] + 1),
+                )
                 for k, (s, e, lu, frame) in enumerate(targets)
             ]
             sents.append(_annotated_sentence(sent_id, text, asets, counter))
-        _write(root / "fulltext" / f"{doc['corpus']}__{doc['document']}.xml",
-               f'<fullTextAnnotation {header}><header/>{"".join(sents)}</fullTextAnnotation>')
-    _write(root / "fulltextIndex.xml", f"<fulltextIndex {header}>" + "".join(
-        f'<corpus name={quoteattr(c)} ID="{200 + k}">' + "".join(
-            f'<document name={quoteattr(n)} ID="{i}" description={quoteattr(n)}/>' for i, n in docs) + "</corpus>"
-        for k, (c, docs) in enumerate(corpora.items())) + "</fulltextIndex>")
+        _write(
+            root / "fulltext" / f"{doc['corpus']}__{doc['document']}.xml",
+            f"<fullTextAnnotation {header}><header/>{''.join(sents)}</fullTextAnnotation>",
+        )
+    _write(
+        root / "fulltextIndex.xml",
+        f"<fulltextIndex {header}>"
+        + "".join(
+            f'<corpus name={quoteattr(c)} ID="{200 + k}">'
+            + "".join(f'<document name={quoteattr(n)} ID="{i}" description={quoteattr(n)}/>' for i, n in docs)
+            + "</corpus>"
+            for k, (c, docs) in enumerate(corpora.items())
+        )
+        + "</fulltextIndex>",
+    )
     return root
 
 
@@ -202,8 +248,11 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
             for n, line in enumerate(sentences):
                 text, targets = parse_marked(_text(line, path, f"{lu_where}, sentence {n + 1}", "the sentence"))
                 if len(targets) != 1 or not text[targets[0][0] : targets[0][1]].strip():
-                    raise InputError(path, f"{lu_where}, sentence {n + 1}", "an exemplar marks exactly one non-blank "
-                                                                            f"[target]: {line!r}")
+                    raise InputError(
+                        path,
+                        f"{lu_where}, sentence {n + 1}",
+                        f"an exemplar marks exactly one non-blank [target]: {line!r}",
+                    )
     docs = spec.get("fulltext") or []
     if not isinstance(docs, list):
         raise InputError(path, "fulltext", "expected a list of documents")
@@ -217,8 +266,11 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
             text, targets = parse_marked(_text(line, path, f"{where}, sentence {n + 1}", "the sentence"))
             for start, end, lu, frame in targets:
                 if lu is None or frame not in frames or not text[start:end].strip():
-                    raise InputError(path, f"{where}, sentence {n + 1}", f"a full-text target is [words|lu|frame] "
-                                                                         f"with a frame of the spec: {line!r}")
+                    raise InputError(
+                        path,
+                        f"{where}, sentence {n + 1}",
+                        f"a full-text target is [words|lu|frame] with a frame of the spec: {line!r}",
+                    )
                 lemma, dot, pos = lu.rpartition(".")
                 if not dot or not lemma.strip() or not pos.strip():
                     raise InputError(path, f"{where}, sentence {n + 1}", f"LU {lu!r} is not 'lemma.pos'")

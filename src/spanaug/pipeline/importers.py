@@ -8,6 +8,7 @@ skipped and counted in :class:`ImportStats`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
@@ -45,8 +46,11 @@ def _check_span(tokens: list[str], start: int, end: int, path: Path | str, where
     if not tokens:
         raise InputError(path, where, "empty sentence (no tokens)")
     if not (0 <= start <= end < len(tokens)):
-        raise InputError(path, where, f"span [{start}, {end}] out of range for {len(tokens)} tokens "
-                                      f"(expected 0 <= start <= end < {len(tokens)})")
+        raise InputError(
+            path,
+            where,
+            f"span [{start}, {end}] out of range for {len(tokens)} tokens (expected 0 <= start <= end < {len(tokens)})",
+        )
 
 
 def _keep(row: dict[str, Any], stats: ImportStats, max_tokens: int | None) -> bool:
@@ -77,8 +81,9 @@ def conll_blocks(path: Path | str) -> Iterator[list[tuple[int, list[str]]]]:
         yield block
 
 
-def read_conll(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None,
-               label: str | None = None) -> Iterator[dict[str, Any]]:
+def read_conll(
+    path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None, label: str | None = None
+) -> Iterator[dict[str, Any]]:
     """Rows from an open-SESAME CoNLL file (one block per frame annotation); ``label`` names the file
     in sentence ids (default: its stem)."""
     path = Path(path)
@@ -89,8 +94,9 @@ def read_conll(path: Path | str, max_tokens: int | None = None, stats: ImportSta
             yield row
 
 
-def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, stats: ImportStats,
-                 label: str) -> dict[str, Any] | None:
+def _conll_block(
+    path: Path, block: list[tuple[int, list[str]]], order: int, stats: ImportStats, label: str
+) -> dict[str, Any] | None:
     first_line = block[0][0]
     for i, (lineno, cols) in enumerate(block):
         # str.isdigit also accepts digits such as '²' that int() rejects: ASCII digits only.
@@ -99,8 +105,12 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
         if not cols[1].strip():
             raise InputError(path, lineno, f"word form {cols[1]!r} is empty or blank (expected a token in column 2)")
         if cols[12] != "_" and not (cols[12].strip() and cols[13].strip()):
-            raise InputError(path, lineno, f"lexical unit {cols[12]!r} with frame {cols[13]!r} (expected both "
-                                           "in columns 13 and 14, or '_' in column 13)")
+            raise InputError(
+                path,
+                lineno,
+                f"lexical unit {cols[12]!r} with frame {cols[13]!r} (expected both "
+                "in columns 13 and 14, or '_' in column 13)",
+            )
     tokens = [cols[1] for _, cols in block]
     trigger = [i for i, (_, cols) in enumerate(block) if cols[12] != "_"]
     if not trigger:
@@ -108,7 +118,9 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
     frames = {block[i][1][13] for i in trigger}
     lus = {block[i][1][12] for i in trigger}
     if len(frames) != 1 or "_" in frames or len(lus) != 1:
-        raise InputError(path, block[trigger[0]][0], f"trigger tokens disagree on LU/frame: {sorted(lus)} {sorted(frames)}")
+        raise InputError(
+            path, block[trigger[0]][0], f"trigger tokens disagree on LU/frame: {sorted(lus)} {sorted(frames)}"
+        )
     if trigger != list(range(trigger[0], trigger[-1] + 1)):
         stats.discontiguous_skipped += 1
         return None
@@ -131,8 +143,9 @@ def _conll_block(path: Path, block: list[tuple[int, list[str]]], order: int, sta
     }
 
 
-def read_jsonl_sentences(path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None,
-                         label: str | None = None) -> Iterator[dict[str, Any]]:
+def read_jsonl_sentences(
+    path: Path | str, max_tokens: int | None = None, stats: ImportStats | None = None, label: str | None = None
+) -> Iterator[dict[str, Any]]:
     """Rows from JSON lines ``{"tokens", "span": [s, e] (inclusive), "frame"|"label", ...}``."""
     path = Path(path)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
@@ -171,10 +184,14 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict
     if not ((isinstance(sentence_id, str) and sentence_id.strip()) or _is_int(sentence_id)):
         raise InputError(path, lineno, f"'id' is {sentence_id!r} (expected a non-blank string or an integer)")
     pos_tags = rec.get("pos_tags")
-    if pos_tags is not None and not (isinstance(pos_tags, list) and len(pos_tags) == len(tokens)
-                                     and all(isinstance(t, str) and t.strip() for t in pos_tags)):
-        raise InputError(path, lineno, f"'pos_tags' must be null or a list of {len(tokens)} tags (strings), one per "
-                                       "token")
+    if pos_tags is not None and not (
+        isinstance(pos_tags, list)
+        and len(pos_tags) == len(tokens)
+        and all(isinstance(t, str) and t.strip() for t in pos_tags)
+    ):
+        raise InputError(
+            path, lineno, f"'pos_tags' must be null or a list of {len(tokens)} tags (strings), one per token"
+        )
     trigger = " ".join(tokens[span[0] : span[1] + 1]).lower()
     return {
         "sentence_id": str(sentence_id),
@@ -193,8 +210,9 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict
     }
 
 
-def _numbered(rows: Iterable[dict[str, Any] | None], order: Iterator[int], stats: ImportStats,
-              max_tokens: int | None) -> Iterator[dict[str, Any]]:
+def _numbered(
+    rows: Iterable[dict[str, Any] | None], order: Iterator[int], stats: ImportStats, max_tokens: int | None
+) -> Iterator[dict[str, Any]]:
     """The kept rows, each with its position from ``order``. None (a discontiguous target) is not a
     row but still takes its place, so positions do not depend on what was skipped."""
     for row in rows:
@@ -233,18 +251,24 @@ def read_framenet(
             lu_path = root / "lu" / f"lu{lu_id}.xml"
             if not lu_path.is_file():
                 continue  # FrameNet lists LUs without annotation files
-            rows = _guarded(lu_path, lambda: _lu_rows(reader, root, lu_id, lu_path, prefix, stats), reader)
+            rows = _guarded(lu_path, functools.partial(_lu_rows, reader, root, lu_id, lu_path, prefix, stats), reader)
             yield from _numbered(rows, order, stats, max_tokens)
     if "fulltext" in parts and (root / "fulltextIndex.xml").is_file():
         docs = _guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()), reader)
         for meta in docs:
             doc_path = root / "fulltext" / str(meta.filename)
-            rows = _guarded(doc_path, lambda: _doc_rows(reader, root, meta, doc_path, prefix, stats), reader)
+            rows = _guarded(doc_path, functools.partial(_doc_rows, reader, root, meta, doc_path, prefix, stats), reader)
             yield from _numbered(rows, order, stats, max_tokens)
 
 
-def _lu_rows(reader, root: Path, lu_id: int, lu_path: Path, prefix: str, stats: ImportStats,  # noqa: ANN001
-             ) -> list[dict[str, Any] | None]:
+def _lu_rows(
+    reader,
+    root: Path,
+    lu_id: int,
+    lu_path: Path,
+    prefix: str,
+    stats: ImportStats,
+) -> list[dict[str, Any] | None]:
     """The rows of one LU's exemplars (None for a discontiguous target)."""
     lu = reader.lu(lu_id)
     rows = []
@@ -252,14 +276,32 @@ def _lu_rows(reader, root: Path, lu_id: int, lu_path: Path, prefix: str, stats: 
         asets = [a for a in sent.annotationSet if a.get("status") != "UNANN" and "Target" in a]
         if not asets:
             continue
-        rows.append(_fn_row(sent, asets[0].Target, lu.frame.name, lu.name, asets[0].get("cDate"),
-                            f"framenet:{lu_path.relative_to(root)}:sentence {sent.ID}", "exemplar", None, stats,
-                            lu_path, prefix))
+        rows.append(
+            _fn_row(
+                sent,
+                asets[0].Target,
+                lu.frame.name,
+                lu.name,
+                asets[0].get("cDate"),
+                f"framenet:{lu_path.relative_to(root)}:sentence {sent.ID}",
+                "exemplar",
+                None,
+                stats,
+                lu_path,
+                prefix,
+            )
+        )
     return rows
 
 
-def _doc_rows(reader, root: Path, meta, doc_path: Path, prefix: str, stats: ImportStats,  # noqa: ANN001
-              ) -> list[dict[str, Any] | None]:
+def _doc_rows(
+    reader,
+    root: Path,
+    meta,
+    doc_path: Path,
+    prefix: str,
+    stats: ImportStats,
+) -> list[dict[str, Any] | None]:
     """The rows of one full-text document, one per frame annotation (None: a discontiguous target)."""
     doc = reader.doc(meta.ID)
     rows = []
@@ -267,14 +309,37 @@ def _doc_rows(reader, root: Path, meta, doc_path: Path, prefix: str, stats: Impo
         for aset in sent.annotationSet[1:]:
             if "Target" not in aset or "luName" not in aset:
                 continue
-            rows.append(_fn_row(sent, aset.Target, aset.frameName, aset.luName, aset.get("cDate"),
-                                f"framenet:{doc_path.relative_to(root)}:sentence {sent.ID}", "fulltext",
-                                str(meta.filename).removesuffix(".xml"), stats, doc_path, prefix))
+            rows.append(
+                _fn_row(
+                    sent,
+                    aset.Target,
+                    aset.frameName,
+                    aset.luName,
+                    aset.get("cDate"),
+                    f"framenet:{doc_path.relative_to(root)}:sentence {sent.ID}",
+                    "fulltext",
+                    str(meta.filename).removesuffix(".xml"),
+                    stats,
+                    doc_path,
+                    prefix,
+                )
+            )
     return rows
 
 
-def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: str, part: str,  # noqa: ANN001
-            document: str | None, stats: ImportStats, path: Path, prefix: str = "fn:") -> dict[str, Any] | None:
+def _fn_row(
+    sent,
+    target_spans,
+    frame: str,
+    lu: str,
+    cdate: str | None,
+    source: str,
+    part: str,
+    document: str | None,
+    stats: ImportStats,
+    path: Path,
+    prefix: str = "fn:",
+) -> dict[str, Any] | None:
     where = f"sentence {sent.get('ID')}"
     text = sent.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -287,7 +352,7 @@ def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: 
         raise InputError(path, where, f"target labels {spans!r} (expected character offsets)")
     start, end = spans[0][0], spans[-1][1]
     # Adjacent pieces separated only by blanks are one contiguous span (e.g. "gave up").
-    for (_, prev_end), (next_start, _) in zip(spans, spans[1:]):
+    for (_, prev_end), (next_start, _) in itertools.pairwise(spans):
         if text[prev_end:next_start].strip():
             stats.discontiguous_skipped += 1
             return None
@@ -314,7 +379,7 @@ def _fn_row(sent, target_spans, frame: str, lu: str, cdate: str | None, source: 
     }
 
 
-def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:  # noqa: ANN001
+def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:
     """PENN tags from the sentence's POS layer where its spans match our tokens."""
     pos_spans = sent.get("POS") or (sent.annotationSet[0].get("POS") if sent.annotationSet else None)
     if not pos_spans:
@@ -363,12 +428,18 @@ def import_corpus(cfg: ImportSettings, out: Path | str) -> ImportStats:
             if stats.rows_read == read_before:
                 skipped = stats.discontiguous_skipped - skipped_before
                 why = f" ({skipped} with discontiguous triggers skipped)" if skipped else ""
-                raise InputError(path, None, f"holds no annotated sentence{why} (expected {cfg.format} input "
-                                             "with at least one contiguous trigger)")
+                raise InputError(
+                    path,
+                    None,
+                    f"holds no annotated sentence{why} (expected {cfg.format} input "
+                    "with at least one contiguous trigger)",
+                )
         writer.write(buffer)
         if not stats.rows_kept:
-            raise InputError(", ".join(map(str, cfg.inputs)), None,
-                             f"all {stats.rows_read} sentences are longer than max_tokens={cfg.max_tokens}: "
-                             "nothing to import")
+            raise InputError(
+                ", ".join(map(str, cfg.inputs)),
+                None,
+                f"all {stats.rows_read} sentences are longer than max_tokens={cfg.max_tokens}: nothing to import",
+            )
     log.info("imported %d rows from %s (%s)", stats.rows_kept, ", ".join(map(str, cfg.inputs)), stats.as_dict())
     return stats

@@ -27,19 +27,30 @@ def _span_fields(tokens: list[str], start: int | None, end: int | None, lexical_
     if start is None:
         return {"aligned_start": None, "aligned_end": None, "aligned_text": None, "aligned_lemma": None}
     span = tokens[start : end + 1]
-    return {"aligned_start": start, "aligned_end": end, "aligned_text": " ".join(span),
-            "aligned_lemma": lemma_of(span, lu_upos(lexical_unit))}
+    return {
+        "aligned_start": start,
+        "aligned_end": end,
+        "aligned_text": " ".join(span),
+        "aligned_lemma": lemma_of(span, lu_upos(lexical_unit)),
+    }
 
 
 def seed_rows(sentences: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Iteration-0 CHAIN rows: each seed sentence with its gold span as the 'aligned' span."""
     for s in sentences:
         yield {
-            "seed_id": s["sentence_id"], "frame": s["frame"], "lexical_unit": s["lexical_unit"],
+            "seed_id": s["sentence_id"],
+            "frame": s["frame"],
+            "lexical_unit": s["lexical_unit"],
             "seed_trigger": " ".join(s["tokens"][s["span_start"] : s["span_end"] + 1]),
-            "iteration": 0, "paraphrase_tokens": s["tokens"], "paraphrase_text": s["text"],
+            "iteration": 0,
+            "paraphrase_tokens": s["tokens"],
+            "paraphrase_text": s["text"],
             **_span_fields(s["tokens"], s["span_start"], s["span_end"], s["lexical_unit"]),
-            "paraphrase_score": None, "aligner_score": None, "beam_rank": None, "constraints": [],
+            "paraphrase_score": None,
+            "aligner_score": None,
+            "beam_rank": None,
+            "constraints": [],
         }
 
 
@@ -52,8 +63,12 @@ def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int
         counts.append(artifacts.write_table(list(seed_rows(part.to_pylist())), path, artifacts.CHAIN))
     empty = counts.count(0)
     if empty:
-        log.warning("%d of %d shards hold no seed (%d seeds): their jobs run on empty shards", empty, len(counts),
-                    table.num_rows)
+        log.warning(
+            "%d of %d shards hold no seed (%d seeds): their jobs run on empty shards",
+            empty,
+            len(counts),
+            table.num_rows,
+        )
     return counts
 
 
@@ -71,12 +86,18 @@ def best_beams(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def chain_row(row: dict[str, Any]) -> dict[str, Any]:
     """An ALIGNED row as the iteration's output (CHAIN schema)."""
     return {
-        "seed_id": row["seed_id"], "frame": row["frame"], "lexical_unit": row["lexical_unit"],
-        "seed_trigger": row["seed_trigger"], "iteration": row["iteration"],
-        "paraphrase_tokens": row["paraphrase_tokens"], "paraphrase_text": row["paraphrase_text"],
+        "seed_id": row["seed_id"],
+        "frame": row["frame"],
+        "lexical_unit": row["lexical_unit"],
+        "seed_trigger": row["seed_trigger"],
+        "iteration": row["iteration"],
+        "paraphrase_tokens": row["paraphrase_tokens"],
+        "paraphrase_text": row["paraphrase_text"],
         **_span_fields(row["paraphrase_tokens"], row["aligned_start"], row["aligned_end"], row["lexical_unit"]),
-        "paraphrase_score": row["paraphrase_score"], "aligner_score": row["aligner_score"],
-        "beam_rank": row["beam_rank"], "constraints": row["constraints"],
+        "paraphrase_score": row["paraphrase_score"],
+        "aligner_score": row["aligner_score"],
+        "beam_rank": row["beam_rank"],
+        "constraints": row["constraints"],
     }
 
 
@@ -110,8 +131,9 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
                 table = table.filter(pc.greater(table.column("iteration"), 0))
-                ids = pc.binary_join_element_wise(table.column("seed_id"),
-                                                  pc.cast(table.column("iteration"), pa.string()), "#")
+                ids = pc.binary_join_element_wise(
+                    table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()), "#"
+                )
                 writer.write(table.append_column("output_id", ids))
     if not writer.rows:
         log.warning("no output in %d iteration file(s): the augmented dataset is empty", len(iteration_paths))

@@ -1,5 +1,4 @@
-"""Seed selection (all rows, or from scratch as in the paper's §6.1) and stable sharding.
-"""
+"""Seed selection (all rows, or from scratch as in the paper's §6.1) and stable sharding."""
 
 from __future__ import annotations
 
@@ -40,14 +39,16 @@ def select_seeds(table: pa.Table, cfg: SeedSettings) -> tuple[pa.Table, dict[str
             continue
         # LUs in the order of their first annotation.
         first_lus = sorted(lu_rows, key=lambda lu: rank[lu_rows[lu][0]])
-        for lu in first_lus[:cfg.lus_per_frame]:
-            chosen.extend(lu_rows[lu][:cfg.annotations_per_lu])
+        for lu in first_lus[: cfg.lus_per_frame]:
+            chosen.extend(lu_rows[lu][: cfg.annotations_per_lu])
         chosen_frames.append(frame)
         if len(chosen_frames) == cfg.n_frames:
             break
     if not chosen:
-        raise ConfigError(f"lus_per_frame: no frame has {cfg.lus_per_frame} lexical units among the {table.num_rows} "
-                          "imported rows, so from_scratch chose no seed")
+        raise ConfigError(
+            f"lus_per_frame: no frame has {cfg.lus_per_frame} lexical units among the {table.num_rows} "
+            "imported rows, so from_scratch chose no seed"
+        )
     seeds = table.take(pa.array(sorted(chosen), type=pa.int64()))
     report = {
         "mode": cfg.mode,

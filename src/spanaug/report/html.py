@@ -76,8 +76,12 @@ def cell(value: Any) -> str:
     return f"<td>{value_html(value)}</td>"
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int | None = None,
-          raw_html: Sequence[str] = ()) -> str:
+def table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    max_rows: int | None = None,
+    raw_html: Sequence[str] = (),
+) -> str:
     """An HTML table of dict rows; columns are the union of the rows' keys unless given.
 
     ``raw_html`` names columns whose values are already HTML (made by this module); every other
@@ -135,23 +139,30 @@ def download_link(path: Path | str, label: str | None = None) -> str:
     path = Path(path)
     mime = mimetypes.guess_type(path.name)[0] or "text/plain"
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<a class="download" download="{esc(path.name)}" href="data:{mime};base64,{data}">'
-            f"{esc(label or 'download ' + path.name)}</a>")
+    return (
+        f'<a class="download" download="{esc(path.name)}" href="data:{mime};base64,{data}">'
+        f"{esc(label or 'download ' + path.name)}</a>"
+    )
 
 
 def warnings_html(warnings: Sequence[Mapping[str, Any]]) -> str:
     """A stage's recorded warnings (:mod:`spanaug.core.degraded`) as a red banner, or nothing."""
     if not warnings:
         return ""
-    items = "".join(f'<li><span class="kind {esc(w.get("kind", "degraded"))}">{esc(w.get("kind", "degraded"))}</span> '
-                    f"{esc(w.get('message', ''))}</li>" for w in warnings)
+    items = "".join(
+        f'<li><span class="kind {esc(w.get("kind", "degraded"))}">{esc(w.get("kind", "degraded"))}</span> '
+        f"{esc(w.get('message', ''))}</li>"
+        for w in warnings
+    )
     return f'<div class="banner warn"><strong>Warnings</strong><ul>{items}</ul></div>'
 
 
 def page(title: str, body: str) -> str:
     """A whole self-contained HTML document."""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f"<style>{STYLE}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f"<style>{STYLE}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n{body}\n</body></html>\n"
+    )
 
 
 def write_page(text: str, path: Path | str) -> None:

@@ -35,17 +35,24 @@ def run_description(run: Mapping[str, Any]) -> str:
     """What ran, in words that fit the run: the demo's caveat, or the real run's data and models."""
     inputs = ", ".join(f"<code>{html.esc(p)}</code>" for p in run.get("inputs", []))
     para = run.get("paraphraser") or "?"
-    what = (f"<p class=\"run\">Run <strong>{html.esc(run.get('run_name', '?'))}</strong>: the corpus {inputs} expanded by iterative "
-            f"paraphrastic augmentation (Culkin et al., TACL 2021) over {run.get('iterations', '?')} iterations in "
-            f"{run.get('n_shards', '?')} shards; paraphraser {html.esc(para)}, span aligner on the encoder "
-            f"<code>{html.esc(run.get('encoder', '?'))}</code>.</p>")
+    what = (
+        f'<p class="run">Run <strong>{html.esc(run.get("run_name", "?"))}</strong>: '
+        f"the corpus {inputs} expanded by iterative "
+        f"paraphrastic augmentation (Culkin et al., TACL 2021) over {run.get('iterations', '?')} iterations in "
+        f"{run.get('n_shards', '?')} shards; paraphraser {html.esc(para)}, span aligner on the encoder "
+        f"<code>{html.esc(run.get('encoder', '?'))}</code>.</p>"
+    )
     if run.get("demo"):
-        what += ('<div class="banner demo"><strong>Demo run.</strong> The bundled demo corpus, a paraphraser trained '
-                 "for a minute on 76 sentence pairs and an aligner trained on the same bitext: the outputs and every "
-                 "number below show the pipeline's mechanics, not paraphrase quality.</div>")
+        what += (
+            '<div class="banner demo"><strong>Demo run.</strong> The bundled demo corpus, a paraphraser trained '
+            "for a minute on 76 sentence pairs and an aligner trained on the same bitext: the outputs and every "
+            "number below show the pipeline's mechanics, not paraphrase quality.</div>"
+        )
     if run.get("simulated_judgments"):
-        what += ('<div class="banner demo">The human-evaluation judgments are <strong>simulated</strong>: no person '
-                 "judged these outputs.</div>")
+        what += (
+            '<div class="banner demo">The human-evaluation judgments are <strong>simulated</strong>: no person '
+            "judged these outputs.</div>"
+        )
     return what
 
 
@@ -55,8 +62,13 @@ def _rows(pairs: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
 
 def _kv_table(pairs: Sequence[tuple[str, Any]]) -> str:
     rows = _rows(pairs)
-    return "".join(["<table><tbody>", *(f"<tr><th>{html.esc(r[''])}</th>{html.cell(r['value'])}</tr>" for r in rows),
-                    "</tbody></table>"])
+    return "".join(
+        [
+            "<table><tbody>",
+            *(f"<tr><th>{html.esc(r[''])}</th>{html.cell(r['value'])}</tr>" for r in rows),
+            "</tbody></table>",
+        ]
+    )
 
 
 def dataset_section(stats: Mapping[str, Any]) -> str:
@@ -65,16 +77,20 @@ def dataset_section(stats: Mapping[str, Any]) -> str:
         ("outputs", stats.get("outputs")),
         ("aligned outputs", stats.get("aligned_outputs")),
         ("multiple over the seeds", stats.get("multiple_over_seeds")),
-        ("unique (frame, trigger) pairs (seeds: {})".format(stats.get("seed_unique_frame_trigger_pairs")),
-         stats.get("unique_frame_trigger_pairs")),
+        (
+            "unique (frame, trigger) pairs (seeds: {})".format(stats.get("seed_unique_frame_trigger_pairs")),
+            stats.get("unique_frame_trigger_pairs"),
+        ),
         ("unique (frame, lemma) pairs", stats.get("unique_frame_lemma_pairs")),
         ("BLEU to the seed", stats.get("bleu_to_seed")),
         ("self-BLEU within chains (lower: more diverse)", stats.get("self_bleu_within_chain")),
     ]
     rec = stats.get("lexicon_recovery")
     if rec:
-        pairs += [("new LUs found: precision (from scratch, §6.1)", rec.get("precision")),
-                  ("new LUs found: recall", rec.get("recall"))]
+        pairs += [
+            ("new LUs found: precision (from scratch, §6.1)", rec.get("precision")),
+            ("new LUs found: recall", rec.get("recall")),
+        ]
     pos = stats.get("pos_diversity") or {}
     if "not_ext" in pos:
         pairs.append((f"POS changed (¬EXT, {pos.get('pos_tagger')} tagger)", pos.get("not_ext")))
@@ -86,21 +102,43 @@ def iteration_section(per_iteration: Sequence[Mapping[str, Any]], paraphrase: Se
     rows = []
     for r in per_iteration:
         d = decode.get(r["iteration"], {})
-        rows.append({"iteration": r["iteration"], "requests": d.get("requests"), "outputs": r["outputs"],
-                     "aligned": r["aligned"], "no output": d.get("requests_without_output"),
-                     "dropped (constraint)": d.get("violations_dropped"),
-                     "mean paraphrase score": r["mean_paraphrase_score"], "mean aligner score": r["mean_aligner_score"]})
-    columns = ["iteration", "requests", "outputs", "aligned", "no output", "dropped (constraint)",
-               "mean paraphrase score", "mean aligner score"]
+        rows.append(
+            {
+                "iteration": r["iteration"],
+                "requests": d.get("requests"),
+                "outputs": r["outputs"],
+                "aligned": r["aligned"],
+                "no output": d.get("requests_without_output"),
+                "dropped (constraint)": d.get("violations_dropped"),
+                "mean paraphrase score": r["mean_paraphrase_score"],
+                "mean aligner score": r["mean_aligner_score"],
+            }
+        )
+    columns = [
+        "iteration",
+        "requests",
+        "outputs",
+        "aligned",
+        "no output",
+        "dropped (constraint)",
+        "mean paraphrase score",
+        "mean aligner score",
+    ]
     if not paraphrase:
         columns = [c for c in columns if c not in ("requests", "no output", "dropped (constraint)")]
     return "<h2>Per iteration</h2>" + html.table(rows, columns)
 
 
 def filters_section(filters: Mapping[str, Any]) -> str:
-    rows = [{"filter": r["filter"], "outputs": r["outputs"], "× seeds": r.get("multiple_over_seeds"),
-             **({"precision": r["precision"], "recall": r["recall"]} if "precision" in r else {})}
-            for r in filters.get("table", [])]
+    rows = [
+        {
+            "filter": r["filter"],
+            "outputs": r["outputs"],
+            "× seeds": r.get("multiple_over_seeds"),
+            **({"precision": r["precision"], "recall": r["recall"]} if "precision" in r else {}),
+        }
+        for r in filters.get("table", [])
+    ]
     return "<h2>Filters (Table 4)</h2>" + html.table(rows)
 
 
@@ -109,12 +147,20 @@ def aligner_section(ablation: Mapping[str, Any] | None, comparison: Mapping[str,
     if ablation:
         table = ablation.get("table", [])
         keep = [r for r in table if r["system"].startswith("cosine") or "SBCE" in r["system"]]
-        rows += [{"system": r["system"], "soft F1": r["soft_f1"], "exact F1": r["exact_f1"], "test": r["n"]} for r in keep]
+        rows += [
+            {"system": r["system"], "soft F1": r["soft_f1"], "exact F1": r["exact_f1"], "test": r["n"]} for r in keep
+        ]
     if comparison:
         for r in comparison.get("table", []):
             if r.get("system") and not r["system"].startswith("span aligner"):
-                rows.append({"system": r["system"], "soft F1": r.get("soft_f1"), "exact F1": r.get("exact_f1"),
-                             "test": r.get("n")})
+                rows.append(
+                    {
+                        "system": r["system"],
+                        "soft F1": r.get("soft_f1"),
+                        "exact F1": r.get("exact_f1"),
+                        "test": r.get("n"),
+                    }
+                )
     if not rows:
         return ""
     return "<h2>Span aligner (held-out)</h2>" + html.table(rows)
@@ -124,10 +170,12 @@ def human_section(human: Mapping[str, Any] | None, simulated: bool) -> str:
     if not human:
         return ""
     label = " (SIMULATED judgments)" if simulated else ""
-    pairs = [("outputs accepted", human.get("output_acceptance")),
-             ("gold in-frame controls accepted", human.get("gold_in_frame_acceptance")),
-             ("gold out-of-frame controls accepted", human.get("gold_out_of_frame_acceptance")),
-             ("Fleiss' kappa", human.get("fleiss_kappa"))]
+    pairs = [
+        ("outputs accepted", human.get("output_acceptance")),
+        ("gold in-frame controls accepted", human.get("gold_in_frame_acceptance")),
+        ("gold out-of-frame controls accepted", human.get("gold_out_of_frame_acceptance")),
+        ("Fleiss' kappa", human.get("fleiss_kappa")),
+    ]
     return f"<h2>Human evaluation{html.esc(label)}</h2>" + _kv_table(pairs)
 
 
@@ -135,8 +183,17 @@ def frameid_section(curves: Sequence[Mapping[str, Any]], baseline: Mapping[str, 
     if not curves:
         return ""
     top = max(float(r["fraction"]) for r in curves)
-    rows = [{"augmenter": r["augmenter"], "F1 (mean)": r["f1_mean"], "s.d.": r["f1_std"], "seeds": r["seeds"],
-             "augmented examples": int(float(r["augmented_examples"]))} for r in curves if float(r["fraction"]) == top]
+    rows = [
+        {
+            "augmenter": r["augmenter"],
+            "F1 (mean)": r["f1_mean"],
+            "s.d.": r["f1_std"],
+            "seeds": r["seeds"],
+            "augmented examples": int(float(r["augmented_examples"])),
+        }
+        for r in curves
+        if float(r["fraction"]) == top
+    ]
     text = f"<h2>Frame ID at {top:.0%} of the training sentences (Figure 8)</h2>" + html.table(rows)
     if baseline:
         text += f'<p class="note">Lexicon lookup baseline: F1 {html.fmt(baseline.get("f1"))}.</p>'
@@ -148,15 +205,25 @@ def warnings_banner(records: Sequence[Mapping[str, Any]]) -> str:
         return '<div class="banner ok">No stage reported an empty or degraded result.</div>'
     empty = sum(r["kind"] == "empty" for r in records)
     stages = sorted({r["stage"] for r in records})
-    return (f'<div class="banner warn"><strong>{len(records)} warning(s)</strong> ({empty} stage results are empty) '
-            f"in: {html.esc(', '.join(stages))}. See the Warnings page.</div>")
+    return (
+        f'<div class="banner warn"><strong>{len(records)} warning(s)</strong> ({empty} stage results are empty) '
+        f"in: {html.esc(', '.join(stages))}. See the Warnings page.</div>"
+    )
 
 
-def summary_body(run: Mapping[str, Any], stats: Path | str, per_iteration: Path | str, filters: Path | str,
-                 warnings: Sequence[Mapping[str, Any]], paraphrase: Path | str | None = None,
-                 ablation: Path | str | None = None, comparison: Path | str | None = None,
-                 human: Path | str | None = None, curves: Path | str | None = None,
-                 frameid_baseline: Path | str | None = None) -> tuple[str, dict[str, Any]]:
+def summary_body(
+    run: Mapping[str, Any],
+    stats: Path | str,
+    per_iteration: Path | str,
+    filters: Path | str,
+    warnings: Sequence[Mapping[str, Any]],
+    paraphrase: Path | str | None = None,
+    ablation: Path | str | None = None,
+    comparison: Path | str | None = None,
+    human: Path | str | None = None,
+    curves: Path | str | None = None,
+    frameid_baseline: Path | str | None = None,
+) -> tuple[str, dict[str, Any]]:
     """The summary's HTML (without page chrome) and its numbers as JSON."""
     stats_data = read_json(stats)
     _, iter_rows = read_csv(per_iteration)
@@ -167,20 +234,32 @@ def summary_body(run: Mapping[str, Any], stats: Path | str, per_iteration: Path 
     human_data = read_json(human) if human else None
     curve_rows = read_csv(curves)[1] if curves else []
     baseline = read_json(frameid_baseline) if frameid_baseline else None
-    body = "".join([
-        run_description(run), warnings_banner(warnings), dataset_section(stats_data),
-        iteration_section(iter_rows, para_rows), filters_section(filters_data),
-        aligner_section(ablation_data, comparison_data), human_section(human_data, bool(run.get("simulated_judgments"))),
-        frameid_section(curve_rows, baseline),
-    ])
-    numbers = {"run": dict(run), "warnings": len(warnings),
-               "dataset": {k: v for k, v in stats_data.items() if not isinstance(v, (dict, list))},
-               "per_iteration": iter_rows, "paraphrase": para_rows, "filters": filters_data.get("table", [])}
+    body = "".join(
+        [
+            run_description(run),
+            warnings_banner(warnings),
+            dataset_section(stats_data),
+            iteration_section(iter_rows, para_rows),
+            filters_section(filters_data),
+            aligner_section(ablation_data, comparison_data),
+            human_section(human_data, bool(run.get("simulated_judgments"))),
+            frameid_section(curve_rows, baseline),
+        ]
+    )
+    numbers = {
+        "run": dict(run),
+        "warnings": len(warnings),
+        "dataset": {k: v for k, v in stats_data.items() if not isinstance(v, (dict, list))},
+        "per_iteration": iter_rows,
+        "paraphrase": para_rows,
+        "filters": filters_data.get("table", []),
+    }
     return body, numbers
 
 
-def write_summary(body: str, numbers: dict[str, Any], out_html: Path | str, out_fragment: Path | str,
-                  out_json: Path | str) -> None:
+def write_summary(
+    body: str, numbers: dict[str, Any], out_html: Path | str, out_fragment: Path | str, out_json: Path | str
+) -> None:
     html.write_page(html.page("Summary", body), out_html)
     fragment = f'<div class="spanaug-summary"><style>{FRAGMENT_STYLE}</style>{body}</div>\n'
     with files.atomic_path(out_fragment, ".html") as tmp:

@@ -63,8 +63,9 @@ def table_page(path: Path | str, title: str | None = None, max_rows: int = 200) 
     raise ConfigError(f"{path}: only CSV and JSON files are rendered as report tables")
 
 
-def render_tables(inputs: Sequence[Path | str], outputs: Sequence[Path | str], titles: Sequence[str] = (),
-                  max_rows: int = 200) -> None:
+def render_tables(
+    inputs: Sequence[Path | str], outputs: Sequence[Path | str], titles: Sequence[str] = (), max_rows: int = 200
+) -> None:
     """Render each input file into the output page of the same position."""
     if len(inputs) != len(outputs):
         raise ConfigError(f"{len(inputs)} inputs but {len(outputs)} outputs: give one page per table")

@@ -10,6 +10,7 @@ whether the human judgments were simulated.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,9 +67,18 @@ def from_summaries(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
 
 _ITERATION = re.compile(r"iter(\d+)$")
 
-PARAPHRASE_COLUMNS = ["iteration", "shards", "requests", "outputs", "outputs_per_request", "requests_without_output",
-                      "without_output_share", "violations_dropped", "violation_share_of_candidates",
-                      "duplicates_dropped"]
+PARAPHRASE_COLUMNS = [
+    "iteration",
+    "shards",
+    "requests",
+    "outputs",
+    "outputs_per_request",
+    "requests_without_output",
+    "without_output_share",
+    "violations_dropped",
+    "violation_share_of_candidates",
+    "duplicates_dropped",
+]
 
 
 def paraphrase_rows(paths: Sequence[Path | str], width: int | None = None) -> list[dict[str, Any]]:
@@ -83,9 +93,18 @@ def paraphrase_rows(paths: Sequence[Path | str], width: int | None = None) -> li
         if not match:
             raise InputError(path, None, "expected a shard's statistics under a folder named iter<N>")
         stats = read_json(path)
-        row = sums.setdefault(int(match.group(1)), {"iteration": int(match.group(1)), "shards": 0, "requests": 0,
-                                                    "outputs": 0, "violations_dropped": 0, "duplicates_dropped": 0,
-                                                    "requests_without_output": 0})
+        row = sums.setdefault(
+            int(match.group(1)),
+            {
+                "iteration": int(match.group(1)),
+                "shards": 0,
+                "requests": 0,
+                "outputs": 0,
+                "violations_dropped": 0,
+                "duplicates_dropped": 0,
+                "requests_without_output": 0,
+            },
+        )
         row["shards"] += 1
         for key in ("requests", "outputs", "violations_dropped", "duplicates_dropped", "requests_without_output"):
             row[key] += int(stats.get(key, 0))
@@ -107,13 +126,25 @@ def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | 
             out.append(record(stage, "empty", f"iteration {it}: no requests (every chain ended before it)", source))
             continue
         if row["requests_without_output"]:
-            out.append(record(stage, "empty" if row["requests_without_output"] == req else "degraded",
-                              f"iteration {it}: {row['requests_without_output']:,} of {req:,} requests "
-                              f"({row['without_output_share']:.0%}) got no output, so their chains end here", source))
+            out.append(
+                record(
+                    stage,
+                    "empty" if row["requests_without_output"] == req else "degraded",
+                    f"iteration {it}: {row['requests_without_output']:,} of {req:,} requests "
+                    f"({row['without_output_share']:.0%}) got no output, so their chains end here",
+                    source,
+                )
+            )
         share = row.get("violation_share_of_candidates")
         if share is not None and share >= VIOLATION_SHARE:
-            out.append(record(stage, "degraded", f"iteration {it}: {share:.0%} of the decoded candidates broke a "
-                                                 "constraint and were dropped", source))
+            out.append(
+                record(
+                    stage,
+                    "degraded",
+                    f"iteration {it}: {share:.0%} of the decoded candidates broke a constraint and were dropped",
+                    source,
+                )
+            )
     return out
 
 
@@ -135,8 +166,16 @@ def aligner_warnings(model_dir: Path | str, outputs_per_iteration: Path | str | 
         _, rows = read_csv(outputs_per_iteration)
         n, aligned = sum(r["outputs"] for r in rows), sum(r["aligned"] for r in rows)
         detail = f" ({aligned:,} of {n:,} outputs aligned)"
-    return [record("span aligner", "degraded", "the aligner's null threshold is 0, not tuned (no aligner.train.dev "
-                   "and aligner.train.threshold_holdout 0): it never predicts 'no counterpart', so every output counts as aligned" + detail, path)]
+    return [
+        record(
+            "span aligner",
+            "degraded",
+            "the aligner's null threshold is 0, not tuned (no aligner.train.dev "
+            "and aligner.train.threshold_holdout 0): it never predicts 'no counterpart', "
+            "so every output counts as aligned" + detail,
+            path,
+        )
+    ]
 
 
 def comparison_warnings(comparison_json: Path | str) -> list[dict[str, Any]]:
@@ -146,9 +185,16 @@ def comparison_warnings(comparison_json: Path | str) -> list[dict[str, Any]]:
     ours = next((r for r in rows if r["system"].startswith("span aligner")), None)
     if not ours or ours.get("soft_f1") is None:
         return []
-    return [record("word aligners (Tables 1-2)", "degraded", f"the span aligner's held-out soft F1 {ours['soft_f1']:.3f} "
-                   f"is below {r['system']}'s {r['soft_f1']:.3f}", comparison_json)
-            for r in rows if r is not ours and r.get("soft_f1") is not None and r["soft_f1"] > ours["soft_f1"]]
+    return [
+        record(
+            "word aligners (Tables 1-2)",
+            "degraded",
+            f"the span aligner's held-out soft F1 {ours['soft_f1']:.3f} is below {r['system']}'s {r['soft_f1']:.3f}",
+            comparison_json,
+        )
+        for r in rows
+        if r is not ours and r.get("soft_f1") is not None and r["soft_f1"] > ours["soft_f1"]
+    ]
 
 
 def curve_warnings(curves_csv: Path | str) -> list[dict[str, Any]]:
@@ -157,19 +203,40 @@ def curve_warnings(curves_csv: Path | str) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         if row["augmenter"] != BASELINE and not row.get("augmented_examples"):
-            out.append(record("Frame ID (Figure 8)", "empty", f"{row['augmenter']} at {row['fraction']:.0%} of the "
-                              "training sentences: 0 augmented examples, so the point is the unaugmented model", curves_csv))
+            out.append(
+                record(
+                    "Frame ID (Figure 8)",
+                    "empty",
+                    f"{row['augmenter']} at {row['fraction']:.0%} of the "
+                    "training sentences: 0 augmented examples, so the point is the unaugmented model",
+                    curves_csv,
+                )
+            )
     for augmenter, no_examples in same_as_baseline(rows).items():
         why = "it added no examples" if no_examples else "its examples left F1 unchanged"
-        out.append(record("Frame ID (Figure 8)", "empty", f"the {augmenter} curve equals 'none' at every fraction "
-                          f"({why}); the figure draws it dashed over 'none'", curves_csv))
+        out.append(
+            record(
+                "Frame ID (Figure 8)",
+                "empty",
+                f"the {augmenter} curve equals 'none' at every fraction "
+                f"({why}); the figure draws it dashed over 'none'",
+                curves_csv,
+            )
+        )
     return out
 
 
 def judgment_warnings(human_eval_json: Path | str) -> list[dict[str, Any]]:
-    return [record("human evaluation", "degraded", "the judgments are SIMULATED (human_eval.simulate): acceptance "
-                   "rates, agreement and the neural filter trained on them show the loop's mechanics, not human "
-                   "opinion", human_eval_json)]
+    return [
+        record(
+            "human evaluation",
+            "degraded",
+            "the judgments are SIMULATED (human_eval.simulate): acceptance "
+            "rates, agreement and the neural filter trained on them show the loop's mechanics, not human "
+            "opinion",
+            human_eval_json,
+        )
+    ]
 
 
 # ---------------------------------------------------------------- the page
@@ -181,36 +248,56 @@ def relative(records: list[dict[str, Any]], base: Path | str | None) -> list[dic
         return records
     for r in records:
         if r["source"]:
-            try:
+            with contextlib.suppress(ValueError):  # a source outside the run's folder keeps its path
                 r["source"] = Path(r["source"]).resolve().relative_to(Path(base).resolve()).as_posix()
-            except ValueError:
-                pass
     return records
 
 
 def warnings_page(records: Sequence[Mapping[str, Any]], demo: bool = False) -> str:
-    intro = ("<p>Every stage that yielded nothing (<span class=\"kind empty\">empty</span>) or ran weaker than "
-             "configured (<span class=\"kind degraded\">degraded</span>), with the file that says so. A number "
-             "downstream of an empty stage means nothing.</p>")
+    intro = (
+        '<p>Every stage that yielded nothing (<span class="kind empty">empty</span>) or ran weaker than '
+        'configured (<span class="kind degraded">degraded</span>), with the file that says so. A number '
+        "downstream of an empty stage means nothing.</p>"
+    )
     if demo:
-        intro += ('<div class="banner demo">Demo run: with tiny models, empty filters and augmenters are expected; '
-                  "on a real run each line here needs a look.</div>")
+        intro += (
+            '<div class="banner demo">Demo run: with tiny models, empty filters and augmenters are expected; '
+            "on a real run each line here needs a look.</div>"
+        )
     if not records:
-        return html.page("Warnings", intro + '<div class="banner ok">No stage reported an empty or degraded result.</div>')
+        return html.page(
+            "Warnings", intro + '<div class="banner ok">No stage reported an empty or degraded result.</div>'
+        )
     counts = {k: sum(r["kind"] == k for r in records) for k in ("empty", "degraded")}
-    summary = (f'<div class="banner warn"><strong>{len(records)} warning(s)</strong>: {counts["empty"]} empty, '
-               f"{counts['degraded']} degraded.</div>")
-    rows = [{"stage": html.esc(r["stage"]), "kind": f'<span class="kind {html.esc(r["kind"])}">{html.esc(r["kind"])}</span>',
-             "what happened": html.esc(r["message"]), "source": f"<code>{html.esc(r['source'] or '')}</code>"}
-            for r in records]
-    return html.page("Warnings", intro + summary + html.table(rows, raw_html=("stage", "kind", "what happened", "source")))
+    summary = (
+        f'<div class="banner warn"><strong>{len(records)} warning(s)</strong>: {counts["empty"]} empty, '
+        f"{counts['degraded']} degraded.</div>"
+    )
+    rows = [
+        {
+            "stage": html.esc(r["stage"]),
+            "kind": f'<span class="kind {html.esc(r["kind"])}">{html.esc(r["kind"])}</span>',
+            "what happened": html.esc(r["message"]),
+            "source": f"<code>{html.esc(r['source'] or '')}</code>",
+        }
+        for r in records
+    ]
+    return html.page(
+        "Warnings", intro + summary + html.table(rows, raw_html=("stage", "kind", "what happened", "source"))
+    )
 
 
-def collect(summaries: Sequence[Path | str] = (), paraphrase_stats: Sequence[Path | str] = (), width: int | None = None,
-            aligner: Path | str | None = None, per_iteration: Path | str | None = None,
-            curves: Path | str | None = None, simulated_judgments: Path | str | None = None,
-            base: Path | str | None = None, comparison: Path | str | None = None,
-            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def collect(
+    summaries: Sequence[Path | str] = (),
+    paraphrase_stats: Sequence[Path | str] = (),
+    width: int | None = None,
+    aligner: Path | str | None = None,
+    per_iteration: Path | str | None = None,
+    curves: Path | str | None = None,
+    simulated_judgments: Path | str | None = None,
+    base: Path | str | None = None,
+    comparison: Path | str | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every warning of the run, and the per-iteration paraphrase statistics they were read from."""
     records = from_summaries(summaries)
     para_rows = paraphrase_rows(paraphrase_stats, width) if paraphrase_stats else []
@@ -226,7 +313,9 @@ def collect(summaries: Sequence[Path | str] = (), paraphrase_stats: Sequence[Pat
     return relative(records, base), para_rows
 
 
-def write_warnings(records: list[dict[str, Any]], out_json: Path | str, out_html: Path | str, demo: bool = False) -> None:
+def write_warnings(
+    records: list[dict[str, Any]], out_json: Path | str, out_html: Path | str, demo: bool = False
+) -> None:
     files.write_json({"warnings": records}, out_json)
     html.write_page(warnings_page(records, demo), out_html)
 

@@ -21,8 +21,10 @@ from typing import Any
 #: The variable through which an environment finds the checkout to install.
 SOURCE_VAR = "SPANAUG_SOURCE"
 #: spaCy's English model: not on PyPI, so its wheel comes from spaCy's releases.
-SPACY_MODEL_WHEEL = ("en_core_web_sm @ https://github.com/explosion/spacy-models/releases/download/"
-                     "en_core_web_sm-3.8.0/en_core_web_sm-3.8.0-py3-none-any.whl")
+SPACY_MODEL_WHEEL = (
+    "en_core_web_sm @ https://github.com/explosion/spacy-models/releases/download/"
+    "en_core_web_sm-3.8.0/en_core_web_sm-3.8.0-py3-none-any.whl"
+)
 #: Conda package names of the PyPI distributions an environment takes from conda-forge.
 CONDA_NAMES = {"pytorch": "torch"}
 
@@ -38,12 +40,20 @@ class EnvSpec:
 
 
 ENVS = {
-    "cpu": EnvSpec("CPU stages: import, seeds, constraints, selection, gathering, statistics, filters, augmenters",
-                   cpu_torch=True),
-    "gpu": EnvSpec("GPU stages: paraphraser training and decoding (hf, ct2), aligner training and prediction, "
-                   "aligner evaluation, Frame ID", extras=("gpu",)),
-    "spacy": EnvSpec("CPU stages that tag with spaCy (stats.pos_tagger or augmenters.lexsub.pos_tagger "
-                     "'spacy:en_core_web_sm')", extras=("spacy",), cpu_torch=True, pip_extra=(SPACY_MODEL_WHEEL,)),
+    "cpu": EnvSpec(
+        "CPU stages: import, seeds, constraints, selection, gathering, statistics, filters, augmenters", cpu_torch=True
+    ),
+    "gpu": EnvSpec(
+        "GPU stages: paraphraser training and decoding (hf, ct2), aligner training and prediction, "
+        "aligner evaluation, Frame ID",
+        extras=("gpu",),
+    ),
+    "spacy": EnvSpec(
+        "CPU stages that tag with spaCy (stats.pos_tagger or augmenters.lexsub.pos_tagger 'spacy:en_core_web_sm')",
+        extras=("spacy",),
+        cpu_torch=True,
+        pip_extra=(SPACY_MODEL_WHEEL,),
+    ),
 }
 
 
@@ -89,7 +99,7 @@ def render(name: str, source: Path | str) -> str:
     conda = [f"python={python}", "pip"]
     if spec.cpu_torch:
         torch = next(r for r in reqs if _name(r) == "torch")
-        version = torch[len("torch"):].strip()
+        version = torch[len("torch") :].strip()
         conda.append(f"pytorch[version='{version}', build='cpu*']" if version else "pytorch[build='cpu*']")
     lines = [
         f"# {spec.about}.",
@@ -132,7 +142,7 @@ def declared(env_file: Path | str) -> set[str]:
     return {re.sub(r"[-_.]+", "-", n).lower() for n in names}
 
 
-def conda_has_module(envs_dir: Path | str):  # noqa: ANN201 (a predicate for spanaug.workflow.preflight)
+def conda_has_module(envs_dir: Path | str):
     """Whether the environments in ``envs_dir`` install an optional module (``--sdm conda``: the rules'
     commands import from those environments, not from the Python running Snakemake)."""
     from spanaug.workflow.preflight import OPTIONAL

@@ -40,8 +40,10 @@ PART_FILES = {"exemplar": ("lu",), "fulltext": ("fulltextIndex.xml", "fulltext")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 #: Where spaCy models come from (they are not on PyPI).
-SPACY_MODELS = ("python -m spacy download {model} on a machine with internet, or pip install the model's wheel "
-                "from https://github.com/explosion/spacy-models/releases")
+SPACY_MODELS = (
+    "python -m spacy download {model} on a machine with internet, or pip install the model's wheel "
+    "from https://github.com/explosion/spacy-models/releases"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +154,9 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
     if p.train:
         yield from _files("paraphraser.train.bitext", [p.train.bitext])
     elif not p.model:
-        yield Problem("paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set "
-                                           "paraphraser.train")
+        yield Problem(
+            "paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set paraphraser.train"
+        )
     else:
         yield from _model("paraphraser.model", p.model, has_module)
     if p.backend == "ct2" and not has_module("ctranslate2"):
@@ -165,8 +168,12 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
     if a.model:
         path = Path(a.model)
         if not (path / "config.json").is_file():
-            yield Problem("aligner.model", f"{path}: not a trained aligner directory (no config.json)"
-                          if path.is_dir() else f"{path}: no such directory")
+            yield Problem(
+                "aligner.model",
+                f"{path}: not a trained aligner directory (no config.json)"
+                if path.is_dir()
+                else f"{path}: no such directory",
+            )
     elif not a.train:
         yield Problem("aligner.model", "not set, and aligner.train is null: name a trained aligner or training data")
     else:
@@ -175,8 +182,10 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         elif a.train.bitext:
             yield from _files("aligner.train.bitext", [a.train.bitext])
         else:
-            yield Problem("aligner.train.instances", "neither it nor aligner.train.bitext is set: the aligner needs "
-                                                     "training data (or set aligner.model)")
+            yield Problem(
+                "aligner.train.instances",
+                "neither it nor aligner.train.bitext is set: the aligner needs training data (or set aligner.model)",
+            )
         if a.train.dev:
             yield from _files("aligner.train.dev", [a.train.dev])
         yield from _files("aligner.train.extra_instances", a.train.extra_instances)
@@ -185,7 +194,9 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         yield from _files("aligner.train.pretrain", a.train.pretrain)
         for key, given in (("pretrain", a.train.pretrain), ("synthetic_lexicon", a.train.synthetic_lexicon)):
             if given and a.kind != "cross":
-                yield Problem(f"aligner.train.{key}", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it")
+                yield Problem(
+                    f"aligner.train.{key}", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it"
+                )
         if a.train.synthetic_lexicon:
             yield from _lexicon("aligner.train.synthetic_lexicon", a.train.synthetic_lexicon)
     if not a.model or a.evaluation:
@@ -207,9 +218,12 @@ def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         # The imported corpus is split: its rows must include the parts the experiment pools.
         have = set(cfg.data.parts) if cfg.data.format == "framenet" else {"fulltext"}
         if not set(f.parts) & have:
-            yield Problem("frameid.parts", f"{f.parts} are not in the imported corpus (data.format "
-                                           f"{cfg.data.format} gives {sorted(have)}); CoNLL and JSONL rows count "
-                                           f"as fulltext")
+            yield Problem(
+                "frameid.parts",
+                f"{f.parts} are not in the imported corpus (data.format "
+                f"{cfg.data.format} gives {sorted(have)}); CoNLL and JSONL rows count "
+                f"as fulltext",
+            )
     yield from _model("frameid.encoder", f.encoder, has_module)
     if f.lexicon:
         yield from _lexicon("frameid.lexicon", f.lexicon)
@@ -258,8 +272,10 @@ def hub_problem(repo_id: str) -> str | None:
     except RepositoryNotFoundError:
         return f"{repo_id}: no such model on the Hugging Face hub (nor a local directory)"
     except Exception as exc:  # the network: DNS, timeouts, proxies
-        return f"{repo_id}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and the hub is not reachable " \
-               f"({type(exc).__name__}: {exc}): {fix}"
+        return (
+            f"{repo_id}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and the hub is not reachable "
+            f"({type(exc).__name__}: {exc}): {fix}"
+        )
 
 
 def _tagger(key: str, spec: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
@@ -271,8 +287,14 @@ def _tagger(key: str, spec: str, has_module: Callable[[str], bool]) -> Iterator[
         return
     model = spec.split(":", 1)[1]
     if not has_module("spacy"):
-        yield Problem(key, f"{spec!r} {_missing_module('spacy', 'spacy')} (or use envs/spacy.yaml), and then "
-                           f"the model: {SPACY_MODELS.format(model=model)}; or set {key}: lexicon")
+        yield Problem(
+            key,
+            f"{spec!r} {_missing_module('spacy', 'spacy')} (or use envs/spacy.yaml), and then "
+            f"the model: {SPACY_MODELS.format(model=model)}; or set {key}: lexicon",
+        )
     elif not (Path(model).is_dir() or (model.isidentifier() and has_module(model))):
-        yield Problem(key, f"{spec!r}: spaCy is installed but its model {model} is not (it is not on PyPI): "
-                           f"{SPACY_MODELS.format(model=model)}; or set {key}: lexicon")
+        yield Problem(
+            key,
+            f"{spec!r}: spaCy is installed but its model {model} is not (it is not on PyPI): "
+            f"{SPACY_MODELS.format(model=model)}; or set {key}: lexicon",
+        )

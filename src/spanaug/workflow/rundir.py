@@ -71,12 +71,16 @@ def check_record(config: Mapping[str, Any], results: Path | str) -> list[str]:
 
 
 def changed_config_message(results: Path | str, changes: list[str]) -> str:
-    shown = "\n".join(f"  {c}" for c in changes[:20]) + (f"\n  ... {len(changes) - 20} more" if len(changes) > 20 else "")
-    return (f"{results} was made with another config ({Path(results) / RECORD}); changed:\n{shown}\n"
-            f"Snakemake would rerun the jobs whose settings changed and replace their results. To keep both, "
-            f"give this config its own run_name (--config run_name=NAME; it can reuse this run's trained models, "
-            f"e.g. aligner.model: {Path(results) / 'models/aligner'}: see the README's ablations). To replace "
-            f"them, rerun with -R and the rules you changed (or delete {Path(results) / RECORD}).")
+    shown = "\n".join(f"  {c}" for c in changes[:20]) + (
+        f"\n  ... {len(changes) - 20} more" if len(changes) > 20 else ""
+    )
+    return (
+        f"{results} was made with another config ({Path(results) / RECORD}); changed:\n{shown}\n"
+        f"Snakemake would rerun the jobs whose settings changed and replace their results. To keep both, "
+        f"give this config its own run_name (--config run_name=NAME; it can reuse this run's trained models, "
+        f"e.g. aligner.model: {Path(results) / 'models/aligner'}: see the README's ablations). To replace "
+        f"them, rerun with -R and the rules you changed (or delete {Path(results) / RECORD})."
+    )
 
 
 def guard_record(config: Mapping[str, Any], results: Path | str, forced: bool) -> None:
@@ -85,8 +89,11 @@ def guard_record(config: Mapping[str, Any], results: Path | str, forced: bool) -
     if changes and not forced:
         raise ConfigError(changed_config_message(results, changes))
     if changes:
-        log.warning("%s: the config changed and reruns were asked for (-R/-F); recording the new one:\n  %s",
-                    results, "\n  ".join(changes))
+        log.warning(
+            "%s: the config changed and reruns were asked for (-R/-F); recording the new one:\n  %s",
+            results,
+            "\n  ".join(changes),
+        )
     write_record(config, results)
 
 
@@ -95,8 +102,10 @@ def write_record(config: Mapping[str, Any], results: Path | str) -> None:
 
     from spanaug.core.files import atomic_path
 
-    header = ("# The settings this run's results were made with (written by the workflow when jobs start;\n"
-              "# a later run under the same run_name with other settings stops and says what changed).\n")
+    header = (
+        "# The settings this run's results were made with (written by the workflow when jobs start;\n"
+        "# a later run under the same run_name with other settings stops and says what changed).\n"
+    )
     with atomic_path(Path(results) / RECORD, ".yaml") as tmp:
         tmp.write_text(header + yaml.safe_dump(recorded_settings(config), sort_keys=False), encoding="utf-8")
 
@@ -115,7 +124,7 @@ def _is_main_snakemake(argv: list[str]) -> bool:
     """A Snakemake main process: not a job's inner Snakemake (``--mode remote|subprocess``), which locks nothing."""
     if not any(Path(a).name.startswith("snakemake") or a == "snakemake" for a in argv[:3]):
         return False
-    return not any(a == "--mode" and argv[i + 1:i + 2] and argv[i + 1] != "default" for i, a in enumerate(argv))
+    return not any(a == "--mode" and argv[i + 1 : i + 2] and argv[i + 1] != "default" for i, a in enumerate(argv))
 
 
 def live_snakemakes(workdir: Path | str) -> list[int]:
@@ -179,7 +188,9 @@ def remove_stale_locks(workdir: Path | str = ".") -> str | None:
         return None
     owners = sorted(_owners(workdir).glob("*+*+snakemake")) if _owners(workdir).is_dir() else []
     dead = [mark for mark in owners if stale_temporary(mark)]
-    elsewhere = [mark.name for mark in owners if mark not in dead and not mark.name.startswith(socket.gethostname() + "+")]
+    elsewhere = [
+        mark.name for mark in owners if mark not in dead and not mark.name.startswith(socket.gethostname() + "+")
+    ]
     live = live_snakemakes(workdir)
     if live or elsewhere:
         holders = [f"pid {p} on this host" for p in live] + [" pid ".join(m.split("+")[:2]) for m in elsewhere]

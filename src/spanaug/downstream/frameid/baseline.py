@@ -1,5 +1,4 @@
-"""Frame ID scoring over (sentence, span, frame) triples and the lexicon baseline.
-"""
+"""Frame ID scoring over (sentence, span, frame) triples and the lexicon baseline."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ def triple_scores(gold: Sequence[Sentence], pred: Sequence[dict[Span, str]]) -> 
         n_pred += len(p)
         tp += sum(1 for span, frame in p.items() if sent.triggers.get(span) == frame)
     precision, recall, f1 = prf(tp, n_pred, n_gold)
-    return {"precision": precision, "recall": recall, "f1": f1,
-            "n_gold": n_gold, "n_pred": n_pred}
+    return {"precision": precision, "recall": recall, "f1": f1, "n_gold": n_gold, "n_pred": n_pred}
 
 
 def non_overlapping(scored: Iterable[tuple[float, Span, str]]) -> dict[Span, str]:
@@ -38,7 +36,7 @@ class LexiconBaseline:
     def __init__(self) -> None:
         self.counts: dict[str, Counter] = defaultdict(Counter)
 
-    def fit(self, sentences: Sequence[Sentence]) -> "LexiconBaseline":
+    def fit(self, sentences: Sequence[Sentence]) -> LexiconBaseline:
         for sent in sentences:
             for span, frame in sent.triggers.items():
                 self.counts[_key(sent.tokens, span)][frame] += 1

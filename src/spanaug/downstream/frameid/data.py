@@ -1,5 +1,4 @@
-"""Frame ID data: sentences with their gold triggers, read from CoNLL or Parquet, and their splits.
-"""
+"""Frame ID data: sentences with their gold triggers, read from CoNLL or Parquet, and their splits."""
 
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 
 from spanaug.core import artifacts, files
-from spanaug.core.config import SplitSettings
 from spanaug.core.errors import InputError
+from spanaug.core.evaluation_settings import SplitSettings
 from spanaug.core.splits import assign_parts
 
 log = logging.getLogger(__name__)
@@ -60,8 +59,11 @@ def read_training_file(path: Path | str) -> list[Sentence]:
     names = set(artifacts.read_schema(path).names)
     if "output_id" in names:  # augmented outputs: only their aligned triggers
         table = artifacts.read_table(path, artifacts.AUGMENTED)
-        out = [Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
-               for r in table.to_pylist() if r["aligned_start"] is not None]
+        out = [
+            Sentence(list(r["paraphrase_tokens"]), {(r["aligned_start"], r["aligned_end"]): r["frame"]}, None, False)
+            for r in table.to_pylist()
+            if r["aligned_start"] is not None
+        ]
     elif "augmenter" in names:  # an augmenter's examples: only their triggers
         out = examples_to_sentences(artifacts.read_table(path, artifacts.EXAMPLES).to_pylist())
     elif "sentence_id" in names:
@@ -70,8 +72,11 @@ def read_training_file(path: Path | str) -> list[Sentence]:
             raise InputError(path, None, "holds no sentences")
         return out
     else:
-        raise InputError(path, None, "not imported sentences, augmented outputs or examples "
-                                     "(no sentence_id/output_id/augmenter column)")
+        raise InputError(
+            path,
+            None,
+            "not imported sentences, augmented outputs or examples (no sentence_id/output_id/augmenter column)",
+        )
     if not out:
         log.warning("%s holds no aligned output or example: it adds no training sentence", path)
     return out
@@ -94,8 +99,10 @@ def hold_out_dev(sentences: Sequence[Sentence], share: float, seed: int) -> tupl
     if n_dev == 0 or n_dev >= len(full):
         return list(sentences), []
     chosen = set(random.Random(seed).sample(full, n_dev))
-    return ([s for i, s in enumerate(sentences) if i not in chosen],
-            [s for i, s in enumerate(sentences) if i in chosen])
+    return (
+        [s for i, s in enumerate(sentences) if i not in chosen],
+        [s for i, s in enumerate(sentences) if i in chosen],
+    )
 
 
 def candidate_spans(n: int, max_len: int = MAX_SPAN) -> list[Span]:
@@ -152,8 +159,9 @@ def split_sentences(path: Path | str, out_dir: Path | str, cfg: SplitSettings) -
     if not table.num_rows:
         raise InputError(path, None, f"no sentences of the parts {list(cfg.parts)} to split")
     rows = table.select(["tokens", "corpus_part", "document"]).to_pylist()
-    groups = [r["document"] if r["corpus_part"] != "exemplar" and r["document"] else " ".join(r["tokens"])
-              for r in rows]
+    groups = [
+        r["document"] if r["corpus_part"] != "exemplar" and r["document"] else " ".join(r["tokens"]) for r in rows
+    ]
     part = assign_parts(groups, [("test", cfg.test_share), ("dev", cfg.dev_share), ("train", None)], order="hash")
     counts = {}
     for name in ("train", "dev", "test"):

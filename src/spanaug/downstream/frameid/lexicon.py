@@ -1,5 +1,4 @@
-"""Which frames a span may evoke: lexicon LUs matched by lemma, plus the training triggers.
-"""
+"""Which frames a span may evoke: lexicon LUs matched by lemma, plus the training triggers."""
 
 from __future__ import annotations
 
@@ -45,7 +44,7 @@ class FrameLexicon:
         self.entries = {k: sorted(v) for k, v in entries.items()}
 
     @classmethod
-    def build(cls, sentences: Sequence[Sentence], lexicon: dict[str, set[str]]) -> "FrameLexicon":
+    def build(cls, sentences: Sequence[Sentence], lexicon: dict[str, set[str]]) -> FrameLexicon:
         """Keys from ``lexicon`` (frame -> LUs; empty: the training triggers alone) and from each
         training trigger's text and lemma variants (span_keys), so that an unseen inflection of a
         seen trigger lemma gets its frames."""

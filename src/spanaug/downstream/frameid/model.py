@@ -80,8 +80,11 @@ def read_glove(path: Path | str, vocab: set[str] | None = None, dim: int | None 
                 raise InputError(path, lineno, "a vector holds NaN or infinity (expected finite numbers)")
             dim = dim if dim is not None else len(values)
             if len(values) != dim:
-                raise InputError(path, lineno, f"a vector of {len(values)} numbers (expected {dim}, as in the first "
-                                               "vector of the file)")
+                raise InputError(
+                    path,
+                    lineno,
+                    f"a vector of {len(values)} numbers (expected {dim}, as in the first vector of the file)",
+                )
             vectors[parts[0]] = torch.tensor(values)
     return vectors
 
@@ -107,16 +110,23 @@ class FrameIdNet(nn.Module, PyTorchModelHubMixin):
         self.char_cnn = nn.Conv1d(cfg.char_dim, cfg.char_filters, kernel_size=3, padding=1)
         self.pos_emb = nn.Embedding(max(len(cfg.pos_tags), 1), cfg.pos_dim)
         word_dim = cfg.encoder_dim + cfg.char_filters + cfg.pos_dim + cfg.glove_dim
-        self.bilstm = nn.LSTM(word_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, bidirectional=True,
-                              batch_first=True, dropout=0.1 if cfg.lstm_layers > 1 else 0.0)
+        self.bilstm = nn.LSTM(
+            word_dim,
+            cfg.lstm_hidden,
+            num_layers=cfg.lstm_layers,
+            bidirectional=True,
+            batch_first=True,
+            dropout=0.1 if cfg.lstm_layers > 1 else 0.0,
+        )
         self.span_lstm = nn.LSTM(2 * cfg.lstm_hidden, cfg.span_hidden, batch_first=True)
         self.out = nn.Linear(cfg.span_hidden, len(cfg.frames))
         # A score shared by every frame logit (still one linear layer to frames + NULL): it carries
         # "this span is a trigger" to frames the training data never showed as positives.
         self.trigger = nn.Linear(cfg.span_hidden, 1)
 
-    def forward(self, words: torch.Tensor, chars: torch.Tensor, pos: torch.Tensor, spans: list[list[Span]],
-                lengths: list[int]) -> torch.Tensor:
+    def forward(
+        self, words: torch.Tensor, chars: torch.Tensor, pos: torch.Tensor, spans: list[list[Span]], lengths: list[int]
+    ) -> torch.Tensor:
         """Logits [total spans, frames] for a padded batch of sentences."""
         b, t, c = chars.shape
         char_vecs = self.char_cnn(self.char_emb(chars.view(b * t, c)).transpose(1, 2)).max(-1).values.view(b, t, -1)
@@ -194,19 +204,24 @@ class FrameIdentifier:
             long = [k for k, n in enumerate(lengths) if n > limit]
             if long:
                 self.windowed += len(long)
-                log.warning("%d sentence(s) longer than the encoder's %d word pieces: encoded in windows",
-                            len(long), limit)
+                log.warning(
+                    "%d sentence(s) longer than the encoder's %d word pieces: encoded in windows", len(long), limit
+                )
             for k in long:
-                parts = [self._first_pieces([words[k][start:end]], limit)[0]
-                         for start, end in windows(self.tokenizer, words[k], limit)]
+                parts = [
+                    self._first_pieces([words[k][start:end]], limit)[0]
+                    for start, end in windows(self.tokenizer, words[k], limit)
+                ]
                 self._cache[batch[k]] = torch.cat(parts)
 
     def _first_pieces(self, batch: list[list[str]], limit: int) -> list[torch.Tensor]:
         """Each word's first-piece vector, for inputs that fit ``limit`` pieces."""
-        enc = self.tokenizer(batch, is_split_into_words=True, truncation=True, max_length=limit, padding=True,
-                             return_tensors="pt")
-        hidden = self.encoder(**{k: v.to(self.device) for k, v in enc.items()
-                                 if k in ("input_ids", "attention_mask", "token_type_ids")}).last_hidden_state
+        enc = self.tokenizer(
+            batch, is_split_into_words=True, truncation=True, max_length=limit, padding=True, return_tensors="pt"
+        )
+        hidden = self.encoder(
+            **{k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        ).last_hidden_state
         out = []
         for row, toks in enumerate(batch):
             vecs = hidden.new_zeros(len(toks), hidden.shape[-1])
@@ -262,8 +277,11 @@ class FrameIdentifier:
 
     def _spans(self, sent: Sentence, training: bool) -> tuple[list[Span], list[set[int]] | None]:
         """The spans to score and, with a lexicon, each span's candidate frame indices."""
-        spans = ([s for s in sent.triggers if s[1] - s[0] < MAX_SPAN] if training and not sent.full
-                 else candidate_spans(len(sent.tokens)))
+        spans = (
+            [s for s in sent.triggers if s[1] - s[0] < MAX_SPAN]
+            if training and not sent.full
+            else candidate_spans(len(sent.tokens))
+        )
         if self.lexicon is None:
             return spans, None
         candidates = self._candidates(sent.tokens)
@@ -275,8 +293,10 @@ class FrameIdentifier:
         for the same sentences every epoch."""
         key = tuple(tokens)
         if key not in self._allowed:
-            found = {span: {self._frame_index[f] for f in self.lexicon.candidates(tokens, span) if f in self._frame_index}
-                     for span in candidate_spans(len(tokens))}
+            found = {
+                span: {self._frame_index[f] for f in self.lexicon.candidates(tokens, span) if f in self._frame_index}
+                for span in candidate_spans(len(tokens))
+            }
             self._allowed[key] = {span: frames for span, frames in found.items() if frames}
         return self._allowed[key]
 
@@ -298,8 +318,11 @@ class FrameIdentifier:
     # -- training and prediction
     def loss(self, sentences: Sequence[Sentence]) -> torch.Tensor:
         logits, spans = self._logits(sentences, training=True)
-        gold = torch.tensor([self._frame_index.get(sent.triggers.get(sp, NULL), 0)
-                             for sent, ss in zip(sentences, spans) for sp in ss], device=self.device, dtype=torch.long)
+        gold = torch.tensor(
+            [self._frame_index.get(sent.triggers.get(sp, NULL), 0) for sent, ss in zip(sentences, spans) for sp in ss],
+            device=self.device,
+            dtype=torch.long,
+        )
         logp = torch.log_softmax(logits, -1)
         gold_logp = logp.gather(1, gold[:, None])[:, 0]
         negative = gold == 0

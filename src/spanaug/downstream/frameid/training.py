@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from spanaug.core.config import FrameIdTrainConfig
 from spanaug.core.errors import ConfigError
+from spanaug.core.evaluation_settings import FrameIdTrainConfig
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import NULL, Sentence, hold_out_dev
 from spanaug.downstream.frameid.lexicon import FrameLexicon
@@ -24,8 +24,9 @@ from spanaug.downstream.frameid.model import FrameIdConfig, FrameIdentifier, glo
 log = logging.getLogger(__name__)
 
 
-def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None = None,
-                 lexicon: dict[str, set[str]] | None = None) -> FrameIdConfig:
+def build_config(
+    sentences: Sequence[Sentence], encoder: str, glove: str | None = None, lexicon: dict[str, set[str]] | None = None
+) -> FrameIdConfig:
     """Label, POS and character inventories of the training data (and the lexicon's frames).
 
     Each span's candidate frames always come from a FrameLexicon: the training triggers'
@@ -36,18 +37,49 @@ def build_config(sentences: Sequence[Sentence], encoder: str, glove: str | None 
     frames = {f for s in sentences for f in s.triggers.values()} | frame_lexicon.frames()
     tags = sorted({t for s in sentences for t in (s.pos or [])} | set(_universal_tags()))
     chars = sorted({ch for s in sentences for w in s.tokens for ch in w})
-    return FrameIdConfig(encoder=encoder, frames=[NULL, *sorted(frames)], pos_tags=["<unk>", *tags],
-                         chars=["<pad>", "<unk>", *chars], glove=glove, glove_dim=glove_dimension(glove) if glove else 0,
-                         frame_lexicon=frame_lexicon.entries)
+    return FrameIdConfig(
+        encoder=encoder,
+        frames=[NULL, *sorted(frames)],
+        pos_tags=["<unk>", *tags],
+        chars=["<pad>", "<unk>", *chars],
+        glove=glove,
+        glove_dim=glove_dimension(glove) if glove else 0,
+        frame_lexicon=frame_lexicon.entries,
+    )
 
 
 def _universal_tags() -> list[str]:
-    return "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
+    return [
+        "ADJ",
+        "ADP",
+        "ADV",
+        "AUX",
+        "CCONJ",
+        "DET",
+        "INTJ",
+        "NOUN",
+        "NUM",
+        "PART",
+        "PRON",
+        "PROPN",
+        "PUNCT",
+        "SCONJ",
+        "SYM",
+        "VERB",
+        "X",
+    ]
 
 
-def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainConfig, dev: Sequence[Sentence] | None = None,
-                  glove: str | None = None, device: str | None = "auto", progress: bool = True,
-                  lexicon: dict[str, set[str]] | None = None) -> tuple[FrameIdentifier, dict[str, Any]]:
+def train_frameid(
+    train: Sequence[Sentence],
+    encoder: str,
+    tcfg: FrameIdTrainConfig,
+    dev: Sequence[Sentence] | None = None,
+    glove: str | None = None,
+    device: str | None = "auto",
+    progress: bool = True,
+    lexicon: dict[str, set[str]] | None = None,
+) -> tuple[FrameIdentifier, dict[str, Any]]:
     """Train with Adam, keeping the epoch with the best dev F1 and stopping after ``tcfg.patience``
     epochs without a better one.
 
@@ -79,19 +111,38 @@ def train_frameid(train: Sequence[Sentence], encoder: str, tcfg: FrameIdTrainCon
         model, summary = _train(list(train), list(dev), encoder, tcfg, glove, device, progress, lexicon)
         summary = {"dev": dev_info, **summary, "refit": None}
         if held_out and dev and tcfg.refit:
-            model, again = _train([*train, *dev], [], encoder, dataclasses.replace(tcfg, epochs=summary["best_epoch"]),
-                                  glove, device, progress, lexicon)
-            summary["refit"] = {"train_sentences": again["train_sentences"], "epochs": again["epochs_run"],
-                                "seconds": again["total_seconds"],
-                                "sentences_windowed": again["sentences_windowed"]}
+            model, again = _train(
+                [*train, *dev],
+                [],
+                encoder,
+                dataclasses.replace(tcfg, epochs=summary["best_epoch"]),
+                glove,
+                device,
+                progress,
+                lexicon,
+            )
+            summary["refit"] = {
+                "train_sentences": again["train_sentences"],
+                "epochs": again["epochs_run"],
+                "seconds": again["total_seconds"],
+                "sentences_windowed": again["sentences_windowed"],
+            }
     finally:
         torch.set_num_threads(threads)
     summary["total_seconds"] = round(time.perf_counter() - start, 2)
     return model, summary
 
 
-def _train(train: list[Sentence], dev: list[Sentence], encoder: str, tcfg: FrameIdTrainConfig, glove: str | None,
-           device: str | None, progress: bool, lexicon: dict[str, set[str]] | None) -> tuple[FrameIdentifier, dict[str, Any]]:
+def _train(
+    train: list[Sentence],
+    dev: list[Sentence],
+    encoder: str,
+    tcfg: FrameIdTrainConfig,
+    glove: str | None,
+    device: str | None,
+    progress: bool,
+    lexicon: dict[str, set[str]] | None,
+) -> tuple[FrameIdentifier, dict[str, Any]]:
     """``tcfg.epochs`` epochs at most; with ``dev``, early stopping and the best epoch's weights."""
     start = time.perf_counter()
     torch.manual_seed(tcfg.seed)
@@ -110,15 +161,19 @@ def _train(train: list[Sentence], dev: list[Sentence], encoder: str, tcfg: Frame
         model.net.train()
         rng.shuffle(order)
         total = 0.0
-        for first in tqdm(range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch}", disable=not progress,
-                          leave=False):
+        for first in tqdm(
+            range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch}", disable=not progress, leave=False
+        ):
             loss = model.loss(order[first : first + tcfg.batch_size])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item()
-        entry: dict[str, Any] = {"epoch": epoch, "loss": total / n_batches,
-                                 "seconds": round(time.perf_counter() - tick, 2)}
+        entry: dict[str, Any] = {
+            "epoch": epoch,
+            "loss": total / n_batches,
+            "seconds": round(time.perf_counter() - tick, 2),
+        }
         if dev:
             tick = time.perf_counter()
             entry["dev"] = triple_scores(dev, model.predict(dev))
@@ -136,10 +191,17 @@ def _train(train: list[Sentence], dev: list[Sentence], encoder: str, tcfg: Frame
         model.net.load_state_dict(best_state)
     model.net.eval()
     epochs_run = len(history)
-    summary = {"train_sentences": len(train), "config": dataclasses.asdict(tcfg),
-               "epochs_run": epochs_run, "stopped_early": epochs_run < tcfg.epochs,
-               "best_epoch": best_epoch if dev else epochs_run, "best_dev_f1": best_f1 if dev else None,
-               "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
-               "setup_seconds": round(setup_seconds, 2), "total_seconds": round(time.perf_counter() - start, 2),
-               "sentences_windowed": model.windowed, "history": history}
+    summary = {
+        "train_sentences": len(train),
+        "config": dataclasses.asdict(tcfg),
+        "epochs_run": epochs_run,
+        "stopped_early": epochs_run < tcfg.epochs,
+        "best_epoch": best_epoch if dev else epochs_run,
+        "best_dev_f1": best_f1 if dev else None,
+        "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
+        "setup_seconds": round(setup_seconds, 2),
+        "total_seconds": round(time.perf_counter() - start, 2),
+        "sentences_windowed": model.windowed,
+        "history": history,
+    }
     return model, summary

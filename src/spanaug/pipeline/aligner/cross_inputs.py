@@ -124,8 +124,16 @@ class Encoder:
         types.extend([t.target_type] * (len(ids) - len(types)))
         ids.extend(t.suffix)
         types.extend(t.suffix_types)
-        return Encoded(ids, types, target_words, (marked_start, marked_end), source_words, e - s + 1, len(tgt),
-                       source_windowed=(lo, hi) != (0, len(src) - 1))
+        return Encoded(
+            ids,
+            types,
+            target_words,
+            (marked_start, marked_end),
+            source_words,
+            e - s + 1,
+            len(tgt),
+            source_windowed=(lo, hi) != (0, len(src) - 1),
+        )
 
 
 @dataclasses.dataclass
@@ -173,8 +181,18 @@ def collate(encs: Sequence[Encoded], k: int, pooling: str, pad_id: int, device: 
         items.append(torch.full((len(cands),), row, dtype=torch.long))
         diffs.append((cands[:, 1] - cands[:, 0] + 1) - x.source_len + k)
         counts.append(len(cands))
-    return Batch(ids.to(device), types.to(device), mask.to(device), word_pool.to(device), query_pool.to(device),
-                 source_pool.to(device), torch.cat(items).to(device), torch.cat(cand_parts).to(device), torch.cat(diffs).to(device), counts)
+    return Batch(
+        ids.to(device),
+        types.to(device),
+        mask.to(device),
+        word_pool.to(device),
+        query_pool.to(device),
+        source_pool.to(device),
+        torch.cat(items).to(device),
+        torch.cat(cand_parts).to(device),
+        torch.cat(diffs).to(device),
+        counts,
+    )
 
 
 def padded_logits(span: torch.Tensor, null: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:

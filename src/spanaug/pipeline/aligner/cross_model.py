@@ -18,11 +18,10 @@ window around the span, then target words that still do not fit are dropped from
 are never candidates. Both are counted (``stats``), as are instances that cannot be scored.
 
 Inputs (marked pairs within the encoder's limit, batches, label distributions) are in
-``cross_inputs``, training in ``cross_training``. The model directory follows the project's convention (``core.modeldir``): the head's config
-(``CrossAlignerConfig``, whose ``kind`` tells it from the paper aligner's) and weights, and the
-tuned encoder with its tokenizer (markers included) in ``encoder/``.
+``cross_inputs``, training in ``cross_training``. The model directory follows the project's
+convention (``core.modeldir``): the head's config (``CrossAlignerConfig``, whose ``kind`` tells it
+from the paper aligner's) and weights, and the tuned encoder with its tokenizer (markers included) in ``encoder/``.
 """
-
 
 import logging
 import math
@@ -36,8 +35,8 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
+from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.core.calibration import platt
-from spanaug.core.config import CrossAlignerConfig
 from spanaug.core.devices import choose_device
 from spanaug.core.encoders import resolve
 from spanaug.core.errors import ConfigError
@@ -83,8 +82,16 @@ class SpanHead(nn.Module, PyTorchModelHubMixin):
         self.span_out = nn.Sequential(nn.GELU(), nn.LayerNorm(inner), nn.Linear(inner, 1))
         self.null = nn.Sequential(nn.Linear(2 * hidden, inner), nn.GELU(), nn.LayerNorm(inner), nn.Linear(inner, 1))
 
-    def forward(self, words: torch.Tensor, query: torch.Tensor, source: torch.Tensor, cls: torch.Tensor,
-                item: torch.Tensor, cands: torch.Tensor, length_diff: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        words: torch.Tensor,
+        query: torch.Tensor,
+        source: torch.Tensor,
+        cls: torch.Tensor,
+        item: torch.Tensor,
+        cands: torch.Tensor,
+        length_diff: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``words`` [B, W, H], ``query``, ``source`` and ``cls`` [B, H]; candidates [C, 2] of items ``item`` [C].
 
         Returns the span logits [C] and the null logits [B]. The linear terms are applied to the
@@ -92,28 +99,49 @@ class SpanHead(nn.Module, PyTorchModelHubMixin):
         mean), so a candidate costs a gather, a prefix difference and the output layer.
         """
         a, b = cands[:, 0], cands[:, 1]
-        n_items, n_words, _ = words.shape
+        n_items = words.shape[0]
         edges = self.first(words), self.last(words)
         inner = self.inside(words) - self.diff(words) + self.match(source.unsqueeze(1) * words)  # [B, W, D]
         prefix = torch.cat([inner.new_zeros(n_items, 1, inner.shape[2]), inner.cumsum(1)], dim=1)
         mean = (prefix[item, b + 1] - prefix[item, a]) / (b - a + 1).unsqueeze(-1).to(words.dtype)
         per_item = self.query(query) + self.diff(source)  # [B, D]
-        z = edges[0][item, a] + edges[1][item, b] + mean + per_item[item] + self.length_diff(length_diff.clamp(0, 2 * self.k))
+        z = (
+            edges[0][item, a]
+            + edges[1][item, b]
+            + mean
+            + per_item[item]
+            + self.length_diff(length_diff.clamp(0, 2 * self.k))
+        )
         start, end = self.start(words).squeeze(-1), self.end(words).squeeze(-1)  # [B, W]
         span = start[item, a] + end[item, b] + self.span_out(z).squeeze(-1)
         null = self.null(torch.cat([cls, query], dim=-1)).squeeze(-1)
         return span, null
 
-    def forward_reference(self, words: torch.Tensor, query: torch.Tensor, source: torch.Tensor, cls: torch.Tensor,
-                          item: torch.Tensor, cands: torch.Tensor, length_diff: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward_reference(
+        self,
+        words: torch.Tensor,
+        query: torch.Tensor,
+        source: torch.Tensor,
+        cls: torch.Tensor,
+        item: torch.Tensor,
+        cands: torch.Tensor,
+        length_diff: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward`` the plain way, one feature row per candidate; kept to test the fast path."""
         prefix = torch.cat([words.new_zeros(words.shape[0], 1, words.shape[2]), words.cumsum(1)], dim=1)
         a, b = cands[:, 0], cands[:, 1]
         w_a, w_b = words[item, a], words[item, b]
         mean = (prefix[item, b + 1] - prefix[item, a]) / (b - a + 1).unsqueeze(-1).to(words.dtype)
         u = source[item]
-        z = (self.first(w_a) + self.last(w_b) + self.inside(mean) + self.query(query[item]) + self.match(u * mean)
-             + self.diff(u - mean) + self.length_diff(length_diff.clamp(0, 2 * self.k)))
+        z = (
+            self.first(w_a)
+            + self.last(w_b)
+            + self.inside(mean)
+            + self.query(query[item])
+            + self.match(u * mean)
+            + self.diff(u - mean)
+            + self.length_diff(length_diff.clamp(0, 2 * self.k))
+        )
         span = self.start(w_a).squeeze(-1) + self.end(w_b).squeeze(-1) + self.span_out(z).squeeze(-1)
         null = self.null(torch.cat([cls, query], dim=-1)).squeeze(-1)
         return span, null
@@ -125,8 +153,14 @@ class SpanHead(nn.Module, PyTorchModelHubMixin):
 class CrossAligner:
     """Fine-tuned encoder + span head; ``from_pretrained``/``save_pretrained`` a directory."""
 
-    def __init__(self, config: CrossAlignerConfig, encoder: Any = None, tokenizer: Any = None,
-                 head: SpanHead | None = None, device: str | torch.device | None = "auto"):
+    def __init__(
+        self,
+        config: CrossAlignerConfig,
+        encoder: Any = None,
+        tokenizer: Any = None,
+        head: SpanHead | None = None,
+        device: str | torch.device | None = "auto",
+    ):
         from transformers import AutoModel, AutoTokenizer
 
         self.config = config
@@ -137,8 +171,10 @@ class CrossAligner:
         self.encoder.to(self.device).eval()
         dim = self.encoder.config.hidden_size
         if config.encoder_dim not in (0, dim):
-            raise ConfigError(f"the cross aligner's head was made for a {config.encoder_dim}-dimensional encoder; "
-                              f"{config.encoder} has {dim} dimensions")
+            raise ConfigError(
+                f"the cross aligner's head was made for a {config.encoder_dim}-dimensional encoder; "
+                f"{config.encoder} has {dim} dimensions"
+            )
         config.encoder_dim = dim
         self.head = (head or SpanHead(config)).to(self.device).eval()
         marker_ids = tuple(self.tokenizer.convert_tokens_to_ids(list(config.markers)))
@@ -148,7 +184,11 @@ class CrossAligner:
 
     def _position_limit(self) -> int:
         limit = getattr(self.encoder.config, "max_position_embeddings", None) or self.config.max_length
-        return int(limit) - 2 if getattr(self.encoder.config, "model_type", "") in ("roberta", "xlm-roberta") else int(limit)
+        return (
+            int(limit) - 2
+            if getattr(self.encoder.config, "model_type", "") in ("roberta", "xlm-roberta")
+            else int(limit)
+        )
 
     def _add_markers(self) -> None:
         """Add the markers to the tokenizer (once) and the embedding matrix, initialised from ``marker_init``."""
@@ -157,7 +197,9 @@ class CrossAligner:
         vocab = self.tokenizer.get_vocab()
         missing = [m for m in self.config.markers if m not in vocab]
         if missing:
-            self.tokenizer.add_tokens([AddedToken(m, special=True, normalized=False) for m in missing], special_tokens=True)
+            self.tokenizer.add_tokens(
+                [AddedToken(m, special=True, normalized=False) for m in missing], special_tokens=True
+            )
         emb = self.encoder.get_input_embeddings()
         if emb.num_embeddings < len(self.tokenizer):
             old = emb.num_embeddings
@@ -200,13 +242,16 @@ class CrossAligner:
         return len(encoder_layers(self.encoder))
 
     def hidden(self, batch: Batch) -> torch.Tensor:
-        return self.encoder(input_ids=batch.ids, attention_mask=batch.mask, token_type_ids=batch.types).last_hidden_state
+        return self.encoder(
+            input_ids=batch.ids, attention_mask=batch.mask, token_type_ids=batch.types
+        ).last_hidden_state
 
     def prefix_states(self, batch: Batch, n_top: int) -> torch.Tensor:
         """The input of the top ``n_top`` layers [B, T, H] (no gradients)."""
         with torch.inference_mode():
-            out = self.encoder(input_ids=batch.ids, attention_mask=batch.mask, token_type_ids=batch.types,
-                               output_hidden_states=True)
+            out = self.encoder(
+                input_ids=batch.ids, attention_mask=batch.mask, token_type_ids=batch.types, output_hidden_states=True
+            )
         return out.hidden_states[self.n_layers - n_top].clone()
 
     def top_layers(self, states: torch.Tensor, mask: torch.Tensor, n_top: int) -> torch.Tensor:
@@ -234,24 +279,38 @@ class CrossAligner:
 
     def encode(self, instances: Sequence[Instance]) -> tuple[list[Encoded | None], dict[str, int]]:
         encs = [self.inputs.encode(i) for i in instances]
-        stats = {"instances": len(encs), "unscorable": sum(x is None for x in encs),
-                 "source_windowed": sum(x is not None and x.source_windowed for x in encs),
-                 "target_truncated": sum(x is not None and x.target_truncated for x in encs)}
+        stats = {
+            "instances": len(encs),
+            "unscorable": sum(x is None for x in encs),
+            "source_windowed": sum(x is not None and x.source_windowed for x in encs),
+            "target_truncated": sum(x is not None and x.target_truncated for x in encs),
+        }
         if stats["unscorable"] or stats["target_truncated"]:
-            log.warning("cross aligner: %d instance(s) too long to score at all, %d with target words cut "
-                        "(never candidates); %d source(s) narrowed to a window", stats["unscorable"],
-                        stats["target_truncated"], stats["source_windowed"])
+            log.warning(
+                "cross aligner: %d instance(s) too long to score at all, %d with target words cut "
+                "(never candidates); %d source(s) narrowed to a window",
+                stats["unscorable"],
+                stats["target_truncated"],
+                stats["source_windowed"],
+            )
         return encs, stats
 
     def limit_stats(self) -> dict[str, int]:
         """Instances over the encoder's limit so far (unscorable, source windowed, target cut)."""
-        return {"pairs_over_encoder_limit": self.totals.get("source_windowed", 0) + self.totals.get("target_truncated", 0),
-                "unscorable_pairs": self.totals.get("unscorable", 0), "encoder_limit_word_pieces": self.inputs.max_length}
+        return {
+            "pairs_over_encoder_limit": self.totals.get("source_windowed", 0) + self.totals.get("target_truncated", 0),
+            "unscorable_pairs": self.totals.get("unscorable", 0),
+            "encoder_limit_word_pieces": self.inputs.max_length,
+        }
 
     # -- prediction
     @torch.inference_mode()
-    def raw_scores(self, instances: Sequence[Instance], batch_size: int = 32, progress: bool = False,
-                   ) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
+    def raw_scores(
+        self,
+        instances: Sequence[Instance],
+        batch_size: int = 32,
+        progress: bool = False,
+    ) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
         """(candidates [C, 2], logits [1 + C] with null first) per instance; None when unscorable."""
         self.encoder.eval()
         self.head.eval()
@@ -266,8 +325,12 @@ class CrossAligner:
             split_scores(batch, self.scores(batch, self.hidden(batch)), idx, out)
         return out
 
-    def decide(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], temperature: float | None = None,
-               threshold: float | None = None) -> list[tuple[tuple[int, int] | None, float]]:
+    def decide(
+        self,
+        raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
+        temperature: float | None = None,
+        threshold: float | None = None,
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         """(span or None, probability of the best span) per instance from ``raw_scores``.
 
         Null when the null option's probability reaches the threshold.
@@ -275,8 +338,11 @@ class CrossAligner:
         threshold = self.config.threshold if threshold is None else threshold
         return [(span if p_null < threshold else None, p) for span, p, p_null in self.probabilities(raw, temperature)]
 
-    def probabilities(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], temperature: float | None = None,
-                      ) -> list[tuple[tuple[int, int] | None, float, float]]:
+    def probabilities(
+        self,
+        raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
+        temperature: float | None = None,
+    ) -> list[tuple[tuple[int, int] | None, float, float]]:
         """(best span, its probability, the null option's probability) per instance.
 
         The span's probability goes through the fitted Platt scaling (``config.calibration``) unless
@@ -292,14 +358,24 @@ class CrossAligner:
             cands, logits = item
             probs = torch.softmax(logits / temperature, dim=0)
             best = int(probs[1:].argmax())
-            out.append(((int(cands[best, 0]), int(cands[best, 1])), platt(float(probs[1 + best]), scaling), float(probs[0])))
+            out.append(
+                ((int(cands[best, 0]), int(cands[best, 1])), platt(float(probs[1 + best]), scaling), float(probs[0]))
+            )
         return out
 
-    def tune_threshold(self, raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
-                       gold: Sequence[tuple[int, int] | None], metric: str = "soft_f1") -> tuple[float, dict[str, float]]:
+    def tune_threshold(
+        self,
+        raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
+        gold: Sequence[tuple[int, int] | None],
+        metric: str = "soft_f1",
+    ) -> tuple[float, dict[str, float]]:
         """The null-probability threshold maximising ``metric`` on held-out data (ties: nearest 0.5)."""
         probs = self.probabilities(raw)
-        grid = sorted({0.5, 1.01} | {round(p_null, 4) for _, _, p_null in probs} | {round(p_null, 4) + 1e-4 for _, _, p_null in probs})
+        grid = sorted(
+            {0.5, 1.01}
+            | {round(p_null, 4) for _, _, p_null in probs}
+            | {round(p_null, 4) + 1e-4 for _, _, p_null in probs}
+        )
         best: tuple[float, float, dict[str, float]] | None = None
         for t in grid:
             m = span_metrics(gold, [span if p_null < t else None for span, _, p_null in probs])
@@ -309,8 +385,13 @@ class CrossAligner:
         assert best is not None
         return best[0], best[2]
 
-    def predict(self, instances: Sequence[Instance], batch_size: int = 32, progress: bool = False,
-                threshold: float | None = None) -> list[tuple[tuple[int, int] | None, float]]:
+    def predict(
+        self,
+        instances: Sequence[Instance],
+        batch_size: int = 32,
+        progress: bool = False,
+        threshold: float | None = None,
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         """Predicted target span (None: no counterpart) and its probability per instance."""
         return self.decide(self.raw_scores(instances, batch_size, progress), threshold=threshold)
 
@@ -318,8 +399,11 @@ class CrossAligner:
 # ---------------------------------------------------------------- calibration
 
 
-def fit_temperature(raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], gold: Sequence[tuple[int, int] | None],
-                    grid: Sequence[float] | None = None) -> tuple[float, float]:
+def fit_temperature(
+    raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
+    gold: Sequence[tuple[int, int] | None],
+    grid: Sequence[float] | None = None,
+) -> tuple[float, float]:
     """The temperature minimising the held-out negative log-likelihood of the gold option (the
     exact span, or null); instances whose gold span is no candidate are left out. (T, NLL)."""
     rows, targets = [], []

@@ -22,8 +22,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.calibration import fit_platt, platt
-from spanaug.core.config import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import expected_calibration_error, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, split_scores, target_distribution
@@ -55,7 +55,11 @@ def _tuned_parameters(aligner: CrossAligner) -> list[nn.Parameter]:
     else:
         if n_top > aligner.n_layers:
             raise ConfigError(f"tune_layers {n_top} > the encoder's {aligner.n_layers} layers")
-        params = [p for layer in encoder_layers(aligner.encoder)[aligner.n_layers - n_top :] for p in layer.parameters()] if n_top else []
+        params = (
+            [p for layer in encoder_layers(aligner.encoder)[aligner.n_layers - n_top :] for p in layer.parameters()]
+            if n_top
+            else []
+        )
     for p in aligner.encoder.parameters():
         p.requires_grad_(False)
     for p in params:
@@ -66,8 +70,14 @@ def _tuned_parameters(aligner: CrossAligner) -> list[nn.Parameter]:
 def _param_groups(named: Sequence[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> list[dict[str, Any]]:
     decay = [p for n, p in named if p.ndim > 1 and "norm" not in n.lower()]
     rest = [p for n, p in named if not (p.ndim > 1 and "norm" not in n.lower())]
-    return [g for g in ({"params": decay, "lr": lr, "weight_decay": weight_decay},
-                        {"params": rest, "lr": lr, "weight_decay": 0.0}) if g["params"]]
+    return [
+        g
+        for g in (
+            {"params": decay, "lr": lr, "weight_decay": weight_decay},
+            {"params": rest, "lr": lr, "weight_decay": 0.0},
+        )
+        if g["params"]
+    ]
 
 
 class _Trainer:
@@ -84,7 +94,9 @@ class _Trainer:
         cfg = self.aligner.config
         if not self.tcfg.prefix_cache_dir or not cfg.marker_init:
             return None
-        name = hashlib.sha1(json.dumps([cfg.encoder, cfg.markers, cfg.marker_init, self.n_top]).encode()).hexdigest()[:16]
+        name = hashlib.sha1(json.dumps([cfg.encoder, cfg.markers, cfg.marker_init, self.n_top]).encode()).hexdigest()[
+            :16
+        ]
         return Path(self.tcfg.prefix_cache_dir) / f"prefix-{name}.pt"
 
     def cache_prefixes(self, encs: Sequence[Encoded], key0: int, progress: bool) -> None:
@@ -137,11 +149,17 @@ class _Trainer:
         return out
 
 
-def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg: CrossTrainSettings,
-                        dev: Sequence[Instance] | None = None, device: str | None = "auto", progress: bool = True,
-                        aligner: CrossAligner | None = None, extra: Sequence[Instance] = (),
-                        pretrain: Sequence[Instance] = (),
-                        ) -> tuple[CrossAligner, dict[str, Any]]:
+def train_cross_aligner(
+    train: Sequence[Instance],
+    cfg: CrossAlignerConfig,
+    tcfg: CrossTrainSettings,
+    dev: Sequence[Instance] | None = None,
+    device: str | None = "auto",
+    progress: bool = True,
+    aligner: CrossAligner | None = None,
+    extra: Sequence[Instance] = (),
+    pretrain: Sequence[Instance] = (),
+) -> tuple[CrossAligner, dict[str, Any]]:
     """Fine-tune a cross aligner; choose the epoch, fit the temperature and tune the threshold on ``dev``.
 
     Without ``dev``, ``tcfg.threshold_holdout`` of the training sentence pairs are held out for
@@ -179,8 +197,11 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
         for inst, enc in zip(pretrain, aligner.encode(pretrain)[0]):
             if enc is not None and (inst.target_span is None or inst.target_span[1] < len(enc.target_words)):
                 pre_encs.append(enc)
-                pre_labels.append(target_distribution(candidate_spans(len(enc.target_words), enc.source_len, cfg.k),
-                                                      inst.target_span, cfg.loss)[0])
+                pre_labels.append(
+                    target_distribution(
+                        candidate_spans(len(enc.target_words), enc.source_len, cfg.k), inst.target_span, cfg.loss
+                    )[0]
+                )
     dev_encs, _ = aligner.encode(dev) if dev else ([], {})
     dev_ok = [n for n, x in enumerate(dev_encs) if x is not None]
     tuned = _tuned_parameters(aligner)
@@ -201,7 +222,8 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
     total_steps = steps_per_epoch * tcfg.epochs + pre_steps
     warmup = max(1, round(tcfg.warmup * total_steps))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup))))
+        opt, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup)))
+    )
     loss_history, dev_history = [], []
     best: tuple[float, int, dict[str, Any] | None] = (-1.0, -1, None)
     stopped_early = False
@@ -212,8 +234,12 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
         if tuned:
             aligner.encoder.train()
         total, n_batches = 0.0, 0
-        for idx in tqdm(_length_batches([len(x.ids) for x in encs_], tcfg.batch_size, rng), desc=desc,
-                        disable=not progress, leave=False):
+        for idx in tqdm(
+            _length_batches([len(x.ids) for x in encs_], tcfg.batch_size, rng),
+            desc=desc,
+            disable=not progress,
+            leave=False,
+        ):
             batch = aligner.collate([encs_[n] for n in idx])
             logits = aligner.scores(batch, trainer.hidden(batch, [key0 + n for n in idx]))
             target = torch.zeros_like(logits)
@@ -229,14 +255,22 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
             total += loss.item()
             n_batches += 1
             if n_batches % 50 == 0:
-                log.info("%s: step %d, mean loss %.4f, %.0f s", desc, n_batches, total / n_batches, time.perf_counter() - started)
+                log.info(
+                    "%s: step %d, mean loss %.4f, %.0f s",
+                    desc,
+                    n_batches,
+                    total / n_batches,
+                    time.perf_counter() - started,
+                )
             if tcfg.max_minutes is not None and time.perf_counter() - started > 60 * tcfg.max_minutes:
                 stopped_early = True
                 break
         return total / max(n_batches, 1)
 
     for epoch in range(tcfg.pretrain_epochs if pre_encs else 0):
-        loss_history.append({"pretrain_epoch": epoch + 1, "loss": run_epoch(pre_encs, pre_labels, 10_000_000, "pretrain")})
+        loss_history.append(
+            {"pretrain_epoch": epoch + 1, "loss": run_epoch(pre_encs, pre_labels, 10_000_000, "pretrain")}
+        )
     for epoch in range(tcfg.epochs):
         if stopped_early:
             break
@@ -247,8 +281,13 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
             preds = aligner.decide(raw, temperature=1.0, threshold=0.5)
             m = span_metrics([dev[n].target_span for n in dev_ok], [p for p, _ in preds])
             dev_history.append({"epoch": epoch + 1, **m})
-            log.info("cross aligner epoch %d: loss %.4f, held-out soft F1 %.3f exact F1 %.3f", epoch + 1, loss,
-                     m["soft_f1"], m["exact_f1"])
+            log.info(
+                "cross aligner epoch %d: loss %.4f, held-out soft F1 %.3f exact F1 %.3f",
+                epoch + 1,
+                loss,
+                m["soft_f1"],
+                m["exact_f1"],
+            )
             if m[tcfg.select_on] > best[0]:
                 best = (m[tcfg.select_on], epoch + 1, _trainable_state(aligner))
         else:
@@ -261,10 +300,18 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
     for p in aligner.encoder.parameters():
         p.requires_grad_(False)
     summary: dict[str, Any] = {
-        "kind": "cross", "train_instances": len(kept), "extra_instances": len(extra), "pretrain_instances": len(pre_encs),
-        "gold_outside_candidates": outside, "encoding": enc_stats, "loss_history": loss_history,
-        "heldout_history": dev_history, "best_epoch": best[1] if best[2] is not None else len(loss_history),
-        "stopped_at_time_limit": stopped_early, "prefix_cache_s": round(cache_s, 1), "train_s": round(train_s, 1),
+        "kind": "cross",
+        "train_instances": len(kept),
+        "extra_instances": len(extra),
+        "pretrain_instances": len(pre_encs),
+        "gold_outside_candidates": outside,
+        "encoding": enc_stats,
+        "loss_history": loss_history,
+        "heldout_history": dev_history,
+        "best_epoch": best[1] if best[2] is not None else len(loss_history),
+        "stopped_at_time_limit": stopped_early,
+        "prefix_cache_s": round(cache_s, 1),
+        "train_s": round(train_s, 1),
         "threshold_source": source,
     }
     if dev_ok:
@@ -281,24 +328,40 @@ def train_cross_aligner(train: Sequence[Instance], cfg: CrossAlignerConfig, tcfg
     else:
         cfg.threshold, cfg.threshold_source = 0.5, "untuned"
         summary.update({"threshold": 0.5, "temperature": cfg.temperature})
-    log.info("cross aligner: threshold %.4f, temperature %.3f (%s); trained in %.0f s", cfg.threshold,
-             cfg.temperature, source, train_s)
+    log.info(
+        "cross aligner: threshold %.4f, temperature %.3f (%s); trained in %.0f s",
+        cfg.threshold,
+        cfg.temperature,
+        source,
+        train_s,
+    )
     return aligner, summary
 
 
-def _fit_calibration(aligner: CrossAligner, raw: Sequence[Any], gold: Sequence[tuple[int, int] | None]) -> dict[str, Any]:
+def _fit_calibration(
+    aligner: CrossAligner, raw: Sequence[Any], gold: Sequence[tuple[int, int] | None]
+) -> dict[str, Any]:
     """Fit the Platt scaling of the chosen span's score on the held-out answers (non-null
     predictions against exact correctness, as the ECE counts them); the held-out ECE before and after."""
-    answered = [(score, g is not None and tuple(g) == span)
-                for (span, score), g in zip(aligner.decide(raw), gold) if span is not None]
+    answered = [
+        (score, g is not None and tuple(g) == span)
+        for (span, score), g in zip(aligner.decide(raw), gold)
+        if span is not None
+    ]
     scores, correct = [s for s, _ in answered], [c for _, c in answered]
     before = expected_calibration_error(scores, correct)
     params = fit_platt(scores, correct)
     aligner.config.calibration = list(params) if params else None
     after = expected_calibration_error([platt(s, params) for s in scores], correct)
-    log.info("cross aligner: Platt scaling %s on %d held-out answers, ECE %.3f -> %.3f", params, len(scores), before, after)
-    return {"params": aligner.config.calibration, "answers": len(scores), "heldout_ece_before": before,
-            "heldout_ece_after": after}
+    log.info(
+        "cross aligner: Platt scaling %s on %d held-out answers, ECE %.3f -> %.3f", params, len(scores), before, after
+    )
+    return {
+        "params": aligner.config.calibration,
+        "answers": len(scores),
+        "heldout_ece_before": before,
+        "heldout_ece_after": after,
+    }
 
 
 def _trainable_state(aligner: CrossAligner) -> dict[str, Any]:

@@ -1,5 +1,4 @@
-"""Span-alignment instances: a source span in a sentence pair and its gold target span.
-"""
+"""Span-alignment instances: a source span in a sentence pair and its gold target span."""
 
 from __future__ import annotations
 
@@ -24,9 +23,13 @@ class Instance:
     target_span: tuple[int, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "source_tokens": self.source_tokens, "target_tokens": self.target_tokens,
-                "source_span": list(self.source_span),
-                "target_span": list(self.target_span) if self.target_span is not None else None}
+        return {
+            "id": self.id,
+            "source_tokens": self.source_tokens,
+            "target_tokens": self.target_tokens,
+            "source_span": list(self.source_span),
+            "target_span": list(self.target_span) if self.target_span is not None else None,
+        }
 
 
 def _is_int(value: Any) -> bool:
@@ -37,10 +40,15 @@ def _span(value: Any, n: int, path: Path | str, lineno: int, key: str, nullable:
     if value is None and nullable:
         return None
     if not (isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value)):
-        raise InputError(path, lineno, f"{key!r} is {value!r} (expected [start, end], inclusive token indices"
-                                       f"{', or null' if nullable else ''})")
+        raise InputError(
+            path,
+            lineno,
+            f"{key!r} is {value!r} (expected [start, end], inclusive token indices{', or null' if nullable else ''})",
+        )
     if not 0 <= value[0] <= value[1] < n:
-        raise InputError(path, lineno, f"{key!r} {value} out of range for {n} tokens (expected 0 <= start <= end < {n})")
+        raise InputError(
+            path, lineno, f"{key!r} {value} out of range for {n} tokens (expected 0 <= start <= end < {n})"
+        )
     return value[0], value[1]
 
 
@@ -60,23 +68,30 @@ def read_instances(path: Path | str) -> list[Instance]:
         for key in ("source_tokens", "target_tokens"):
             toks = rec.get(key)
             if not (isinstance(toks, list) and toks and all(isinstance(t, str) and t.strip() for t in toks)):
-                raise InputError(path, lineno, f"{key!r} must be a non-empty list of tokens (strings, none empty or "
-                                               "blank)")
+                raise InputError(
+                    path, lineno, f"{key!r} must be a non-empty list of tokens (strings, none empty or blank)"
+                )
         src, tgt = rec["source_tokens"], rec["target_tokens"]
         inst_id = _id(rec, f"{Path(path).stem}:{lineno}", path, lineno)
         if inst_id in lines:
             raise InputError(path, lineno, f"duplicate id {inst_id!r} (first on line {lines[inst_id]})")
         lines[inst_id] = lineno
-        out.append(Instance(
-            id=inst_id, source_tokens=src, target_tokens=tgt,
-            source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
-            target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
-        ))
+        out.append(
+            Instance(
+                id=inst_id,
+                source_tokens=src,
+                target_tokens=tgt,
+                source_span=_span(rec.get("source_span"), len(src), path, lineno, "source_span", False),
+                target_span=_span(rec.get("target_span"), len(tgt), path, lineno, "target_span", True),
+            )
+        )
     return out
 
 
-def read_predictions(path: Path | str, n_targets: dict[str, int] | None = None,
-                     ) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
+def read_predictions(
+    path: Path | str,
+    n_targets: dict[str, int] | None = None,
+) -> dict[str, tuple[tuple[int, int] | None, float | None]]:
     """Predictions ``{"id", "target_span": [a, b] or null, "score"}`` by id. With ``n_targets`` (id ->
     the gold instance's target length) a span must lie inside its target; an id may appear once."""
     preds: dict[str, tuple[tuple[int, int] | None, float | None]] = {}
@@ -102,7 +117,9 @@ def pair_key(inst: Instance) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(inst.source_tokens), tuple(inst.target_tokens)
 
 
-def instances_from_bitext(pairs: Iterable[tuple[list[str], list[str]]], max_len: int = 4, prefix: str = "bitext") -> list[Instance]:
+def instances_from_bitext(
+    pairs: Iterable[tuple[list[str], list[str]]], max_len: int = 4, prefix: str = "bitext"
+) -> list[Instance]:
     """Span instances from token-level differences between a sentence and its paraphrase.
 
     Each replaced block of at most ``max_len`` tokens on both sides gives a (rewritten source
@@ -122,8 +139,11 @@ def instances_from_bitext(pairs: Iterable[tuple[list[str], list[str]]], max_len:
 
 def reverse_instances(instances: Iterable[Instance]) -> list[Instance]:
     """Each aligned instance read the other way (target span -> source span): extra training data."""
-    return [Instance(f"{i.id}:reversed", i.target_tokens, i.source_tokens, i.target_span, i.source_span)
-            for i in instances if i.target_span is not None]
+    return [
+        Instance(f"{i.id}:reversed", i.target_tokens, i.source_tokens, i.target_span, i.source_span)
+        for i in instances
+        if i.target_span is not None
+    ]
 
 
 def iter_pairs_from_bitext(path: Path | str) -> Iterator[tuple[list[str], list[str]]]:

@@ -1,5 +1,4 @@
-"""A trained aligner directory of either kind: the paper's ``SpanAligner`` or the ``CrossAligner``.
-"""
+"""A trained aligner directory of either kind: the paper's ``SpanAligner`` or the ``CrossAligner``."""
 
 from __future__ import annotations
 

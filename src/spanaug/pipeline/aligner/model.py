@@ -17,7 +17,7 @@ from torch import nn
 from tqdm import tqdm
 
 from spanaug.core import modeldir
-from spanaug.core.config import AlignerConfig
+from spanaug.core.aligner_settings import AlignerConfig
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.instances import Instance, pair_key
@@ -68,8 +68,9 @@ def soft_labels(cands: torch.Tensor, gold: tuple[int, int] | None, loss: str) ->
     return torch.pow(2.0, -dist.float())
 
 
-def span_means(src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int],
-               cands: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def span_means(
+    src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int], cands: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean word vector of the source span [1, H] and of every candidate [C, H] (prefix sums)."""
     s, e = span
     src = src_vecs[s : e + 1].mean(0, keepdim=True)
@@ -81,8 +82,15 @@ def span_means(src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, 
 class SpanAligner:
     """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
 
-    def __init__(self, config: AlignerConfig, encoder=None, tokenizer=None, scorer: SpanScorer | None = None,  # noqa: ANN001
-                 device: str | None = "auto", cache: dict | None = None):
+    def __init__(
+        self,
+        config: AlignerConfig,
+        encoder=None,
+        tokenizer=None,
+        scorer: SpanScorer | None = None,
+        device: str | None = "auto",
+        cache: dict | None = None,
+    ):
         self.config = config
         self.device = choose_device(device)
         # The cache memoises encoder outputs per sentence pair, shared by aligners on one encoder
@@ -93,8 +101,10 @@ class SpanAligner:
                 layer.requires_grad_(True)
         dim = self.encoder.config.hidden_size
         if config.encoder_dim not in (0, dim):
-            raise ConfigError(f"the aligner was trained on a {config.encoder_dim}-dimensional encoder; "
-                              f"{config.encoder} has {dim} dimensions")
+            raise ConfigError(
+                f"the aligner was trained on a {config.encoder_dim}-dimensional encoder; "
+                f"{config.encoder} has {dim} dimensions"
+            )
         config.encoder_dim = dim
         self.scorer = (scorer or SpanScorer(config)).to(self.device)
 
@@ -108,7 +118,9 @@ class SpanAligner:
                 self.tokenizer.save_pretrained(tmp / ENCODER_DIR)
 
     @classmethod
-    def from_pretrained(cls, path: Path | str, device: str | None = "auto", encoder: str | None = None) -> "SpanAligner":
+    def from_pretrained(
+        cls, path: Path | str, device: str | None = "auto", encoder: str | None = None
+    ) -> "SpanAligner":
         """Load a trained aligner; ``encoder`` overrides the saved encoder name or path."""
         path = Path(path)
         dev = choose_device(device)
@@ -129,7 +141,7 @@ class SpanAligner:
         return self.pairs.encoder
 
     @property
-    def tokenizer(self):  # noqa: ANN201
+    def tokenizer(self):
         return self.pairs.tokenizer
 
     @property
@@ -140,16 +152,20 @@ class SpanAligner:
     def cache(self, value: dict | None) -> None:
         self.pairs.cache = value
 
-    def encode_pairs(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32,
-                     progress: bool = False) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def encode_pairs(
+        self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], batch_size: int = 32, progress: bool = False
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return self.pairs.encode_pairs(pairs, batch_size, progress)
 
-    def encode_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def encode_batch(
+        self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return self.pairs.encode_batch(pairs)
 
     # -- features
-    def features(self, src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int],
-                 cands: torch.Tensor) -> torch.Tensor:
+    def features(
+        self, src_vecs: torch.Tensor, tgt_vecs: torch.Tensor, span: tuple[int, int], cands: torch.Tensor
+    ) -> torch.Tensor:
         """Feature rows [C, D] for every candidate of one source span (batched tensor work)."""
         s, e = span
         src, cand = span_means(src_vecs, tgt_vecs, span, cands)
@@ -163,16 +179,21 @@ class SpanAligner:
             parts.append(torch.maximum(src.expand_as(cand), cand))
         if "cue" in self.config.features:
             n_src, n_tgt = src_vecs.shape[0], tgt_vecs.shape[0]
-            cue = torch.stack([
-                torch.full_like(lengths.squeeze(-1), s / max(n_src, 1)),
-                torch.full_like(lengths.squeeze(-1), float(e - s + 1)),
-                cands[:, 0].float() / max(n_tgt, 1),
-                lengths.squeeze(-1),
-            ], dim=1)
+            cue = torch.stack(
+                [
+                    torch.full_like(lengths.squeeze(-1), s / max(n_src, 1)),
+                    torch.full_like(lengths.squeeze(-1), float(e - s + 1)),
+                    cands[:, 0].float() / max(n_tgt, 1),
+                    lengths.squeeze(-1),
+                ],
+                dim=1,
+            )
             parts.append(cue)
         return torch.cat(parts, dim=1)
 
-    def _instance_rows(self, vecs: tuple[torch.Tensor, torch.Tensor], span: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _instance_rows(
+        self, vecs: tuple[torch.Tensor, torch.Tensor], span: tuple[int, int]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         src_vecs, tgt_vecs = vecs
         cands = candidate_spans(tgt_vecs.shape[0], span[1] - span[0] + 1, self.config.k, device=self.device)
         return cands, self.features(src_vecs, tgt_vecs, span, cands)
@@ -191,8 +212,9 @@ class SpanAligner:
         return blocks
 
     @torch.inference_mode()
-    def score_spans(self, items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
-                    chunk: int = 16) -> list[tuple[tuple[int, int] | None, float]]:
+    def score_spans(
+        self, items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]], chunk: int = 16
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         """Best candidate and its score for each (word vectors, source span).
 
         Computes the same scores as ``scorer(features(...))`` with less work: the candidates of
@@ -206,13 +228,15 @@ class SpanAligner:
             out.extend(self._score_chunk(items[start : start + chunk]))
         return out
 
-    def _score_chunk(self, items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
-                     ) -> list[tuple[tuple[int, int] | None, float]]:
+    def _score_chunk(
+        self,
+        items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         cfg, dev = self.config, self.device
         targets: dict[int, int] = {}  # id(target vectors) -> offset into the stacked prefix sums
         prefix_parts, src_means, cand_parts, row_item, offsets = [], [], [], [], []
         n_prefix = 0
-        for item, ((src_vecs, tgt_vecs), (s, e)) in enumerate(items):
+        for (src_vecs, tgt_vecs), (s, e) in items:
             key = id(tgt_vecs)
             if key not in targets:
                 targets[key] = n_prefix
@@ -253,8 +277,15 @@ class SpanAligner:
             n_tgt = torch.tensor([max(v[1].shape[0], 1) for v, _ in items], device=dev, dtype=torch.float)
             starts = torch.tensor([float(sp[0]) for _, sp in items], device=dev)
             src_len = torch.tensor([float(sp[1] - sp[0] + 1) for _, sp in items], device=dev)
-            cue = torch.stack([(starts / n_src)[item_of_row], src_len[item_of_row],
-                               cands[:, 0].float() / n_tgt[item_of_row], lengths.squeeze(-1)], dim=1)
+            cue = torch.stack(
+                [
+                    (starts / n_src)[item_of_row],
+                    src_len[item_of_row],
+                    cands[:, 0].float() / n_tgt[item_of_row],
+                    lengths.squeeze(-1),
+                ],
+                dim=1,
+            )
             z += cue @ blocks["cue"].T
         scores = torch.sigmoid(self.scorer.out(self.scorer.norm(self.scorer.act(z))).squeeze(-1)).cpu()
         cands = cands.cpu()
@@ -270,8 +301,10 @@ class SpanAligner:
         return out
 
     @torch.inference_mode()
-    def score_spans_reference(self, items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
-                              ) -> list[tuple[tuple[int, int] | None, float]]:
+    def score_spans_reference(
+        self,
+        items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         """``score_spans`` the plain way, feature rows then the scorer; kept to test the fast path."""
         self.scorer.eval()
         out = []
@@ -285,8 +318,13 @@ class SpanAligner:
             out.append(((int(cands[best, 0]), int(cands[best, 1])), float(scores[best])))
         return out
 
-    def predict(self, instances: Sequence[Instance], batch_size: int = 64, progress: bool = False,
-                threshold: float | None = None) -> list[tuple[tuple[int, int] | None, float]]:
+    def predict(
+        self,
+        instances: Sequence[Instance],
+        batch_size: int = 64,
+        progress: bool = False,
+        threshold: float | None = None,
+    ) -> list[tuple[tuple[int, int] | None, float]]:
         """Predicted target span (None under the threshold) and its score per instance."""
         threshold = self.config.threshold if threshold is None else threshold
         out: list[tuple[tuple[int, int] | None, float]] = []
@@ -308,5 +346,7 @@ def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
     """The stack of transformer layers of a BERT-like ``AutoModel`` (``encoder.layer``)."""
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList):
-        raise ConfigError(f"finetune_layers needs a BERT-like encoder with encoder.layer; {type(encoder).__name__} has none")
+        raise ConfigError(
+            f"finetune_layers needs a BERT-like encoder with encoder.layer; {type(encoder).__name__} has none"
+        )
     return layers

@@ -1,5 +1,4 @@
-"""The align stage: every beam of a PARAPHRASES shard aligned, as an ALIGNED shard.
-"""
+"""The align stage: every beam of a PARAPHRASES shard aligned, as an ALIGNED shard."""
 
 from __future__ import annotations
 
@@ -14,9 +13,16 @@ from spanaug.pipeline.aligner.loading import load_aligner
 log = logging.getLogger(__name__)
 
 
-def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str, encoder: str | None = None,
-                device: str | None = "auto", chunk_rows: int = 4096, batch_size: int = 64,
-                stats_path: Path | str | None = None) -> int:
+def align_stage(
+    model: Path | str,
+    paraphrases_path: Path | str,
+    out: Path | str,
+    encoder: str | None = None,
+    device: str | None = "auto",
+    chunk_rows: int = 4096,
+    batch_size: int = 64,
+    stats_path: Path | str | None = None,
+) -> int:
     """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam).
 
     Its statistics count the beams aligned and not, and the sentence pairs too long for the
@@ -28,10 +34,17 @@ def align_stage(model: Path | str, paraphrases_path: Path | str, out: Path | str
     with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
             rows = table.to_pylist()
-            insts = [Instance(f"{r['seed_id']}:{r['beam_rank']}", r["source_tokens"], r["paraphrase_tokens"],
-                              (r["source_span_start"], r["source_span_end"])) for r in rows]
+            insts = [
+                Instance(
+                    f"{r['seed_id']}:{r['beam_rank']}",
+                    r["source_tokens"],
+                    r["paraphrase_tokens"],
+                    (r["source_span_start"], r["source_span_end"]),
+                )
+                for r in rows
+            ]
             for row, (span, score) in zip(rows, aligner.predict(insts, batch_size=batch_size)):
-                row["aligned_start"], row["aligned_end"] = (span if span is not None else (None, None))
+                row["aligned_start"], row["aligned_end"] = span if span is not None else (None, None)
                 row["aligner_score"] = score
                 stats["aligned" if span is not None else "unaligned"] += 1
             stats["beams"] += len(rows)

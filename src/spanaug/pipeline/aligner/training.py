@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from spanaug.core.config import AlignerConfig, AlignerTrainSettings
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
@@ -27,8 +27,11 @@ from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
 log = logging.getLogger(__name__)
 
 
-def tune_threshold(gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]],
-                   metric: str = "soft_f1") -> tuple[float, dict[str, float]]:
+def tune_threshold(
+    gold: Sequence[tuple[int, int] | None],
+    scored: Sequence[tuple[tuple[int, int] | None, float]],
+    metric: str = "soft_f1",
+) -> tuple[float, dict[str, float]]:
     """The score threshold (below it: no alignment) that maximises ``metric`` on dev data."""
     candidates = sorted({0.0} | {round(s, 4) for _, s in scored})
     best = (0.0, span_metrics(gold, [p for p, _ in scored]))
@@ -43,23 +46,30 @@ def _batches(items: list, size: int) -> Iterator[list]:
     return (items[i : i + size] for i in range(0, len(items), size))
 
 
-def holdout_by_pair(instances: Sequence[Instance], share: float, seed: int = 0) -> tuple[list[Instance], list[Instance]]:
+def holdout_by_pair(
+    instances: Sequence[Instance], share: float, seed: int = 0
+) -> tuple[list[Instance], list[Instance]]:
     """(kept, held out): ``share`` of the sentence pairs (seeded, at least one when ``share`` > 0
     and there are two or more pairs, never all) held out with all their spans."""
     keys = list(dict.fromkeys(pair_key(i) for i in instances))
     n_held = max(0, min(len(keys) - 1, max(1, round(len(keys) * share)))) if share > 0 else 0
-    part = assign_parts(keys, [("held", n_held / len(keys) if keys else 0.0), ("kept", None)], order="shuffle", seed=seed)
-    return ([i for i in instances if part[pair_key(i)] == "kept"], [i for i in instances if part[pair_key(i)] == "held"])
+    part = assign_parts(
+        keys, [("held", n_held / len(keys) if keys else 0.0), ("kept", None)], order="shuffle", seed=seed
+    )
+    return (
+        [i for i in instances if part[pair_key(i)] == "kept"],
+        [i for i in instances if part[pair_key(i)] == "held"],
+    )
 
 
 def holdout_description(share: float, held: Sequence[Instance]) -> str:
     """How a threshold tuned on held-out training pairs was set (saved as ``threshold_source``)."""
-    return (f"held-out {share:.0%} of training pairs ({len({pair_key(i) for i in held})} pairs, "
-            f"{len(held)} instances)")
+    return f"held-out {share:.0%} of training pairs ({len({pair_key(i) for i in held})} pairs, {len(held)} instances)"
 
 
-def threshold_split(train: Sequence[Instance], extra: Sequence[Instance], dev: Sequence[Instance] | None,
-                    share: float, seed: int) -> tuple[list[Instance], list[Instance], list[Instance], str]:
+def threshold_split(
+    train: Sequence[Instance], extra: Sequence[Instance], dev: Sequence[Instance] | None, share: float, seed: int
+) -> tuple[list[Instance], list[Instance], list[Instance], str]:
     """(train, extra, held out, source): where an aligner's null threshold is tuned. On ``dev`` when
     given; else on ``share`` of the training pairs held out (their extra instances leave with them);
     else nowhere ('untuned'). Both aligner kinds use it, so they record ``threshold_source`` alike."""
@@ -72,9 +82,16 @@ def threshold_split(train: Sequence[Instance], extra: Sequence[Instance], dev: S
     return train, extra, [], "untuned"
 
 
-def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, dev: Sequence[Instance] | None = None,
-                  device: str | None = "auto", progress: bool = True, aligner: SpanAligner | None = None,
-                  extra: Sequence[Instance] = ()) -> tuple[SpanAligner, dict[str, Any]]:
+def train_aligner(
+    train: Sequence[Instance],
+    cfg: AlignerConfig,
+    tcfg: AlignerTrainSettings,
+    dev: Sequence[Instance] | None = None,
+    device: str | None = "auto",
+    progress: bool = True,
+    aligner: SpanAligner | None = None,
+    extra: Sequence[Instance] = (),
+) -> tuple[SpanAligner, dict[str, Any]]:
     """Train the scorer (and the top encoder layers when configured) and tune the null threshold.
 
     The threshold is tuned on ``dev``; without it, on ``tcfg.threshold_holdout`` of the training
@@ -89,8 +106,13 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTr
     fresh = None
     if refit and aligner is not None:  # a second scorer over the same (frozen) encoder, or a copy of a tuned one
         tuned = bool(aligner.config.finetune_layers)
-        fresh = SpanAligner(dataclasses.replace(aligner.config), encoder=copy.deepcopy(aligner.encoder) if tuned else aligner.encoder,
-                            tokenizer=aligner.tokenizer, device=str(aligner.device), cache=None if tuned else aligner.cache)
+        fresh = SpanAligner(
+            dataclasses.replace(aligner.config),
+            encoder=copy.deepcopy(aligner.encoder) if tuned else aligner.encoder,
+            tokenizer=aligner.tokenizer,
+            device=str(aligner.device),
+            cache=None if tuned else aligner.cache,
+        )
     aligner, summary = _fit(train, cfg, tcfg, device, progress, aligner, extra)
     summary["threshold_source"] = source
     if dev:
@@ -99,8 +121,13 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTr
         summary.update({"threshold": threshold, "dev_metrics": metrics})
         if refit:
             aligner, refit_summary = _fit(train + held, cfg, tcfg, device, progress, fresh, extra)
-            summary.update({"refit_on_all_pairs": True, "train_instances": refit_summary["train_instances"],
-                            "loss_history": refit_summary["loss_history"]})
+            summary.update(
+                {
+                    "refit_on_all_pairs": True,
+                    "train_instances": refit_summary["train_instances"],
+                    "loss_history": refit_summary["loss_history"],
+                }
+            )
             source += ", then trained again on all pairs"
             summary["threshold_source"] = source
         aligner.config.threshold = threshold
@@ -112,8 +139,15 @@ def train_aligner(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTr
     return aligner, summary
 
 
-def _fit(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, device: str | None, progress: bool,
-         aligner: SpanAligner | None, extra: Sequence[Instance]) -> tuple[SpanAligner, dict[str, Any]]:
+def _fit(
+    train: Sequence[Instance],
+    cfg: AlignerConfig,
+    tcfg: AlignerTrainSettings,
+    device: str | None,
+    progress: bool,
+    aligner: SpanAligner | None,
+    extra: Sequence[Instance],
+) -> tuple[SpanAligner, dict[str, Any]]:
     """Train the scorer (and tuned encoder layers) on ``train`` + ``extra``; no threshold."""
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
@@ -149,8 +183,14 @@ def _fit(train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettin
     return aligner, {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
 
 
-def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings,
-                    rng: random.Random, progress: bool):  # noqa: ANN202
+def _frozen_batches(
+    aligner: SpanAligner,
+    train: Sequence[Instance],
+    cfg: AlignerConfig,
+    tcfg: AlignerTrainSettings,
+    rng: random.Random,
+    progress: bool,
+):
     """With a frozen encoder, candidates, features and labels never change: build them once."""
     pairs = list(dict.fromkeys(pair_key(i) for i in train))
     vecs = dict(zip(pairs, aligner.encode_pairs(pairs, progress=progress)))
@@ -170,8 +210,9 @@ def _frozen_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: Aligne
     return epoch
 
 
-def _finetune_batches(aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings,
-                      rng: random.Random):  # noqa: ANN202
+def _finetune_batches(
+    aligner: SpanAligner, train: Sequence[Instance], cfg: AlignerConfig, tcfg: AlignerTrainSettings, rng: random.Random
+):
     """With a tuned encoder, each batch re-encodes its sentence pairs (once per pair) with gradients."""
     order = list(train)
 

@@ -31,7 +31,9 @@ from spanaug.pipeline.aligner.word_aligned import AlignedPair, _link_index, _phr
 PairKey = tuple[tuple[str, ...], tuple[str, ...]]
 
 
-def restrict_to_pairs(instances: Iterable[Instance], allowed: Collection[PairKey], either_way: bool = True) -> list[Instance]:
+def restrict_to_pairs(
+    instances: Iterable[Instance], allowed: Collection[PairKey], either_way: bool = True
+) -> list[Instance]:
     """Instances whose sentence pair (or, with ``either_way``, the pair read backwards) is in ``allowed``."""
     allowed = set(allowed)
     if either_way:
@@ -45,15 +47,16 @@ def pairs_for(aligned: Iterable[AlignedPair], allowed: Collection[PairKey]) -> l
     return [p for p in aligned if p.key in allowed]
 
 
-def consistent_phrases(pair: AlignedPair, max_phrase: int = 4, max_target_width: int = 6,
-                       content_bounded: bool = False) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def consistent_phrases(
+    pair: AlignedPair, max_phrase: int = 4, max_target_width: int = 6, content_bounded: bool = False
+) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Every (source phrase, target block) whose sure links stay inside the pair: each source token
     linked, and no target token of the block linked outside the phrase (phrase-based MT's rule)."""
     by_src, by_tgt = _link_index(pair.sure)
     out = []
     n = len(pair.source)
     for length in range(1, max_phrase + 1):
-        for start in range(0, n - length + 1):
+        for start in range(n - length + 1):
             end = start + length - 1
             if content_bounded and not (is_content(pair.source[start]) and is_content(pair.source[end])):
                 continue
@@ -64,9 +67,17 @@ def consistent_phrases(pair: AlignedPair, max_phrase: int = 4, max_target_width:
     return out
 
 
-def phrase_pair_instances(pairs: Iterable[AlignedPair], max_phrase: int = 4, max_target_width: int = 6,
-                          content_bounded: bool = False, keep_identical: bool = False, null_share: float = 0.10,
-                          max_per_pair: int | None = None, seed: int = 0, prefix: str = "phrases") -> list[Instance]:
+def phrase_pair_instances(
+    pairs: Iterable[AlignedPair],
+    max_phrase: int = 4,
+    max_target_width: int = 6,
+    content_bounded: bool = False,
+    keep_identical: bool = False,
+    null_share: float = 0.10,
+    max_per_pair: int | None = None,
+    seed: int = 0,
+    prefix: str = "phrases",
+) -> list[Instance]:
     """Span instances from every consistent phrase pair of 1..``max_phrase`` source tokens.
 
     ``keep_identical`` keeps phrases copied unchanged (a rewritten trigger never is);
@@ -87,14 +98,18 @@ def phrase_pair_instances(pairs: Iterable[AlignedPair], max_phrase: int = 4, max
             found = rng.sample(found, max_per_pair)
         aligned.extend(found)
         linked = {i for i, _ in pair.sure}
-        nulls.extend(Instance(f"{prefix}:{pair.id}:{i}-{i}", src, tgt, (i, i), None)
-                     for i, tok in enumerate(src) if is_content(tok) and i not in linked)
+        nulls.extend(
+            Instance(f"{prefix}:{pair.id}:{i}-{i}", src, tgt, (i, i), None)
+            for i, tok in enumerate(src)
+            if is_content(tok) and i not in linked
+        )
     keep = min(len(nulls), round(null_share / (1 - null_share) * len(aligned))) if null_share < 1 else len(nulls)
     return aligned + rng.sample(nulls, keep)
 
 
-def graph_instances(chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]],
-                    ) -> tuple[list[Instance], dict[str, int]]:
+def graph_instances(
+    chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]],
+) -> tuple[list[Instance], dict[str, int]]:
     """Span-alignment instances between every two members of each chain (Chen et al.'s graph view).
 
     Adjacent members were aligned by the aligner itself ('direct', and their 'reversed' pairs);
@@ -117,8 +132,9 @@ def graph_instances(chains: Mapping[str, list[tuple[list[str], tuple[int, int]]]
     return out, counts
 
 
-def chain_instances(pairs: Sequence[AlignedPair], max_phrase: int = 4, max_target_width: int = 6,
-                    keep_identical: bool = False) -> tuple[list[Instance], dict[str, int]]:
+def chain_instances(
+    pairs: Sequence[AlignedPair], max_phrase: int = 4, max_target_width: int = 6, keep_identical: bool = False
+) -> tuple[list[Instance], dict[str, int]]:
     """Instances composed along paraphrase chains through sentences shared by several aligned pairs.
 
     A sentence X aligned to Y1 and to Y2 (in either direction) is the middle of a chain
@@ -128,7 +144,9 @@ def chain_instances(pairs: Sequence[AlignedPair], max_phrase: int = 4, max_targe
     phrase pairs already. The counts say how many chains and instances there were.
     """
     # For each sentence: its aligned phrases per partner, as {X span: partner span}.
-    links: dict[tuple[str, ...], list[tuple[tuple[str, ...], dict[tuple[int, int], tuple[int, int]]]]] = defaultdict(list)
+    links: dict[tuple[str, ...], list[tuple[tuple[str, ...], dict[tuple[int, int], tuple[int, int]]]]] = defaultdict(
+        list
+    )
     for pair in pairs:
         phrases = consistent_phrases(pair, max_phrase, max_target_width)
         links[tuple(pair.source)].append((tuple(pair.target), dict(phrases)))
@@ -144,7 +162,10 @@ def chain_instances(pairs: Sequence[AlignedPair], max_phrase: int = 4, max_targe
                     continue
                 for span in sorted(set(spans1) & set(spans2)):
                     chains[f"{hash(x) & 0xFFFFFFFF:08x}:{i}-{j}:{span[0]}-{span[1]}"] = [
-                        (list(y1), spans1[span]), (list(x), span), (list(y2), spans2[span])]
+                        (list(y1), spans1[span]),
+                        (list(x), span),
+                        (list(y2), spans2[span]),
+                    ]
     instances, counts = graph_instances(chains)
     composed = []
     for inst in instances:
@@ -153,16 +174,22 @@ def chain_instances(pairs: Sequence[AlignedPair], max_phrase: int = 4, max_targe
             continue
         s, e = inst.source_span
         a, b = inst.target_span
-        if not keep_identical and [t.lower() for t in inst.source_tokens[s : e + 1]] == \
-                [t.lower() for t in inst.target_tokens[a : b + 1]]:
+        if not keep_identical and [t.lower() for t in inst.source_tokens[s : e + 1]] == [
+            t.lower() for t in inst.target_tokens[a : b + 1]
+        ]:
             continue
         composed.append(inst)
-    return composed, {"shared_sentences": sum(len(v) > 1 for v in links.values()), "chains": counts["chains"],
-                      "composed": counts["composed"], "kept": len(composed)}
+    return composed, {
+        "shared_sentences": sum(len(v) > 1 for v in links.values()),
+        "chains": counts["chains"],
+        "composed": counts["composed"],
+        "kept": len(composed),
+    }
 
 
-def perturb(tokens: Sequence[str], span: tuple[int, int], rng: random.Random, max_deletions: int = 2,
-            rotate: float = 0.5) -> tuple[list[str], tuple[int, int]]:
+def perturb(
+    tokens: Sequence[str], span: tuple[int, int], rng: random.Random, max_deletions: int = 2, rotate: float = 0.5
+) -> tuple[list[str], tuple[int, int]]:
     """Move the span off its original position: delete up to ``max_deletions`` tokens outside it,
     and (with probability ``rotate``) swap the clauses before and after a comma or 'and' that lies
     outside the span. Returns the new tokens and the span's new position."""
@@ -182,9 +209,15 @@ def perturb(tokens: Sequence[str], span: tuple[int, int], rng: random.Random, ma
     return new, (inside[0], inside[-1])
 
 
-def synthetic_instances(sentences: Iterable[tuple[Sequence[str], tuple[int, int], str, Sequence[str] | None]],
-                        lexicon: Mapping[str, Sequence[str]], per_span: int = 1, both_ways: bool = True,
-                        perturbed: bool = True, seed: int = 0, prefix: str = "synthetic") -> list[Instance]:
+def synthetic_instances(
+    sentences: Iterable[tuple[Sequence[str], tuple[int, int], str, Sequence[str] | None]],
+    lexicon: Mapping[str, Sequence[str]],
+    per_span: int = 1,
+    both_ways: bool = True,
+    perturbed: bool = True,
+    seed: int = 0,
+    prefix: str = "synthetic",
+) -> list[Instance]:
     """Pre-training pairs made by rewriting a labelled span: its frame's other lexical units.
 
     ``sentences`` yields (tokens, trigger span, frame, PTB tags or None); ``lexicon`` maps a frame
@@ -239,8 +272,11 @@ def synthetic_instances(sentences: Iterable[tuple[Sequence[str], tuple[int, int]
 
 def describe(instances: Sequence[Instance]) -> dict[str, Any]:
     """Counts of a set of instances: all, with no counterpart, sentence pairs."""
-    return {"instances": len(instances), "null": sum(i.target_span is None for i in instances),
-            "pairs": len({pair_key(i) for i in instances})}
+    return {
+        "instances": len(instances),
+        "null": sum(i.target_span is None for i in instances),
+        "pairs": len({pair_key(i) for i in instances}),
+    }
 
 
 # ---------------------------------------------------------------- sources by name
@@ -262,14 +298,24 @@ def read_sources(cfg: Any, gold_pairs: str | None = None, synthetic: str | None 
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
-    return DataSources(gold_pairs=read_aligned_json(gold_pairs) if gold_pairs else (),
-                       synthetic=read_instances(synthetic) if synthetic else (),
-                       phrase_options={"max_phrase": cfg.phrase_max_len, "max_per_pair": cfg.phrase_max_per_pair,
-                                       "keep_identical": cfg.phrase_keep_identical})
+    return DataSources(
+        gold_pairs=read_aligned_json(gold_pairs) if gold_pairs else (),
+        synthetic=read_instances(synthetic) if synthetic else (),
+        phrase_options={
+            "max_phrase": cfg.phrase_max_len,
+            "max_per_pair": cfg.phrase_max_per_pair,
+            "keep_identical": cfg.phrase_keep_identical,
+        },
+    )
 
 
-def extra_training_instances(names: Sequence[str], train: Sequence[Instance], sources: DataSources, seed: int = 0,
-                             held_out: Sequence[Instance] = ()) -> tuple[list[Instance], dict[str, Any]]:
+def extra_training_instances(
+    names: Sequence[str],
+    train: Sequence[Instance],
+    sources: DataSources,
+    seed: int = 0,
+    held_out: Sequence[Instance] = (),
+) -> tuple[list[Instance], dict[str, Any]]:
     """The extra training instances of the sources ``names`` (phrases, reversed, chains) and their
     counts. They are made from the training pairs only, none lies on a ``held_out`` pair (either
     way round), and none repeats a (pair, source span) already in ``train`` or an earlier source."""

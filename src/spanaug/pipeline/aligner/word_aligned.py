@@ -28,14 +28,101 @@ Link = tuple[int, int]
 #: Closed-class English words; a span instance's phrase must start and end on another word.
 #: Prepositions that head phrasal verbs and quantities (up, about, under) count as content: with
 #: them the importer reproduces 97.6% of the shared Edinburgh++ instances (2,071 of 2,122).
-FUNCTION_WORDS = frozenset("""
-a an the this that these those some any each every no all both either neither
-and or but nor so yet if then than as
-of to in on at by for with from
-i me my mine we us our you your he him his she her it its they them their
-is am are was were be been being do does did has have had will would shall should can could may might must
-'s 'll 're 've 'd n't not there here which who whom whose what
-""".split())
+FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "each",
+        "every",
+        "no",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "so",
+        "yet",
+        "if",
+        "then",
+        "than",
+        "as",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "is",
+        "am",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "can",
+        "could",
+        "may",
+        "might",
+        "must",
+        "'s",
+        "'ll",
+        "'re",
+        "'ve",
+        "'d",
+        "n't",
+        "not",
+        "there",
+        "here",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+    ]
+)
 
 
 @dataclasses.dataclass
@@ -89,7 +176,10 @@ def read_aligned_json(path: Path | str) -> list[AlignedPair]:
         if not src or not tgt:
             raise InputError(path, where, "empty source or target sentence")
         pair_id = rec.get("id", n)
-        if not ((isinstance(pair_id, str) and pair_id.strip()) or (isinstance(pair_id, int) and not isinstance(pair_id, bool))):
+        if not (
+            (isinstance(pair_id, str) and pair_id.strip())
+            or (isinstance(pair_id, int) and not isinstance(pair_id, bool))
+        ):
             raise InputError(path, where, f"'id' is {pair_id!r} (expected a non-blank string or an integer)")
         if str(pair_id) in seen:
             raise InputError(path, where, f"duplicate id {pair_id!r} (first at item {seen[str(pair_id)]})")
@@ -114,8 +204,12 @@ def _link_index(links: set[Link]) -> tuple[dict[int, set[int]], dict[int, set[in
     return by_src, by_tgt
 
 
-def _phrase_target(by_src: dict[int, set[int]], by_tgt: dict[int, set[int]], start: int, end: int,
-                   ) -> tuple[int, int] | None:
+def _phrase_target(
+    by_src: dict[int, set[int]],
+    by_tgt: dict[int, set[int]],
+    start: int,
+    end: int,
+) -> tuple[int, int] | None:
     """The target block [a, b] that source phrase [start, end] aligns to as a unit, if any."""
     if any(i not in by_src for i in range(start, end + 1)):
         return None
@@ -125,8 +219,14 @@ def _phrase_target(by_src: dict[int, set[int]], by_tgt: dict[int, set[int]], sta
     return (a, b) if inside else None
 
 
-def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4, max_target_width: int = 6,
-                              null_share: float = 0.10, seed: int = 0, prefix: str = "aligned") -> list[Instance]:
+def instances_from_alignments(
+    pairs: Iterable[AlignedPair],
+    max_phrase: int = 4,
+    max_target_width: int = 6,
+    null_share: float = 0.10,
+    seed: int = 0,
+    prefix: str = "aligned",
+) -> list[Instance]:
     """Span-alignment instances from sure links, by the rule of ``../shared/data/README.md``.
 
     A source phrase of 1..``max_phrase`` tokens starting and ending on a content word, every
@@ -141,7 +241,7 @@ def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4,
         by_src, by_tgt = _link_index(pair.sure)
         found: list[tuple[int, int]] = []
         for length in range(1, max_phrase + 1):
-            for start in range(0, len(src) - length + 1):
+            for start in range(len(src) - length + 1):
                 end = start + length - 1
                 if not (is_content(src[start]) and is_content(src[end])):
                     continue
@@ -154,16 +254,20 @@ def instances_from_alignments(pairs: Iterable[AlignedPair], max_phrase: int = 4,
                     continue
                 found.append((start, end))
                 aligned.append(Instance(f"{prefix}:{pair.id}:{start}-{end}", src, tgt, (start, end), block))
-        nulls.extend(Instance(f"{prefix}:{pair.id}:{i}-{i}", src, tgt, (i, i), None)
-                     for i, tok in enumerate(src) if is_content(tok) and i not in by_src)
+        nulls.extend(
+            Instance(f"{prefix}:{pair.id}:{i}-{i}", src, tgt, (i, i), None)
+            for i, tok in enumerate(src)
+            if is_content(tok) and i not in by_src
+        )
     # null / (aligned + null) = share  =>  null = share / (1 - share) * aligned
     keep = min(len(nulls), round(null_share / (1 - null_share) * len(aligned))) if null_share < 1 else len(nulls)
     kept_nulls = set(map(id, random.Random(seed).sample(nulls, keep)))
     return aligned + [n for n in nulls if id(n) in kept_nulls]
 
 
-def pairs_from_bitext(pairs: Iterable[tuple[list[str], list[str]]], max_block: int = 4,
-                      prefix: str = "bitext") -> list[AlignedPair]:
+def pairs_from_bitext(
+    pairs: Iterable[tuple[list[str], list[str]]], max_block: int = 4, prefix: str = "bitext"
+) -> list[AlignedPair]:
     """Word alignments from token differences: identical tokens link 1:1, replaced blocks link all-to-all.
 
     A stand-in for hand alignments where a corpus has none (the demo bitext), so the word-aligner
@@ -186,9 +290,16 @@ def write_aligned_json(pairs: Iterable[AlignedPair], path: Path | str) -> None:
     """Pairs in the Edinburgh++ JSON format (atomically)."""
     from spanaug.core.files import atomic_path
 
-    records = [{"id": p.id, "source": " ".join(p.source), "target": " ".join(p.target),
-                "sureAlign": " ".join(f"{i}-{j}" for i, j in sorted(p.sure)),
-                "possibleAlign": " ".join(f"{i}-{j}" for i, j in sorted(p.possible - p.sure))} for p in pairs]
+    records = [
+        {
+            "id": p.id,
+            "source": " ".join(p.source),
+            "target": " ".join(p.target),
+            "sureAlign": " ".join(f"{i}-{j}" for i, j in sorted(p.sure)),
+            "possibleAlign": " ".join(f"{i}-{j}" for i, j in sorted(p.possible - p.sure)),
+        }
+        for p in pairs
+    ]
     with atomic_path(path, ".json") as tmp:
         tmp.write_text(json.dumps(records, indent=1), encoding="utf-8")
 
@@ -228,8 +339,7 @@ def read_span_tsv(path: Path | str) -> list[Instance]:
             raise InputError(path, lineno, f"source span [{s}, {e}) out of range for {len(src)} tokens")
         if a is not None and not 0 <= a < b <= len(tgt):
             raise InputError(path, lineno, f"target span [{a}, {b}) out of range for {len(tgt)} tokens")
-        out.append(Instance(f"{Path(path).stem}:{lineno}", src, tgt, (s, e - 1),
-                            (a, b - 1) if a is not None else None))
+        out.append(Instance(f"{Path(path).stem}:{lineno}", src, tgt, (s, e - 1), (a, b - 1) if a is not None else None))
     return out
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 _SPACE_MARKERS = ("▁", "Ġ")
 
 
-def banned_sequences(tokenizer, phrases: Iterable[str]) -> list[tuple[int, ...]]:  # noqa: ANN001
+def banned_sequences(tokenizer, phrases: Iterable[str]) -> list[tuple[int, ...]]:
     """Token-id sequences for each phrase, mid-sentence and sentence-initially.
 
     A phrase is tokenized as it would appear after a space and at the start of the text, and,

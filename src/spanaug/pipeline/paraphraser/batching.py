@@ -33,12 +33,16 @@ def length_limit(source_ids: int, max_new_tokens: int | None = None) -> int:
     applied to the sentence's own source length, so the batch it lands in does not matter."""
     if max_new_tokens is not None:
         return int(max_new_tokens)
-    return int(math.ceil(LENGTH_RATIO * source_ids)) + LENGTH_EXTRA
+    return math.ceil(LENGTH_RATIO * source_ids) + LENGTH_EXTRA
 
 
-def token_budget_batches(lengths: Sequence[int], width: int, max_batch_tokens: int,
-                         max_sentences: int | None = None,
-                         group: Callable[[int], Hashable] | None = None) -> list[list[int]]:
+def token_budget_batches(
+    lengths: Sequence[int],
+    width: int,
+    max_batch_tokens: int,
+    max_sentences: int | None = None,
+    group: Callable[[int], Hashable] | None = None,
+) -> list[list[int]]:
     """Indices of ``lengths`` in batches whose ``sentences x longest x width`` fits the budget.
 
     Sentences are sorted by ``group(i)`` (when given: batches never mix groups) and then by length,

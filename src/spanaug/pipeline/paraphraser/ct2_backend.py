@@ -1,5 +1,4 @@
-"""The CTranslate2 backend: the same model converted with CTranslate2 (once, into a cache).
-"""
+"""The CTranslate2 backend: the same model converted with CTranslate2 (once, into a cache)."""
 
 from __future__ import annotations
 
@@ -31,15 +30,21 @@ class CT2Paraphraser(Paraphraser):
     differ from hf. Calls are submitted asynchronously; on CPU they run side by side.
     """
 
-    def __init__(self, translator, tokenizer, device: str):  # noqa: ANN001
+    def __init__(self, translator, tokenizer, device: str):
         self.translator = translator
         self.tokenizer = tokenizer
         self.device = torch.device("cuda" if device == "cuda" else "cpu")
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto",
-                        ct2_cache: str | Path | None = None) -> "CT2Paraphraser":
-        """Load ``name_or_path`` converted (on first use) into ``ct2_cache`` (default: :func:`.ct2_convert.cache_root`)."""
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path,
+        device: str | None = "auto",
+        dtype: str | None = "auto",
+        ct2_cache: str | Path | None = None,
+    ) -> CT2Paraphraser:
+        """Load ``name_or_path`` converted (on first use) into ``ct2_cache``
+        (default: :func:`.ct2_convert.cache_root`)."""
         try:
             import ctranslate2
         except ImportError:
@@ -49,7 +54,9 @@ class CT2Paraphraser(Paraphraser):
         from spanaug.pipeline.paraphraser.ct2_convert import converted_model
 
         target = converted_model(name_or_path, cache=ct2_cache)
-        dev = "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
+        dev = (
+            "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
+        )
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)
         # Requests are decoded in one call per constraint set: on CPU, run those calls side by side.
         threads = {"inter_threads": max(1, os.cpu_count() or 1), "intra_threads": 1} if dev == "cpu" else {}
@@ -65,8 +72,9 @@ class CT2Paraphraser(Paraphraser):
             return None
         return lambda i: tuple(sorted(set(requests[i]["constraints"])))
 
-    def _decode_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings,
-                      batch_index: int) -> list[list[tuple[str, float]]]:
+    def _decode_batch(
+        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
+    ) -> list[list[tuple[str, float]]]:
         import ctranslate2
 
         sources = [self._pieces(r["source_text"], cfg.prefix) for r in requests]
@@ -78,8 +86,13 @@ class CT2Paraphraser(Paraphraser):
         if cfg.mode == "sample":
             ctranslate2.set_random_seed(cfg.seed * 100003 + batch_index)
         # The hf backend's search settings (Paraphraser.search_kwargs), in CTranslate2's terms.
-        kwargs: dict[str, Any] = {"asynchronous": True, "return_scores": True, "min_decoding_length": 0,
-                                  "length_penalty": 1.0, "max_input_length": 0}
+        kwargs: dict[str, Any] = {
+            "asynchronous": True,
+            "return_scores": True,
+            "min_decoding_length": 0,
+            "length_penalty": 1.0,
+            "max_input_length": 0,
+        }
         if cfg.mode == "beam":
             kwargs.update(beam_size=cfg.beam_size, num_hypotheses=cfg.beam_size, patience=1.0)
         else:
@@ -96,16 +109,28 @@ class CT2Paraphraser(Paraphraser):
         for (_, limit), idx in groups.items():
             seqs = sorted({seq for i in idx for seq in banned_for(requests[i]["constraints"])})
             banned = [self.tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]
-            pending.append((idx, self.translator.translate_batch([sources[i] for i in idx], max_decoding_length=limit,
-                                                                 suppress_sequences=banned or None, **kwargs)))
+            pending.append(
+                (
+                    idx,
+                    self.translator.translate_batch(
+                        [sources[i] for i in idx],
+                        max_decoding_length=limit,
+                        suppress_sequences=banned or None,
+                        **kwargs,
+                    ),
+                )
+            )
         out: list[list[tuple[str, float]]] = [[] for _ in requests]
         for idx, results in pending:
             for i, res in zip(idx, results):
                 r = res.result()
                 scores = r.scores if cfg.mode == "beam" else [float("nan")] * len(r.hypotheses)
                 # Decoded through token ids, as the hf backend decodes, so both give the same text.
-                texts = self.tokenizer.batch_decode([self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses],
-                                                    skip_special_tokens=True, clean_up_tokenization_spaces=False)
+                texts = self.tokenizer.batch_decode(
+                    [self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses],
+                    skip_special_tokens=True,
+                    clean_up_tokenization_spaces=False,
+                )
                 out[i] = list(zip(texts, scores))
         return out
 

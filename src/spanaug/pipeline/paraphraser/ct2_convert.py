@@ -47,7 +47,7 @@ def _local_dir(name_or_path: str, revision: str | None) -> Path | None:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name_or_path, revision=revision, local_files_only=True)).resolve()
-    except Exception:  # noqa: BLE001 - not cached locally; the key falls back to the name
+    except Exception:
         return None
 
 
@@ -71,11 +71,11 @@ def model_key(name_or_path: str | Path, revision: str | None = None) -> str:
     return f"{stem}-{h.hexdigest()[:16]}"
 
 
-def _converter_class():  # noqa: ANN202
+def _converter_class():
     from ctranslate2.converters import TransformersConverter
 
     class _Converter(TransformersConverter):
-        def load_model(self, model_class, model_name_or_path, **kwargs):  # noqa: ANN001, ANN202
+        def load_model(self, model_class, model_name_or_path, **kwargs):
             model = super().load_model(model_class, model_name_or_path, **kwargs)
             for attr, value in _MISSING_CONFIG.get(type(model.config).__name__, {}).items():
                 if not hasattr(model.config, attr):

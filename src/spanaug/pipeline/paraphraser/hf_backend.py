@@ -38,15 +38,16 @@ class DecodeStats:
 class Paraphraser:
     """A seq2seq paraphraser (``AutoModelForSeq2SeqLM``) decoding under negative constraints."""
 
-    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):  # noqa: ANN001
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
         self.model = model.to(device=device, dtype=dtype).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.dtype = dtype
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path, device: str | None = "auto",
-                        dtype: str | None = "auto") -> "Paraphraser":
+    def from_pretrained(
+        cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
+    ) -> Paraphraser:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
         dev = choose_device(device)
@@ -62,7 +63,9 @@ class Paraphraser:
     def score(self, sources: list[str], outputs: list[str], prefix: str = "") -> list[float]:
         """Length-normalised negative log-likelihood of each output given its source."""
         enc = self._encode(sources, prefix)
-        labels = self.tokenizer(text_target=outputs, padding=True, truncation=True, return_tensors="pt")["input_ids"].to(self.device)
+        labels = self.tokenizer(text_target=outputs, padding=True, truncation=True, return_tensors="pt")[
+            "input_ids"
+        ].to(self.device)
         labels = labels.masked_fill(labels == self.tokenizer.pad_token_id, -100)
         logits = self.model(**enc, labels=labels).logits.float()
         never = self._never_generated()
@@ -90,16 +93,35 @@ class Paraphraser:
     def search_kwargs(self, cfg: DecodeSettings) -> dict[str, Any]:
         """Search settings shared with the ct2 backend, set explicitly so that a model's own
         generation config (no_repeat_ngram_size, length_penalty, ...) does not change them."""
-        common = {"length_penalty": 1.0, "no_repeat_ngram_size": 0, "repetition_penalty": 1.0, "min_length": 0,
-                  "forced_eos_token_id": None, "bad_words_ids": None, "suppress_tokens": None}
+        common = {
+            "length_penalty": 1.0,
+            "no_repeat_ngram_size": 0,
+            "repetition_penalty": 1.0,
+            "min_length": 0,
+            "forced_eos_token_id": None,
+            "bad_words_ids": None,
+            "suppress_tokens": None,
+        }
         if cfg.mode == "beam":
-            return {**common, "num_beams": cfg.beam_size, "num_return_sequences": cfg.beam_size, "do_sample": False,
-                    "early_stopping": True}
-        return {**common, "do_sample": True, "top_k": cfg.top_k, "num_beams": 1, "num_return_sequences": cfg.num_samples}
+            return {
+                **common,
+                "num_beams": cfg.beam_size,
+                "num_return_sequences": cfg.beam_size,
+                "do_sample": False,
+                "early_stopping": True,
+            }
+        return {
+            **common,
+            "do_sample": True,
+            "top_k": cfg.top_k,
+            "num_beams": 1,
+            "num_return_sequences": cfg.num_samples,
+        }
 
     @torch.inference_mode()
-    def _decode_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings,
-                      batch_index: int) -> list[list[tuple[str, float]]]:
+    def _decode_batch(
+        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
+    ) -> list[list[tuple[str, float]]]:
         """Each request's beams (or samples) as (text, decoder score), best first for beams."""
         enc = self._encode([r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
@@ -114,14 +136,22 @@ class Paraphraser:
         stop = PerSentenceMaxNewTokens(limits, device=self.device)
         if cfg.mode == "sample":
             torch.manual_seed(cfg.seed * 100003 + batch_index)
-        out = self.model.generate(**enc, **self.search_kwargs(cfg), max_new_tokens=max(limits),
-                                  logits_processor=[processor], stopping_criteria=[stop],
-                                  return_dict_in_generate=True, output_scores=cfg.mode == "beam")
+        out = self.model.generate(
+            **enc,
+            **self.search_kwargs(cfg),
+            max_new_tokens=max(limits),
+            logits_processor=[processor],
+            stopping_criteria=[stop],
+            return_dict_in_generate=True,
+            output_scores=cfg.mode == "beam",
+        )
         texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(texts)
         width = cfg.width
-        return [list(zip(texts[i * width : (i + 1) * width], scores[i * width : (i + 1) * width]))
-                for i in range(len(requests))]
+        return [
+            list(zip(texts[i * width : (i + 1) * width], scores[i * width : (i + 1) * width]))
+            for i in range(len(requests))
+        ]
 
     def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
         return [[text for text, _ in beams] for beams in self._decode_batch(requests, cfg, batch_index)]
@@ -136,8 +166,13 @@ class Paraphraser:
         """What a batch must not mix (nothing here: every sentence has its own constraints on the device)."""
         return None
 
-    def paraphrase(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, stats: DecodeStats | None = None,
-                   progress: bool = True) -> Iterator[dict[str, Any]]:
+    def paraphrase(
+        self,
+        requests: Sequence[dict[str, Any]],
+        cfg: DecodeSettings,
+        stats: DecodeStats | None = None,
+        progress: bool = True,
+    ) -> Iterator[dict[str, Any]]:
         """Decode every request; yield PARAPHRASES rows (request keys + beam outputs), in input order."""
         stats = stats if stats is not None else DecodeStats()
         results: dict[int, list[dict[str, Any]]] = {}
@@ -169,8 +204,14 @@ class Paraphraser:
                 continue
             scores = self.score([requests[i]["source_text"] for i, _ in keep], [t for _, t in keep], cfg.prefix)
             for (i, text), score in zip(keep, scores):
-                results.setdefault(i, []).append({**requests[i], "paraphrase_text": text,
-                                                  "paraphrase_tokens": tokenize(text), "paraphrase_score": float(score)})
+                results.setdefault(i, []).append(
+                    {
+                        **requests[i],
+                        "paraphrase_text": text,
+                        "paraphrase_tokens": tokenize(text),
+                        "paraphrase_score": float(score),
+                    }
+                )
                 stats.outputs += 1
         for i in range(len(requests)):
             # Rank by the exact score (constraints make the decoder's own scores approximate).

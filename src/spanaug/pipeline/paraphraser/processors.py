@@ -28,7 +28,7 @@ import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
 
-def _pad(rows: list[list], width: int, fill) -> list[list]:  # noqa: ANN001
+def _pad(rows: list[list], width: int, fill) -> list[list]:
     return [r + [fill] * (width - len(r)) for r in rows]
 
 
@@ -41,8 +41,13 @@ class TensorBannedSequences(LogitsProcessor):
     are renormalised over the tokens left after the bans, as CTranslate2 does.
     """
 
-    def __init__(self, banned: Sequence[Sequence[Sequence[int]]], vocab_size: int | None = None,
-                 device: torch.device | str | None = None, renormalize: bool = False):
+    def __init__(
+        self,
+        banned: Sequence[Sequence[Sequence[int]]],
+        vocab_size: int | None = None,
+        device: torch.device | str | None = None,
+        renormalize: bool = False,
+    ):
         self.n_sentences = len(banned)
         self.vocab_size = vocab_size
         self.renormalize = renormalize
@@ -68,9 +73,11 @@ class TensorBannedSequences(LogitsProcessor):
             prefixes = [[list(s[:-1]) for s in g] + [[-1] * (length - 1)] * (m - len(g)) for g in per_sentence]
             lasts = _pad([[s[-1] for s in g] for g in per_sentence], m, 0)
             valid = _pad([[True] * len(g) for g in per_sentence], m, False)
-            self.groups[length - 1] = (torch.tensor(prefixes, dtype=torch.long, device=device),
-                                       torch.tensor(lasts, dtype=torch.long, device=device),
-                                       torch.tensor(valid, device=device))
+            self.groups[length - 1] = (
+                torch.tensor(prefixes, dtype=torch.long, device=device),
+                torch.tensor(lasts, dtype=torch.long, device=device),
+                torch.tensor(valid, device=device),
+            )
 
     @property
     def width(self) -> int:
@@ -137,8 +144,9 @@ class TensorBannedSequences(LogitsProcessor):
 _EXACT_BELOW = 0.1
 
 
-def _renormalize_from_mass(scores: torch.Tensor, tok: torch.Tensor, ban: torch.Tensor, banned_logp: torch.Tensor,
-                           any_ban: torch.Tensor) -> torch.Tensor:
+def _renormalize_from_mass(
+    scores: torch.Tensor, tok: torch.Tensor, ban: torch.Tensor, banned_logp: torch.Tensor, any_ban: torch.Tensor
+) -> torch.Tensor:
     """CPU: renormalise log-probabilities after the bans from the banned probability mass alone
     (``R x K`` work instead of ``R x vocab``), in rows where something was banned. Rows where the
     bans took over 90% of the mass are renormalised with a full logsumexp instead, since
@@ -221,7 +229,9 @@ class PerSentenceMaxNewTokens(StoppingCriteria):
         self.prompt_length = prompt_length
         self.min_limit, self.max_limit = min(limits), max(limits)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor | None = None, **kwargs) -> torch.BoolTensor:
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor | None = None, **kwargs
+    ) -> torch.BoolTensor:
         rows, cur = input_ids.shape
         generated = cur - self.prompt_length
         if generated < self.min_limit:  # decided from shapes alone: no row is at its limit yet

@@ -1,5 +1,4 @@
-"""The paraphrase stage: a REQUESTS shard -> a PARAPHRASES shard, with either backend.
-"""
+"""The paraphrase stage: a REQUESTS shard -> a PARAPHRASES shard, with either backend."""
 
 from __future__ import annotations
 
@@ -23,8 +22,14 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
     return BACKENDS[cfg.backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
 
 
-def paraphrase_stage(requests_path: Path | str, out: Path | str, cfg: DecodeSettings, device: str = "auto",
-                     stats_path: Path | str | None = None, chunk_rows: int = 4096) -> DecodeStats:
+def paraphrase_stage(
+    requests_path: Path | str,
+    out: Path | str,
+    cfg: DecodeSettings,
+    device: str = "auto",
+    stats_path: Path | str | None = None,
+    chunk_rows: int = 4096,
+) -> DecodeStats:
     """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks."""
     paraphraser = load_paraphraser(cfg, device)
     stats = DecodeStats()

@@ -44,18 +44,30 @@ T5_BASE = Size(d_model=768, layers=12, heads=12, ffn=3072, vocab_size=32128, max
 T5_CPU = Size(d_model=256, layers=3, heads=4, ffn=1024, vocab_size=32128, max_positions=512)
 
 
-def _unigram(texts: Sequence[str], vocab_size: int, specials: dict[str, int], pad_last: bool):  # noqa: ANN202
+def _unigram(texts: Sequence[str], vocab_size: int, specials: dict[str, int], pad_last: bool):
     import sentencepiece as spm
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 
     buf = io.BytesIO()
-    ids = {"pad_id": specials.get("<pad>", -1) if not pad_last else -1, "eos_id": specials["</s>"],
-           "unk_id": specials["<unk>"], "bos_id": specials.get("<s>", -1)}
+    ids = {
+        "pad_id": specials.get("<pad>", -1) if not pad_last else -1,
+        "eos_id": specials["</s>"],
+        "unk_id": specials["<unk>"],
+        "bos_id": specials.get("<s>", -1),
+    }
     pieces = {"pad_piece": "<pad>", "eos_piece": "</s>", "unk_piece": "<unk>", "bos_piece": "<s>"}
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=buf, vocab_size=vocab_size,
-                                   model_type="unigram", hard_vocab_limit=False, minloglevel=2, **ids, **pieces)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        hard_vocab_limit=False,
+        minloglevel=2,
+        **ids,
+        **pieces,
+    )
     sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
     vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     if pad_last:
@@ -74,23 +86,31 @@ def _unigram(texts: Sequence[str], vocab_size: int, specials: dict[str, int], pa
     return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
 
 
-def _bytebpe(texts: Sequence[str], vocab_size: int):  # noqa: ANN202
+def _bytebpe(texts: Sequence[str], vocab_size: int):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(list(texts), trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok.train_from_iterator(
+        list(texts),
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
-                                   unk_token="<unk>")
+        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
 
 
-def _wordpiece(texts: Sequence[str], vocab_size: int):  # noqa: ANN202
+def _wordpiece(texts: Sequence[str], vocab_size: int):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -98,15 +118,21 @@ def _wordpiece(texts: Sequence[str], vocab_size: int):  # noqa: ANN202
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
-    tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False))
+    tok.train_from_iterator(
+        list(texts),
+        trainers.WordPieceTrainer(
+            vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False
+        ),
+    )
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
-                                   unk_token="<unk>")
+        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
 
 
-def train_tokenizer(kind: str, texts: Sequence[str], vocab_size: int = 160, family: str = "t5"):  # noqa: ANN201
+def train_tokenizer(kind: str, texts: Sequence[str], vocab_size: int = 160, family: str = "t5"):
     """A fast tokenizer of ``kind`` trained on ``texts``, with the special-token layout of ``family``."""
     if kind == "unigram":
         if family == "marian":  # Marian: </s> 0, <unk> 1, <pad> last; no <s>
@@ -119,7 +145,7 @@ def train_tokenizer(kind: str, texts: Sequence[str], vocab_size: int = 160, fami
     raise ValueError(f"unknown tokenizer kind {kind!r}")
 
 
-def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):  # noqa: ANN001, ANN201
+def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):
     """A random seq2seq model of ``family`` over ``tokenizer``'s ids."""
     import torch
     import transformers as tf
@@ -127,22 +153,41 @@ def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):  # no
     torch.manual_seed(seed)
     vocab = size.vocab_size or len(tokenizer)
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
-    common = dict(vocab_size=vocab, pad_token_id=pad, eos_token_id=eos)
+    common = {"vocab_size": vocab, "pad_token_id": pad, "eos_token_id": eos}
     family = family.split("-")[0]
     if family == "t5":
-        config = tf.T5Config(d_model=size.d_model, d_kv=size.d_model // size.heads, d_ff=size.ffn,
-                             num_layers=size.layers, num_decoder_layers=size.layers, num_heads=size.heads,
-                             relative_attention_num_buckets=8 if size is TINY else 32, dropout_rate=0.0,
-                             decoder_start_token_id=pad, **common)
+        config = tf.T5Config(
+            d_model=size.d_model,
+            d_kv=size.d_model // size.heads,
+            d_ff=size.ffn,
+            num_layers=size.layers,
+            num_decoder_layers=size.layers,
+            num_heads=size.heads,
+            relative_attention_num_buckets=8 if size is TINY else 32,
+            dropout_rate=0.0,
+            decoder_start_token_id=pad,
+            **common,
+        )
         model = tf.T5ForConditionalGeneration(config)
     else:
-        layers = dict(d_model=size.d_model, encoder_layers=size.layers, decoder_layers=size.layers,
-                      encoder_attention_heads=size.heads, decoder_attention_heads=size.heads,
-                      encoder_ffn_dim=size.ffn, decoder_ffn_dim=size.ffn, max_position_embeddings=size.max_positions,
-                      dropout=0.0, scale_embedding=True, forced_eos_token_id=None, **common)
+        layers = dict(
+            d_model=size.d_model,
+            encoder_layers=size.layers,
+            decoder_layers=size.layers,
+            encoder_attention_heads=size.heads,
+            decoder_attention_heads=size.heads,
+            encoder_ffn_dim=size.ffn,
+            decoder_ffn_dim=size.ffn,
+            max_position_embeddings=size.max_positions,
+            dropout=0.0,
+            scale_embedding=True,
+            forced_eos_token_id=None,
+            **common,
+        )
         if family == "bart":
-            config = tf.BartConfig(bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=eos,
-                                   forced_bos_token_id=None, **layers)
+            config = tf.BartConfig(
+                bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=eos, forced_bos_token_id=None, **layers
+            )
             model = tf.BartForConditionalGeneration(config)
         elif family == "pegasus":
             config = tf.PegasusConfig(decoder_start_token_id=pad, **layers)
@@ -160,8 +205,9 @@ def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):  # no
     return model.eval()
 
 
-def save_standin(out: Path | str, family: str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 160,
-                 seed: int = 0) -> str:
+def save_standin(
+    out: Path | str, family: str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 160, seed: int = 0
+) -> str:
     """Train a tokenizer, build a random ``family`` model, save both to ``out``; returns the path."""
     out = Path(out)
     kind = FAMILIES.get(family, "unigram")

@@ -39,7 +39,7 @@ def read_bitext(path: Path | str) -> list[tuple[str, str]]:
     return pairs
 
 
-def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
+def train_tokenizer(texts: list[str], vocab_size: int):
     """A SentencePiece unigram model trained on ``texts``, as a fast HF tokenizer.
 
     Trained with the ``sentencepiece`` library (deterministic for a given input), then its pieces
@@ -55,9 +55,21 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
 
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=buf, vocab_size=vocab_size, model_type="unigram",
-        pad_id=0, eos_id=1, unk_id=2, bos_id=3, pad_piece=SPECIAL["pad"], eos_piece=SPECIAL["eos"],
-        unk_piece=SPECIAL["unk"], bos_piece=SPECIAL["bos"], hard_vocab_limit=False, minloglevel=2)
+        sentence_iterator=iter(texts),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=3,
+        pad_piece=SPECIAL["pad"],
+        eos_piece=SPECIAL["eos"],
+        unk_piece=SPECIAL["unk"],
+        bos_piece=SPECIAL["bos"],
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
     sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
     pieces = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     tok = Tokenizer(models.Unigram(pieces, unk_id=sp.unk_id()))
@@ -65,21 +77,39 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # noqa: ANN201
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
     tok.add_special_tokens(list(SPECIAL.values()))
-    tok.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], sp.eos_id())])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
-                                   unk_token=SPECIAL["unk"], bos_token=SPECIAL["bos"])
+    tok.post_processor = TemplateProcessing(
+        single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], sp.eos_id())]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=SPECIAL["pad"],
+        eos_token=SPECIAL["eos"],
+        unk_token=SPECIAL["unk"],
+        bos_token=SPECIAL["bos"],
+    )
 
 
-def build_model(cfg: ParaphraserArchitecture, tokenizer):  # noqa: ANN001, ANN201
+def build_model(cfg: ParaphraserArchitecture, tokenizer):
     from transformers import BartConfig, BartForConditionalGeneration
 
     config = BartConfig(
-        vocab_size=len(tokenizer), d_model=cfg.d_model, encoder_layers=cfg.encoder_layers,
-        decoder_layers=cfg.decoder_layers, encoder_attention_heads=cfg.attention_heads,
-        decoder_attention_heads=cfg.attention_heads, encoder_ffn_dim=cfg.ffn_dim, decoder_ffn_dim=cfg.ffn_dim,
-        max_position_embeddings=cfg.max_positions, dropout=cfg.dropout, scale_embedding=True,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_bos_token_id=None, forced_eos_token_id=None,
+        vocab_size=len(tokenizer),
+        d_model=cfg.d_model,
+        encoder_layers=cfg.encoder_layers,
+        decoder_layers=cfg.decoder_layers,
+        encoder_attention_heads=cfg.attention_heads,
+        decoder_attention_heads=cfg.attention_heads,
+        encoder_ffn_dim=cfg.ffn_dim,
+        decoder_ffn_dim=cfg.ffn_dim,
+        max_position_embeddings=cfg.max_positions,
+        dropout=cfg.dropout,
+        scale_embedding=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id,
+        forced_bos_token_id=None,
+        forced_eos_token_id=None,
         # BART is post-norm; CTranslate2's converter still reads this field, which transformers 5 dropped.
         normalize_before=False,
     )
@@ -99,20 +129,28 @@ class PairCollator:
     itself, so the model is not given the labels).
     """
 
-    def __init__(self, tokenizer, model, max_length: int):  # noqa: ANN001
+    def __init__(self, tokenizer, model, max_length: int):
         self.tokenizer = tokenizer
         self.model = model
         self.max_length = max_length
 
     def __call__(self, batch: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
-        enc = dict(self.tokenizer([s for s, _ in batch], text_target=[t for _, t in batch], padding=True,
-                                  truncation=True, max_length=self.max_length, return_tensors="pt"))
+        enc = dict(
+            self.tokenizer(
+                [s for s, _ in batch],
+                text_target=[t for _, t in batch],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
+        )
         enc["decoder_input_ids"] = self.model.prepare_decoder_input_ids_from_labels(labels=enc["labels"])
         enc["labels"] = enc["labels"].masked_fill(enc["labels"] == self.tokenizer.pad_token_id, -100)
         return enc
 
 
-def _deadline_callback(minutes: float):  # noqa: ANN202
+def _deadline_callback(minutes: float):
     """A trainer callback that stops training once ``minutes`` of it have passed."""
     from transformers import TrainerCallback
 
@@ -120,7 +158,7 @@ def _deadline_callback(minutes: float):  # noqa: ANN202
         def __init__(self) -> None:
             self.deadline = time.monotonic() + minutes * 60
 
-        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        def on_step_end(self, args, state, control, **kwargs):
             if time.monotonic() > self.deadline:
                 control.should_training_stop = True
             return control
@@ -128,7 +166,9 @@ def _deadline_callback(minutes: float):  # noqa: ANN202
     return Deadline()
 
 
-def train_paraphraser(cfg: ParaphraserTrainSettings, out: Path | str, device: str = "auto", progress: bool = True) -> dict:
+def train_paraphraser(
+    cfg: ParaphraserTrainSettings, out: Path | str, device: str = "auto", progress: bool = True
+) -> dict:
     """Train (or resume) a paraphraser with transformers' ``Seq2SeqTrainer``; saved into ``out``.
 
     The paper's optimisation: AdamW (0.9, 0.98), linear warm-up then inverse square-root decay,
@@ -153,22 +193,49 @@ def train_paraphraser(cfg: ParaphraserTrainSettings, out: Path | str, device: st
         tokenizer = train_tokenizer([t for pair in pairs for t in pair], cfg.vocab_size)
         model = build_model(cfg, tokenizer)
     args = Seq2SeqTrainingArguments(
-        output_dir=str(checkpoints), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="inverse_sqrt", warmup_steps=cfg.warmup_steps,
-        weight_decay=cfg.weight_decay, adam_beta1=0.9, adam_beta2=0.98, adam_epsilon=1e-9, max_grad_norm=1.0,
-        label_smoothing_factor=cfg.label_smoothing, save_strategy="steps", save_steps=cfg.checkpoint_every,
-        save_total_limit=cfg.keep_checkpoints, seed=cfg.seed, data_seed=cfg.seed, logging_steps=10, report_to=[],
-        remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=not progress, use_cpu=dev.type == "cpu",
-        bf16=dev.type == "cuda" and torch.cuda.is_bf16_supported())
+        output_dir=str(checkpoints),
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="inverse_sqrt",
+        warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay,
+        adam_beta1=0.9,
+        adam_beta2=0.98,
+        adam_epsilon=1e-9,
+        max_grad_norm=1.0,
+        label_smoothing_factor=cfg.label_smoothing,
+        save_strategy="steps",
+        save_steps=cfg.checkpoint_every,
+        save_total_limit=cfg.keep_checkpoints,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        logging_steps=10,
+        report_to=[],
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=not progress,
+        use_cpu=dev.type == "cpu",
+        bf16=dev.type == "cuda" and torch.cuda.is_bf16_supported(),
+    )
     # Train on both directions: paraphrase is symmetric, and it doubles tiny bitexts.
-    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=pairs + [(b, a) for a, b in pairs],
-                             data_collator=PairCollator(tokenizer, model, cfg.max_positions), processing_class=tokenizer,
-                             callbacks=[_deadline_callback(cfg.max_minutes)] if cfg.max_minutes is not None else [])
+    trainer = Seq2SeqTrainer(
+        model=model,
+        args=args,
+        train_dataset=pairs + [(b, a) for a, b in pairs],
+        data_collator=PairCollator(tokenizer, model, cfg.max_positions),
+        processing_class=tokenizer,
+        callbacks=[_deadline_callback(cfg.max_minutes)] if cfg.max_minutes is not None else [],
+    )
     result = trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out))
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    summary = {"steps": trainer.state.global_step, "final_loss": losses[-1] if losses else result.training_loss,
-               "pairs": len(pairs), "config": dataclasses.asdict(cfg)}
+    summary = {
+        "steps": trainer.state.global_step,
+        "final_loss": losses[-1] if losses else result.training_loss,
+        "pairs": len(pairs),
+        "config": dataclasses.asdict(cfg),
+    }
     files.write_json(summary, out / "training_summary.json")
     log.info("paraphraser trained: %s", summary)
     return summary

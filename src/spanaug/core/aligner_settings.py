@@ -1,0 +1,307 @@
+"""Settings of the span aligner (both kinds, training, evaluation) and of the word-alignment baselines.
+
+Part of the run configuration (``core.config``): each default, help and bound is written here once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from spanaug.core.settings import Settings, inherit, setting, settings
+
+# ---------------------------------------------------------------- the span aligner
+
+
+@settings
+class AlignerConfig(Settings):
+    """The span aligner's architecture, saved with a trained aligner (``aligner_config.json``)."""
+
+    encoder: str = setting(
+        "bert-base-cased", "the frozen encoder: a hub name or path ('minilm': the offline all-MiniLM-L6-v2)"
+    )
+    features: list[Literal["df", "mx", "cue"]] = setting(
+        factory=lambda: ["df", "mx", "cue"],
+        help="span-pair features: Df (difference), Mx (maximum), Cue (positions)",
+        minItems=1,
+        uniqueItems=True,
+    )
+    loss: Literal["soft", "hard"] = setting("soft", "soft: SBCE labels 2^-distance; hard: 1 for the gold span only")
+    k: int = setting(5, "candidate spans differ from the source span's length by at most k tokens", minimum=0)
+    hidden: int = setting(770, "units of the scorer's hidden layer", minimum=1)
+    # Not in the paper: on Edinburgh++ with MiniLM it raised held-out soft F1 from 0.649 to 0.694.
+    normalize_spans: bool = setting(
+        True, "L2-normalise span vectors before the features (not in the paper; false reproduces it)"
+    )
+    finetune_layers: int = setting(
+        0, "tune the encoder's top N layers with the scorer (0: frozen, as in the paper)", minimum=0
+    )
+    max_length: int = setting(512, "encoder input limit in word pieces", minimum=8)
+    threshold: float = setting(
+        0.0, "aligner score under which a span has no alignment (tuned on dev data)", minimum=0, maximum=1
+    )
+    threshold_source: str = setting("untuned", "how the threshold was set (dev, held-out pairs or untuned)")
+    encoder_dim: int = setting(0, "the encoder's hidden size (set when the aligner is built)", minimum=0)
+
+
+@settings
+class AlignerTrainSettings(Settings):
+    """How the aligner is trained (``spanaug align train``)."""
+
+    epochs: int = setting(10, "training epochs", minimum=1)
+    batch_size: int = setting(32, "training instances per step", minimum=1)
+    learning_rate: float = setting(1e-3, "the scorer's learning rate", exclusiveMinimum=0)
+    encoder_learning_rate: float = setting(
+        2e-5, "learning rate of the tuned encoder layers (finetune_layers)", exclusiveMinimum=0
+    )
+    seed: int = setting(0, "training seed")
+    threshold_holdout: float = setting(
+        0.1,
+        "without dev data, this share of the training pairs is held out to tune the null threshold (0: never null)",
+        minimum=0,
+        exclusiveMaximum=1,
+    )
+    refit_after_holdout: bool = setting(False, "then train again on all pairs, keeping the threshold")
+
+
+@settings
+class CrossAlignerConfig(Settings):
+    """The cross-encoder span aligner (``aligner.kind: cross``), saved with a trained one (``config.json``)."""
+
+    kind: Literal["cross"] = setting("cross", "the aligner kind (tells a saved model directory's kind)")
+    encoder: str = inherit(AlignerConfig, "encoder", help="the encoder tuned with the span head ('minilm': offline)")
+    k: int = inherit(AlignerConfig, "k")
+    max_length: int = inherit(AlignerConfig, "max_length")
+    markers: list[str] = setting(factory=lambda: ["[S]", "[/S]"], help="tokens around the span", minItems=2, maxItems=2)
+    marker_init: list[str] | None = setting(factory=lambda: ["[", "]"], help="tokens initialising the markers")
+    pooling: Literal["first", "mean"] = setting("first", "a word's vector: its first piece's, or its pieces' mean")
+    loss: Literal["soft", "hard"] = setting("soft", "soft: cross-entropy against normalised 2^-distance labels; hard")
+    tune_layers: int | None = setting(None, "tune only the encoder's top N layers (null: all, end to end)", minimum=0)
+    head_dim: int = setting(256, "units of the span head", minimum=1)
+    threshold: float = setting(0.5, "null when the null option's probability reaches this (tuned)", minimum=0)
+    threshold_source: str = inherit(AlignerConfig, "threshold_source")
+    temperature: float = setting(1.0, "softmax temperature of the scores (fitted on held-out data)", exclusiveMinimum=0)
+    temperature_source: str = setting("untuned", "how the temperature was set")
+    calibration: list[float] | None = setting(
+        None,
+        "Platt scaling [a, b] of the chosen span's log-odds against exact "
+        "correctness (fitted on held-out data; null: none)",
+        minItems=2,
+        maxItems=2,
+    )
+    encoder_dim: int = inherit(AlignerConfig, "encoder_dim")
+
+
+@settings
+class CrossTrainSettings(Settings):
+    """How the cross aligner is trained."""
+
+    epochs: int = setting(5, "training epochs (the best on the held-out pairs is kept)", minimum=1)
+    batch_size: int = setting(16, "training instances per step", minimum=1)
+    learning_rate: float = setting(5e-5, "learning rate of the encoder's tuned parameters", exclusiveMinimum=0)
+    head_learning_rate: float = setting(1e-3, "learning rate of the span head", exclusiveMinimum=0)
+    warmup: float = setting(0.1, "share of the steps warming up linearly (then linear decay)", minimum=0, maximum=1)
+    weight_decay: float = setting(0.01, "AdamW weight decay", minimum=0)
+    max_grad_norm: float = setting(1.0, "gradient clipping norm", exclusiveMinimum=0)
+    seed: int = setting(0, "training seed")
+    threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout")
+    select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
+    tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
+    calibrate: bool = setting(
+        True,
+        "fit the softmax temperature (least NLL) and the score's Platt scaling (against "
+        "exact correctness) on the held-out data",
+    )
+    max_minutes: float | None = setting(None, "stop after this many minutes (null: no limit)", exclusiveMinimum=0)
+    prefix_cache_dir: str | None = setting(None, "tune_layers N: keep the frozen layers' outputs here (null: no)")
+    pretrain_epochs: int = setting(1, "epochs over pre-training instances (align synthetic) first", minimum=1)
+
+
+@settings
+class CrossTrainSection(CrossTrainSettings):
+    """Config section ``aligner.train.cross``: training and architecture of the cross aligner."""
+
+    pooling: Literal["first", "mean"] = inherit(CrossAlignerConfig, "pooling")
+    loss: Literal["soft", "hard"] = inherit(CrossAlignerConfig, "loss")
+    tune_layers: int | None = inherit(CrossAlignerConfig, "tune_layers")
+    head_dim: int = inherit(CrossAlignerConfig, "head_dim")
+
+    def architecture(self, encoder: str, k: int) -> CrossAlignerConfig:
+        return CrossAlignerConfig(
+            encoder=encoder,
+            k=k,
+            pooling=self.pooling,
+            loss=self.loss,
+            tune_layers=self.tune_layers,
+            head_dim=self.head_dim,
+        )
+
+    def training(self) -> CrossTrainSettings:
+        return CrossTrainSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CrossTrainSettings)})
+
+
+@settings
+class AlignerTrainSection(AlignerTrainSettings):
+    """Config section ``aligner.train``: the training data and the architecture to train."""
+
+    instances: str | None = setting(
+        None, "span-alignment JSONL {id, source_tokens, target_tokens, source_span, target_span} (inclusive indices)"
+    )
+    bitext: str | None = setting(None, "or a paraphrase TSV whose token differences give the instances")
+    dev: str | None = setting(None, "span-alignment JSONL to tune the null threshold on")
+    extra_instances: list[str] = setting(
+        factory=list, help="more span-alignment JSONL added to training (e.g. composed along paraphrase chains)"
+    )
+    reversed: bool = setting(False, "also train on every training instance read backwards (target -> source)")
+    phrase_pairs: str | None = setting(
+        None,
+        "the training instances' word-aligned pairs (Edinburgh++ JSON): also "
+        "train on every consistent phrase pair of a training pair",
+    )
+    phrase_max_len: int = setting(4, "phrase pairs: longest source phrase", minimum=1)
+    phrase_max_per_pair: int | None = setting(
+        None, "phrase pairs: a seeded sample of N per sentence pair (null: all)", minimum=1
+    )
+    phrase_keep_identical: bool = setting(False, "phrase pairs: keep phrases copied unchanged")
+    pretrain: list[str] = setting(
+        factory=list, help="kind cross: span-alignment JSONL trained on first (e.g. spanaug align synthetic)"
+    )
+    synthetic_lexicon: str | None = setting(
+        None,
+        "kind cross: also pre-train on the imported sentences' triggers "
+        "rewritten as other units of their frame in this lexicon (JSON or "
+        "FrameNet release; spanaug align synthetic); null: off",
+    )
+    features: list[Literal["df", "mx", "cue"]] = inherit(AlignerConfig, "features")
+    loss: Literal["soft", "hard"] = inherit(AlignerConfig, "loss")
+    k: int = inherit(AlignerConfig, "k")
+    normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
+    finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
+    cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training")
+
+    def architecture(self, encoder: str) -> AlignerConfig:
+        """The aligner to train on ``encoder``."""
+        return AlignerConfig(
+            encoder=encoder,
+            features=list(self.features),
+            loss=self.loss,
+            k=self.k,
+            normalize_spans=self.normalize_spans,
+            finetune_layers=self.finetune_layers,
+        )
+
+
+@settings
+class AblationSettings(Settings):
+    """The aligner's held-out evaluation: Table 2, Figures 4-5, §4.6 (config: ``aligner.evaluation``)."""
+
+    data: str | None = setting(
+        None, "span-alignment JSONL, split by sentence pair (null: the instances made from aligner.train.bitext)"
+    )
+    epochs: int = inherit(AlignerTrainSettings, "epochs")
+    seed: int = setting(0, "split and training seed")
+    finetune_layers: int = setting(0, "> 0: add a row with the encoder's top N layers tuned", minimum=0)
+    extra_reversed: bool = setting(False, "add a row trained with reversed instances too")
+
+
+#: Rows of ``spanaug align systems`` (evaluation.aligner_systems.SYSTEMS says how each is trained).
+ALIGNER_SYSTEMS = (
+    "paper",
+    "paper-untuned",
+    "paper-holdout",
+    "paper-holdout-refit",
+    "paper+phrases",
+    "paper+reversed",
+    "cross",
+    "cross-holdout",
+    "cross+phrases",
+    "cross+reversed",
+    "cross+chains",
+    "cross+synthetic",
+    "cross+phrases+reversed",
+    "cross+reversed+synthetic",
+    "cross+all",
+)
+
+
+@settings
+class AlignerSystemsSettings(Settings):
+    """Aligner kinds and data sources on one held-out split (``aligner.systems``; ``spanaug align systems``)."""
+
+    data: str | None = setting(None, "span-alignment JSONL, split by pair (null: as aligner.evaluation.data)")
+    rows: list[Literal[ALIGNER_SYSTEMS]] = setting(
+        factory=lambda: ["paper", "paper-holdout", "cross"],
+        help="systems to train and test",
+        minItems=1,
+        uniqueItems=True,
+    )
+    gold_pairs: str | None = setting(None, "the instances' word-aligned pairs (Edinburgh++ JSON): phrases, chains rows")
+    synthetic: str | None = setting(None, "pre-training instances (spanaug align synthetic): the synthetic rows")
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split and training seed")
+    phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
+    phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
+    phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+
+@settings
+class AlignerSection(Settings):
+    """Config section ``aligner``."""
+
+    model: str | None = setting(
+        None, "a trained aligner directory, of either kind (null: train one with aligner.train)"
+    )
+    kind: Literal["paper", "cross"] = setting(
+        "paper",
+        "paper: frozen encoder + span scorer (§4.1); cross: the "
+        "fine-tuned cross-encoder span extractor (aligner.train.cross)",
+    )
+    encoder: str = inherit(AlignerConfig, "encoder")
+    train: AlignerTrainSection | None = setting(
+        factory=AlignerTrainSection, help="training data and settings (null: use aligner.model)"
+    )
+    evaluation: AblationSettings | None = setting(None, "held-out ablations (null: off)")
+    systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
+    batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
+
+
+# ---------------------------------------------------------------- word-alignment baselines
+
+
+@settings
+class FastAlignSettings(Settings):
+    """FastAlign (config: ``baselines.fastalign``)."""
+
+    lowercase: bool = setting(True, "align lower-cased text")
+    iterations: int = setting(5, "EM iterations", minimum=1)
+    fast_align_bin: str | None = setting(
+        None, "your fast_align binary (the paper's toolchain); null: systran-align in-process"
+    )
+    atools_bin: str | None = setting(None, "atools for grow-diag-final-and; null: ours")
+
+
+@settings
+class DiscAlignSettings(Settings):
+    """DiscAlign's architecture (``spanaug baseline discalign train``)."""
+
+    encoder: str = inherit(AlignerConfig, "encoder")
+    projection: int = setting(256, "units of the source and target word projections", minimum=1)
+    possible_as_positive: bool = setting(False, "count possible (not only sure) links as positives")
+    threshold: float = setting(0.5, "link probability cut (tuned on held-out pairs)", minimum=0, maximum=1)
+
+
+@settings
+class BaselinesSection(Settings):
+    """Config section ``baselines``: FastAlign and DiscAlign against the span aligner (Tables 1-2)."""
+
+    instances: str | None = setting(
+        None, "span instances from the word-aligned pairs (null: made from aligner.train.bitext)"
+    )
+    gold_pairs: str | None = setting(None, "the word-aligned pairs (Edinburgh++ JSON) the instances come from")
+    extra_text: list[str] = setting(
+        factory=list, help="more FastAlign training text ('source ||| target' or TSV lines), e.g. paraphrased FrameNet"
+    )
+    epochs: int = inherit(AlignerTrainSettings, "epochs")
+    seed: int = setting(0, "split and training seed")
+    fastalign: FastAlignSettings = setting(factory=FastAlignSettings, help="FastAlign's settings")
