@@ -334,3 +334,36 @@ def test_frame_id_windows_a_sentence_over_the_encoder_limit(tiny_encoder):
     assert model.windowed == 1 and vectors.shape[0] == 32
     assert all(bool(v.abs().sum() > 0) for v in vectors)  # no word past a cut left with a zero vector
     assert torch.isfinite(vectors).all()
+
+
+@pytest.mark.parametrize("form", ["\u200b", "\u200d\u200d", "\ufeff", " \u200b ", "\u00a0", "\u200b \u2060"])
+def test_invisible_word_forms_count_as_blank(tmp_path, form):
+    """A word form of only format characters (Unicode Cf) and whitespace is blank: refused by the
+    readers and the artifact check, and never expanded into constraints."""
+    from spanaug.core.text import is_blank
+    from spanaug.core.validation import validate
+    from spanaug.pipeline.constraints import expand
+    from spanaug.pipeline.importers import read_jsonl_sentences
+
+    assert is_blank(form) and not is_blank(f"a{form}")
+    assert expand([form]) == set()
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"tokens": ["He", form, "it"], "span": [1, 1], "frame": "F"}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"in\.jsonl, line 1: 'tokens'"):
+        list(read_jsonl_sentences(path))
+    table = pa.table({"tokens": [["He", form]]})
+    with pytest.raises(ArtifactError, match="token 1"):
+        validate(table, tmp_path / "t.parquet")
+
+
+def test_ctrl_c_ends_with_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C anywhere in a command: one line on stderr, exit 130, no traceback."""
+    from spanaug.cli import main as entry
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(entry, "run", interrupted)
+    assert entry.main(["config", "schema"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("spanaug: interrupted") and len(err.strip().splitlines()) == 1

@@ -29,7 +29,22 @@ log = logging.getLogger("spanaug")
 MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, report, export, config)
 
 
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except KeyboardInterrupt:
+        # Writes are atomic (core.files), so an interrupted command leaves its destination as it
+        # was: one line says so, where Python would print a traceback of the innermost loop.
+        print("spanaug: interrupted (nothing half-written was left behind)", file=sys.stderr)
+        return INTERRUPTED
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, run the command; a user error becomes one line and exit 2."""
     commands = sorted(COMMANDS, key=lambda c: [m.__name__ for m in MODULES].index(c.run.__module__))
     args = build_parser(commands, cli.__doc__).parse_args(argv)
     logging.basicConfig(

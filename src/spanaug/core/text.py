@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 _TOKEN_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
+
+
+def is_blank(text: str) -> bool:
+    """True when nothing in ``text`` is visible: every character is whitespace or a format character
+    (Unicode category Cf: zero-width space U+200B, joiners U+200C/U+200D, the BOM U+FEFF...). Such a
+    "word" would pass ``str.strip`` and become constraints like ``'\u200d\u200dED'``."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
+def is_token(value: object) -> bool:
+    """A string that is a word form: not empty and not blank (:func:`is_blank`)."""
+    return isinstance(value, str) and not is_blank(value)
 
 
 def tokenize_with_offsets(text: str, start: int = 0) -> list[tuple[str, int, int]]:

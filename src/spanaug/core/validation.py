@@ -78,8 +78,10 @@ def _token_problems(table: pa.Table, column: str) -> list[Problem]:
         out.append((row, f"column {column!r} is empty (expected at least one token)"))
     flat = pc.list_flatten(tokens)
     if len(flat):
-        # Python's str.strip and Arrow's utf8_trim_whitespace agree on what is whitespace.
-        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(flat), ""), True)
+        # As core.text.is_blank: format characters (Cf) removed, then whitespace trimmed (Python's
+        # str.isspace and Arrow's utf8_trim_whitespace agree on what is whitespace).
+        visible = pc.utf8_trim_whitespace(pc.replace_substring_regex(flat, r"\p{Cf}+", ""))
+        blank = pc.fill_null(pc.equal(visible, ""), True)
         k = _first(blank)
         if k >= 0:
             ends = np.cumsum(lengths.to_numpy(zero_copy_only=False))
@@ -89,7 +91,7 @@ def _token_problems(table: pa.Table, column: str) -> list[Problem]:
                 (
                     row,
                     f"column {column!r}: token {position} is {flat[k].as_py()!r} "
-                    "(expected a non-empty token that is not only whitespace)",
+                    "(expected a non-empty token that is not only whitespace or invisible characters)",
                 )
             )
     return out

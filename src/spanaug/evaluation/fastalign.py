@@ -12,6 +12,7 @@ from typing import Any
 from spanaug.core.aligner_settings import FastAlignSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_lines
+from spanaug.core.text import is_token
 from spanaug.evaluation.word_alignment import Pair, grow_diag_final_and, parse_pharaoh
 from spanaug.pipeline.aligner.word_aligned import Link
 
@@ -36,7 +37,7 @@ def check_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], origin: st
     library against every other caller (``origin`` names the data)."""
     for n, (src, tgt) in enumerate(pairs):
         for side, tokens in (("source", src), ("target", tgt)):
-            if not tokens or not all(isinstance(t, str) and t.strip() for t in tokens):
+            if not tokens or not all(is_token(t) for t in tokens):
                 raise InputError(
                     origin,
                     f"sentence pair {n}",

@@ -19,6 +19,7 @@ from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, g
 from spanaug.core import artifacts
 from spanaug.core.config import ConstraintSettings
 from spanaug.core.errors import ArtifactError
+from spanaug.core.text import is_blank
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def expand(tokens: Sequence[str], upos: str | None = None, cfg: ConstraintSettin
     """The span itself, its head's inflections substituted in place, each in its case variants."""
     cfg = cfg or ConstraintSettings()
     tokens = list(tokens)
-    if not tokens or not any(t.strip() for t in tokens):
+    if not tokens or all(is_blank(t) for t in tokens):
         return set()
     phrases = {" ".join(tokens)}
     if cfg.inflections:

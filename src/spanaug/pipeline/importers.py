@@ -19,7 +19,7 @@ from spanaug.core import artifacts
 from spanaug.core.config import ImportSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_jsonl, iter_lines
-from spanaug.core.text import detokenize, tokenize_around_span
+from spanaug.core.text import detokenize, is_blank, is_token, tokenize_around_span
 from spanaug.pipeline.framenet import _guarded, framenet_reader, parse_fn_date
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def _conll_block(
         # str.isdigit also accepts digits such as '²' that int() rejects: ASCII digits only.
         if not (cols[0].isascii() and cols[0].isdigit()) or int(cols[0]) != i + 1:
             raise InputError(path, lineno, f"token id {cols[0]!r} should be {i + 1}")
-        if not cols[1].strip():
+        if is_blank(cols[1]):
             raise InputError(path, lineno, f"word form {cols[1]!r} is empty or blank (expected a token in column 2)")
         if cols[12] != "_" and not (cols[12].strip() and cols[13].strip()):
             raise InputError(
@@ -171,7 +171,7 @@ def _optional_text(rec: dict[str, Any], key: str, path: Path, lineno: int) -> st
 
 def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict[str, Any]:
     tokens = rec.get("tokens")
-    if not (isinstance(tokens, list) and tokens and all(isinstance(t, str) and t.strip() for t in tokens)):
+    if not (isinstance(tokens, list) and tokens and all(is_token(t) for t in tokens)):
         raise InputError(path, lineno, "'tokens' must be a non-empty list of tokens (strings, none empty or blank)")
     span = rec["span"] if "span" in rec else [rec.get("span_start"), rec.get("span_end")]
     if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
@@ -185,9 +185,7 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict
         raise InputError(path, lineno, f"'id' is {sentence_id!r} (expected a non-blank string or an integer)")
     pos_tags = rec.get("pos_tags")
     if pos_tags is not None and not (
-        isinstance(pos_tags, list)
-        and len(pos_tags) == len(tokens)
-        and all(isinstance(t, str) and t.strip() for t in pos_tags)
+        isinstance(pos_tags, list) and len(pos_tags) == len(tokens) and all(is_token(t) for t in pos_tags)
     ):
         raise InputError(
             path, lineno, f"'pos_tags' must be null or a list of {len(tokens)} tags (strings), one per token"

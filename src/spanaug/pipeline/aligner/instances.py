@@ -10,6 +10,7 @@ from typing import Any
 
 from spanaug.core.errors import InputError
 from spanaug.core.files import iter_jsonl
+from spanaug.core.text import is_token
 
 
 @dataclasses.dataclass
@@ -67,7 +68,7 @@ def read_instances(path: Path | str) -> list[Instance]:
     for lineno, rec in iter_jsonl(path):
         for key in ("source_tokens", "target_tokens"):
             toks = rec.get(key)
-            if not (isinstance(toks, list) and toks and all(isinstance(t, str) and t.strip() for t in toks)):
+            if not (isinstance(toks, list) and toks and all(is_token(t) for t in toks)):
                 raise InputError(
                     path, lineno, f"{key!r} must be a non-empty list of tokens (strings, none empty or blank)"
                 )
