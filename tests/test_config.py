@@ -1,6 +1,7 @@
 """The configuration: one dataclass per section, the generated schema, and the config files."""
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -81,3 +82,81 @@ def test_every_setting_has_help():
     assert len(classes) > 30
     missing = [f"{c.__name__}.{f.name}" for c in classes for f in dataclasses.fields(c) if not f.metadata.get("help")]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "run_name: a\niterations: 2\nrun_name: b\n",
+            r"c\.yaml, line 3: duplicate key 'run_name' \(first given on line 1\)",
+        ),
+        ("paraphraser:\n  beam_size: 4\n  beam_size: 6\n", r"c\.yaml, line 3: duplicate key 'beam_size'"),
+        ("- a\n- b\n", r"c\.yaml: a config file is a mapping of sections, not list"),
+        ("data: [\n", r"c\.yaml, line 2: malformed YAML"),
+    ],
+)
+def test_config_check_refuses_malformed_config_files(tmp_path, capsys, text, message):
+    """A config file that YAML would read with a setting silently lost, or not at all: exit 2, one line."""
+    from spanaug.cli.main import main
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["config", "check", "--configfile", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+def test_config_check_names_the_line_of_a_latin1_config(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("run_name: demo\n# café\n".encode("latin-1"))
+    assert main(["config", "check", "--configfile", str(path)]) == 2
+    assert "latin1.yaml, line 2:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"frameid": {"fractions": [0, 1.5]}}, "frameid.fractions.0: 0 is less than or equal to the minimum of 0"),
+        ({"frameid": {"fractions": [0.5, 1.5]}}, "frameid.fractions.1: 1.5 is greater than the maximum of 1"),
+        ({"device": "tpu9"}, "device: 'tpu9' does not match"),
+        ({"results_dir": ""}, "results_dir: '' does not match"),
+        ({"results_dir": "  "}, "results_dir: '  ' does not match"),
+    ],
+)
+def test_schema_refuses_what_a_job_would_refuse(override, message):
+    raw = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_run_config({**raw, **override})
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:1", "mps"])
+def test_device_names_a_job_accepts(device):
+    from spanaug.core.config import Runtime
+
+    assert Runtime(device=device).device == device
+
+
+def test_device_name_is_checked_by_the_commands_too():
+    """The stage's settings are checked against the same schema as the preflight's config."""
+    from spanaug.core.config import Runtime
+
+    with pytest.raises(ConfigError, match="device: 'gpu' does not match"):
+        Runtime(device="gpu")
+
+
+def test_nested_config_override_out_of_bounds_says_what_a_config_file_says():
+    """--config paraphraser='{beam_size: 0}' arrives as strings; the message is about the bound, not the type."""
+    from spanaug.core.overrides import coerce_overrides
+
+    raw = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    from_file = {**raw, "paraphraser": {**raw["paraphraser"], "beam_size": 0}}
+    from_cli = {**raw, **coerce_overrides({"paraphraser": {**raw["paraphraser"], "beam_size": "0"}})}
+    messages = []
+    for cfg in (from_file, from_cli):
+        with pytest.raises(ConfigError) as info:
+            load_run_config(cfg)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] == "paraphraser.beam_size: 0 is less than the minimum of 1"

@@ -55,26 +55,18 @@ class CheckFiles:
     "tagger and optional dependency it names (what Snakemake checks first)",
 )
 def check(files: CheckFiles) -> None:
-    from pathlib import Path
-
-    import yaml
-
     from spanaug.core.config import load_run_config
     from spanaug.core.errors import InputError
+    from spanaug.core.files import read_yaml
     from spanaug.core.overrides import merge_configs
     from spanaug.workflow.preflight import preflight
 
     raw: dict = {}
     for path in files.configfile:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(path, None, exc.strerror) from None
-        try:
-            raw = merge_configs(raw, yaml.safe_load(text) or {})
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError(path, mark.line + 1 if mark else None, f"malformed YAML: {exc}") from None
+        loaded = read_yaml(path) or {}
+        if not isinstance(loaded, dict):
+            raise InputError(path, None, f"a config file is a mapping of sections, not {type(loaded).__name__}")
+        raw = merge_configs(raw, loaded)
     cfg = load_run_config(raw)
     preflight(cfg)
     print(

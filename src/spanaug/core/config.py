@@ -24,12 +24,17 @@ from spanaug.core.evaluation_settings import (
 )
 from spanaug.core.settings import Settings, build, inherit, schema_of, setting, settings
 
+#: The device names a model job accepts: what torch.device takes for the backends spanaug runs on.
+DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:[0-9]+)?)$"
+
 
 @settings
 class Runtime(Settings):
     """Where a model runs (config: ``device``)."""
 
-    device: str = setting("auto", "auto (CUDA when present), cpu, cuda or cuda:N")
+    # The schema's pattern is the one check of a device name: the preflight validates a config file
+    # with it, and every command's settings are checked against it when made (core.settings).
+    device: str = setting("auto", "auto (CUDA when present), cpu, cuda, cuda:N or mps", pattern=DEVICE_PATTERN)
 
 
 # ---------------------------------------------------------------- data and seeds
@@ -200,13 +205,13 @@ class RunConfig(Settings):
     """A config file (config.yaml, config/demo.yaml): every section above."""
 
     run_name: str = setting("framenet", "results go to results_dir/run_name", pattern="^[A-Za-z0-9_.-]+$")
-    results_dir: str = setting("results", "the folder of every run's results")
+    results_dir: str = setting("results", "the folder of every run's results", pattern=r"\S")
     data: ImportSettings = setting(help="the input corpus")
     seeds: SeedSettings = setting(factory=SeedSettings, help="which rows seed the expansion")
     iterations: int = setting(10, "paraphrasing iterations", minimum=1)
     n_shards: int = setting(64, "shards per iteration (one job each)", minimum=1)
     device: str = inherit(
-        Runtime, "device", help="device of every model job: auto (CUDA when present), cpu, cuda, cuda:N"
+        Runtime, "device", help="device of every model job: auto (CUDA when present), cpu, cuda, cuda:N or mps"
     )
     constraints: ConstraintSettings = setting(factory=ConstraintSettings, help="constraint expansion")
     paraphraser: ParaphraserSection = setting(factory=ParaphraserSection, help="the constrained paraphraser")

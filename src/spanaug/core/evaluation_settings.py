@@ -169,9 +169,10 @@ class FrameIdSection(SplitSettings):
     lexicon: str | None = setting(None, "lexicon JSON or FrameNet release restricting each span's frames")
     fractions: list[float] = setting(
         factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-        help="shares of the training sentences",
+        help="shares of the training sentences, each in (0, 1]",
         minItems=1,
         uniqueItems=True,
+        items={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     )
     seeds: list[int] = setting(factory=lambda: [0, 1, 2, 3, 4], help="samples per share", minItems=1, uniqueItems=True)
     augmenters: list[Literal["paraphrastic", "lexsub", "geca"]] = setting(

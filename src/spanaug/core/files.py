@@ -235,6 +235,31 @@ def read_text(path: Path | str) -> str:
     return _decode(path, data, None).removeprefix("\ufeff")
 
 
+def read_yaml(path: Path | str) -> Any:
+    """A YAML file (a config) as plain values. A key given twice in one mapping is an error naming
+    both lines: YAML loaders otherwise keep the last value, silently dropping the first setting."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise InputError(path, line, f"duplicate key {key!r} (first given on line {seen[key]})")
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    text = read_text(path)
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # a SafeLoader: plain values only
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or exc
+        raise InputError(path, mark.line + 1 if mark else None, f"malformed YAML: {problem}") from None
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 

@@ -66,4 +66,7 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
         return value
     if isinstance(parsed, (dict, list)):
         parsed = _coerce(parsed, schema)
-    return parsed if validator.is_valid(parsed) else value
+    # A value of the right type but out of bounds (beam_size: 0) is kept typed, so validation says
+    # what a config file would hear ("0 is less than the minimum of 1"), not "'0' is not of type".
+    right_type = all(error.validator != "type" for error in validator.iter_errors(parsed))
+    return parsed if right_type else value
