@@ -4,11 +4,16 @@ A model's trained head is an ``nn.Module`` with ``huggingface_hub.PyTorchModelHu
 dataclass goes to ``config.json`` and its weights to ``model.safetensors``; a tuned encoder, when there
 is one, is saved beside them with ``save_pretrained``. The directory is written into a temporary
 folder that replaces it once complete, so a killed job never leaves half a model.
+
+Every folder written so carries a manifest (``spanaug-manifest.json``: each file's size and
+sha256), checked when the model is loaded: safetensors checks a file's header, not its data, so a
+damaged weights file would otherwise load and predict nonsense.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import shutil
@@ -17,10 +22,61 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core.errors import ConfigError, InputError, SpanaugError
-from spanaug.core.files import apply_umask, temporary_beside
+from spanaug.core.files import apply_umask, read_json, temporary_beside, write_json
 
 #: The file a head's config is saved to (huggingface_hub's name).
 CONFIG_FILE = "config.json"
+#: Each file of a model folder spanaug wrote, with its size and sha256.
+MANIFEST_FILE = "spanaug-manifest.json"
+MANIFEST_FORMAT = 1
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: Path | str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Record every file under ``folder`` (but the top-level names in ``skip``, e.g. a trainer's
+    checkpoints) in its manifest; returns the manifest."""
+    folder = Path(folder)
+    entries = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        if rel == MANIFEST_FILE or rel.split("/", 1)[0] in skip:
+            continue
+        entries[rel] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+    manifest = {"format": MANIFEST_FORMAT, "files": entries}
+    write_json(manifest, folder / MANIFEST_FILE)
+    return manifest
+
+
+def verify_manifest(folder: Path | str) -> bool:
+    """Check ``folder`` against its manifest: each listed file present, of its size and sha256. An
+    InputError names the first file that differs. False when the folder has no manifest (a hub model
+    or a folder written by an older spanaug): nothing to check against."""
+    folder = Path(folder)
+    if not (folder / MANIFEST_FILE).is_file():
+        return False
+    manifest = read_json(folder / MANIFEST_FILE)
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict):
+        raise InputError(folder / MANIFEST_FILE, None, "not a model manifest (no 'files' mapping)")
+    for rel, entry in listed.items():
+        path = folder / rel
+        if not path.is_file():
+            raise InputError(path, None, "listed in the model's manifest but missing")
+        size = path.stat().st_size
+        if size != entry.get("size"):
+            raise InputError(path, None, f"{size} bytes where the model's manifest says {entry.get('size')}")
+        if _sha256(path) != entry.get("sha256"):
+            raise InputError(
+                path, None, "its sha256 differs from the model's manifest: the file is damaged or replaced"
+            )
+    return True
 
 
 @contextlib.contextmanager
@@ -30,6 +86,7 @@ def atomic_dir(path: Path | str) -> Iterator[Path]:
     path = Path(path)
     with temporary_beside(path, directory=True) as tmp:
         yield tmp
+        write_manifest(tmp)
         apply_umask(tmp, directory=True)
         if path.is_dir():
             shutil.rmtree(path)
@@ -40,6 +97,7 @@ def load_head(cls: Any, path: Path | str, device: Any, what: str) -> Any:
     """``cls.from_pretrained`` on a local directory: every weight required, on ``device``."""
     if not (Path(path) / CONFIG_FILE).is_file():
         raise ConfigError(f"{path}: not a trained {what} (no {CONFIG_FILE})")
+    verify_manifest(path)
     # The mixin prints where it loads from on standard output, where commands write their results.
     try:
         with contextlib.redirect_stdout(io.StringIO()):

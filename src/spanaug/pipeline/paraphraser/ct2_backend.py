@@ -11,6 +11,7 @@ import torch
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError
+from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.batching import length_limit
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
@@ -49,10 +50,13 @@ class CT2Paraphraser(Paraphraser):
             import ctranslate2
         except ImportError:
             raise ConfigError("the ct2 backend needs the ctranslate2 package (pip install 'spanaug[ct2]')") from None
-        from transformers import AutoTokenizer
+        from transformers import AutoConfig
 
         from spanaug.pipeline.paraphraser.ct2_convert import converted_model
 
+        model_check.check_folder(name_or_path)
+        config = model_check.loaded(name_or_path, "config", lambda: AutoConfig.from_pretrained(str(name_or_path)))
+        tokenizer = model_check.load_tokenizer(name_or_path, config.vocab_size)
         target = converted_model(name_or_path, cache=ct2_cache)
         dev = (
             "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
@@ -61,7 +65,9 @@ class CT2Paraphraser(Paraphraser):
         # Requests are decoded in one call per constraint set: on CPU, run those calls side by side.
         threads = {"inter_threads": max(1, os.cpu_count() or 1), "intra_threads": 1} if dev == "cpu" else {}
         translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
-        return cls(translator, AutoTokenizer.from_pretrained(str(name_or_path)), dev)
+        paraphraser = cls(translator, tokenizer, dev)
+        paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)
+        return paraphraser
 
     def _pieces(self, text: str, prefix: str = "") -> list[str]:
         return self.tokenizer.convert_ids_to_tokens(self.tokenizer(prefix + text, truncation=True)["input_ids"])

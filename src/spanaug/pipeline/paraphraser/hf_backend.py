@@ -21,6 +21,7 @@ from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violations
+from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
@@ -38,6 +39,10 @@ class DecodeStats:
 class Paraphraser:
     """A seq2seq paraphraser (``AutoModelForSeq2SeqLM``) decoding under negative constraints."""
 
+    #: What errors name the model by, and its learned positions (None: relative, as T5's).
+    name: str = "paraphraser"
+    positions: int | None = None
+
     def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
         self.model = model.to(device=device, dtype=dtype).eval()
         self.tokenizer = tokenizer
@@ -48,12 +53,13 @@ class Paraphraser:
     def from_pretrained(
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> Paraphraser:
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
         dev = choose_device(device)
-        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-        model = AutoModelForSeq2SeqLM.from_pretrained(str(name_or_path))
-        return cls(model, tokenizer, dev, choose_dtype(dev, dtype))
+        model_check.check_folder(name_or_path)
+        model = model_check.load_model(name_or_path)
+        tokenizer = model_check.load_tokenizer(name_or_path, model.config.vocab_size)
+        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
+        paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
+        return paraphraser
 
     def _encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
         enc = self.tokenizer([prefix + t for t in texts], padding=True, truncation=True, return_tensors="pt")
@@ -159,6 +165,7 @@ class Paraphraser:
     def batches(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> list[list[int]]:
         """Request indices in decoder batches: a token budget, length-sorted."""
         lengths = self.source_lengths([r["source_text"] for r in requests], cfg.prefix)
+        model_check.check_lengths(self.name, lengths, list(requests), self.positions)
         budget = cfg.max_batch_tokens or default_max_batch_tokens(self.device)
         return token_budget_batches(lengths, cfg.width, budget, cfg.batch_size, self._batch_group(requests, cfg))
 

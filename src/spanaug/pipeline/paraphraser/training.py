@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from spanaug.core import files
+from spanaug.core import files, modeldir
 from spanaug.core.config import ParaphraserArchitecture, ParaphraserTrainSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import InputError
@@ -229,6 +229,8 @@ def train_paraphraser(
     )
     result = trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out))
+    # Checked on every load (hf_backend); the checkpoints and the summary change on a resumed run.
+    modeldir.write_manifest(out, skip=("checkpoints", "training_summary.json"))
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     summary = {
         "steps": trainer.state.global_step,

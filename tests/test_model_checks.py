@@ -1,0 +1,123 @@
+"""Models are checked for what they claim to be when loaded: a manifest for the folders spanaug
+writes, tokenizer files and a vocabulary for any paraphraser, sources within the model's positions."""
+
+import json
+import shutil
+
+import pytest
+from conftest import copy_task
+
+from spanaug.cli.main import main
+from spanaug.core import modeldir
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
+from spanaug.core.errors import InputError
+from spanaug.pipeline.aligner.model import SpanAligner
+from spanaug.pipeline.aligner.training import train_aligner
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+
+
+def flip_byte(path, offset=None):
+    data = bytearray(path.read_bytes())
+    where = len(data) // 2 if offset is None else offset
+    data[where] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def saved_aligner(tiny_encoder, tmp_path_factory):
+    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=16)
+    aligner, _ = train_aligner(copy_task(40, 0), cfg, AlignerTrainSettings(epochs=1), device="cpu", progress=False)
+    out = tmp_path_factory.mktemp("aligner") / "al"
+    aligner.save_pretrained(out)
+    return out
+
+
+def test_every_model_folder_spanaug_writes_has_a_manifest(saved_aligner):
+    manifest = json.loads((saved_aligner / modeldir.MANIFEST_FILE).read_text())
+    listed = set(manifest["files"])
+    on_disk = {p.relative_to(saved_aligner).as_posix() for p in saved_aligner.rglob("*") if p.is_file()}
+    assert "model.safetensors" in listed and "config.json" in listed
+    assert listed == on_disk - {modeldir.MANIFEST_FILE}
+    assert modeldir.verify_manifest(saved_aligner) is True
+
+
+def test_one_flipped_byte_in_the_weights_is_refused(saved_aligner, tmp_path):
+    """safetensors checks the header, not the data: the manifest's sha256 catches the rest."""
+    damaged = tmp_path / "al"
+    shutil.copytree(saved_aligner, damaged)
+    flip_byte(damaged / "model.safetensors")
+    with pytest.raises(InputError, match=r"model\.safetensors: its sha256 differs from the model's manifest"):
+        SpanAligner.from_pretrained(damaged, device="cpu")
+
+
+def test_a_missing_or_truncated_file_is_named(saved_aligner, tmp_path):
+    damaged = tmp_path / "al"
+    shutil.copytree(saved_aligner, damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(InputError, match=r"model\.safetensors: 100 bytes where the model's manifest says"):
+        modeldir.verify_manifest(damaged)
+    weights.unlink()
+    with pytest.raises(InputError, match="listed in the model's manifest but missing"):
+        modeldir.verify_manifest(damaged)
+
+
+def test_a_folder_without_manifest_is_loaded_unchecked(saved_aligner, tmp_path):
+    """Hub models and folders of older versions have none: nothing to check them against."""
+    old = tmp_path / "al"
+    shutil.copytree(saved_aligner, old)
+    (old / modeldir.MANIFEST_FILE).unlink()
+    assert modeldir.verify_manifest(old) is False
+    assert SpanAligner.from_pretrained(old, device="cpu").config.k == 2
+
+
+def test_paraphraser_without_tokenizer_files_is_refused(tiny_paraphraser, tmp_path, capsys):
+    """transformers would build an empty tokenizer from the config, and the stage would decode nothing."""
+    bare = tmp_path / "p"
+    shutil.copytree(tiny_paraphraser, bare)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (bare / name).unlink(missing_ok=True)
+    with pytest.raises(InputError, match="no tokenizer files"):
+        Paraphraser.from_pretrained(bare, device="cpu")
+    requests = tmp_path / "r.parquet"
+    code = main(["paraphrase", "--requests", str(requests), "--out", str(tmp_path / "o.parquet"), "--model", str(bare)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"spanaug: error: {bare}" in err and "no tokenizer files" in err, err
+
+
+def test_paraphraser_with_damaged_weights_names_the_model(tiny_paraphraser, tmp_path):
+    damaged = tmp_path / "p"
+    shutil.copytree(tiny_paraphraser, damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    with pytest.raises(InputError, match=rf"{damaged}: its model cannot be loaded"):
+        Paraphraser.from_pretrained(damaged, device="cpu")
+
+
+def test_paraphraser_trained_by_spanaug_is_verified(tiny_paraphraser, tmp_path):
+    """A folder with a manifest (as paraphraser train writes) is checked byte for byte."""
+    folder = tmp_path / "p"
+    shutil.copytree(tiny_paraphraser, folder)
+    modeldir.write_manifest(folder)
+    Paraphraser.from_pretrained(folder, device="cpu")
+    flip_byte(folder / "model.safetensors")
+    with pytest.raises(InputError, match="sha256 differs"):
+        Paraphraser.from_pretrained(folder, device="cpu")
+
+
+def test_a_source_longer_than_the_positions_is_one_error(tiny_paraphraser):
+    from spanaug.core.config import DecodeSettings
+
+    paraphraser = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu")
+    assert paraphraser.positions == 128
+    long_text = " ".join(["the cat sat on the mat"] * 60)
+    requests = [
+        {"seed_id": "s1", "source_text": "a short one", "constraints": ["x"]},
+        {"seed_id": "s2", "source_text": long_text, "constraints": ["x"]},
+    ]
+    with pytest.raises(InputError, match=r"1 source\(s\) longer than the model's 128 positions \(seed 's2'"):
+        list(
+            paraphraser.paraphrase(
+                requests, DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1), progress=False
+            )
+        )
