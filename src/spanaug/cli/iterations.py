@@ -66,8 +66,9 @@ class GatherFiles:
 @command("gather", help="merge shards of one artifact type")
 def gather(files: GatherFiles) -> None:
     from spanaug.core import artifacts
+    from spanaug.pipeline.iterations import gather
 
-    n = artifacts.concat_artifacts(files.inputs, files.out, artifacts.SCHEMAS[files.schema])
+    n = gather(files.inputs, files.out, artifacts.SCHEMAS[files.schema])
     log.info("gathered %d rows into %s", n, files.out)
 
 

@@ -286,6 +286,15 @@ def iter_records(path: Path | str, schema: pa.Schema, batch_size: int = 8192) ->
         yield from table.to_pylist()
 
 
+def read_columns(path: Path | str, schema: pa.Schema, columns: Sequence[str]) -> pa.Table:
+    """Some columns of an artifact (its schema checked for them), for checks that need no more."""
+    _check(pa.schema([schema.field(c) for c in columns]), read_schema(path), path)
+    try:
+        return pq.read_table(path, columns=list(columns), page_checksum_verification=True)
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
+
+
 def concat_artifacts(paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536) -> int:
     """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
     with open_writer(out, schema) as writer:

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from spanaug.core import artifacts, files
+from spanaug.core.consistency import check_seeds_cover
 from spanaug.core.errors import InputError
 
 CITATION = """@article{culkin-etal-2021-iterative,
@@ -168,6 +169,7 @@ def write_card(
     out_dir = Path(out_dir)
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))  # before a release copies them
     _copy(augmented, out_dir / "data" / "augmented.parquet")
     _copy(seeds, out_dir / "data" / "seeds.parquet")
     n = table.num_rows

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from spanaug.core import artifacts, files
+from spanaug.core.consistency import check_seeds_cover
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.evaluation_settings import ClassifierSettings
@@ -192,7 +193,9 @@ def filter_stage(
     out_dir = Path(out_dir)
     (out_dir / "subsets").mkdir(parents=True, exist_ok=True)
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
-    n_seeds = artifacts.read_table(seeds, artifacts.SENTENCES).num_rows
+    seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))
+    n_seeds = seed_table.num_rows
     labels = read_judgments(judgments) if judgments else {}
     ids = table.column("output_id").to_pylist()
     judged = [i for i, oid in enumerate(ids) if oid in labels]

@@ -9,14 +9,14 @@ previous iteration, so shards run as independent jobs and a lost shard is rebuil
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug.core import artifacts
+from spanaug.core import artifacts, consistency
 from spanaug.pipeline.constraints import lemma_of, lu_upos
 from spanaug.pipeline.seeds import shard_table
 
@@ -125,8 +125,33 @@ def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 81
     return writer.rows
 
 
+def _iterations_and_seeds(paths: Sequence[Path | str], schema: pa.Schema) -> tuple[list[list[int]], list[pa.Array]]:
+    tables = [artifacts.read_columns(p, schema, ["iteration", "seed_id"]) for p in paths]
+    return [consistency.iterations_in(t) for t in tables], [t.column("seed_id") for t in tables]
+
+
+def _iteration_columns(paths: Sequence[Path | str]) -> list[pa.ChunkedArray]:
+    return [artifacts.read_columns(p, artifacts.CHAIN, ["iteration"]).column("iteration") for p in paths]
+
+
+def gather(shard_paths: Sequence[Path | str], out: Path | str, schema: pa.Schema) -> int:
+    """The shards of one iteration merged into ``out``; they must be one iteration's, each shard once
+    (a seed in two shards is a shard given twice). Returns the row count."""
+    if "iteration" in schema.names and "seed_id" in schema.names:
+        iterations, seed_ids = _iterations_and_seeds(shard_paths, schema)
+        consistency.check_same_iteration(shard_paths, iterations, "gather")
+        consistency.check_no_shared_seeds(shard_paths, seed_ids, "gather")
+    return artifacts.concat_artifacts(shard_paths, out, schema)
+
+
 def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
-    """The released dataset: every iteration's outputs (iteration >= 1), in one AUGMENTED table."""
+    """The released dataset: every iteration's outputs (iteration >= 1), in one AUGMENTED table.
+
+    No output may come twice (the same chain given twice) and no iteration may be missing."""
+    iterations, seed_ids = _iterations_and_seeds(iteration_paths, artifacts.CHAIN)
+    consistency.check_unique_outputs(iteration_paths, seed_ids, _iteration_columns(iteration_paths))
+    present = sorted({i for found in iterations for i in found if i > 0})
+    consistency.check_contiguous(iteration_paths, present, 1, "assemble")
     with artifacts.open_writer(out, artifacts.AUGMENTED) as writer:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):

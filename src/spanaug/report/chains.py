@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core import artifacts
+from spanaug.core.consistency import check_seeds_cover
 from spanaug.report import html
 
 _COLUMNS = [
@@ -42,8 +43,10 @@ def sample_chains(
     Returns the chains (a seed's SENTENCES row plus ``outputs``), the number of seeds with any
     output and the number of seeds.
     """
-    seed_rows = {r["sentence_id"]: r for r in artifacts.read_table(seeds, artifacts.SENTENCES).to_pylist()}
+    seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    seed_rows = {r["sentence_id"]: r for r in seed_table.to_pylist()}
     table = artifacts.read_table(augmented, artifacts.AUGMENTED).select(_COLUMNS)
+    check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))
     with_outputs = sorted(set(table.column("seed_id").to_pylist()) & set(seed_rows))
     chosen = sorted(
         random.Random(seed).sample(with_outputs, min(n, len(with_outputs))),

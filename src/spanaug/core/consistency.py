@@ -1,0 +1,107 @@
+"""Checks that a stage's inputs belong together: one run's seeds, the expected iteration, each
+iteration and shard once, no output twice.
+
+Each input may be well-formed and still wrong for the place it is given: another run's seeds, the
+outputs of the wrong iteration, the same shard twice. Nothing would fail; the result would be
+silently wrong (duplicated outputs, a report saying "no seed has an output"). These checks read
+what the artifacts hold (their ``seed_id`` and ``iteration`` columns), so they hold for files of
+any origin, and the error names the file that breaks them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spanaug.core.errors import ArtifactError
+
+
+def iterations_in(table: pa.Table) -> list[int]:
+    """The distinct values of the ``iteration`` column, sorted."""
+    return sorted(v for v in pc.unique(table.column("iteration")).to_pylist() if v is not None)
+
+
+def check_iteration(path: Path | str, table: pa.Table, expected: int, what: str) -> None:
+    """Every row of ``table`` (read from ``path``) is of iteration ``expected``."""
+    found = iterations_in(table)
+    if found and found != [expected]:
+        shown = ", ".join(map(str, found))
+        raise ArtifactError(f"{path}: holds iteration {shown} where {what} needs iteration {expected}")
+
+
+def check_unique_outputs(
+    paths: Sequence[Path | str], seed_ids: Sequence[pa.ChunkedArray], iterations: Sequence[pa.ChunkedArray]
+) -> None:
+    """No (seed, iteration) output in two rows of ``paths``: the same chain (or shard) given twice
+    would release every one of its outputs twice under one ``output_id``."""
+    keys = [
+        pc.binary_join_element_wise(s, pc.cast(i, pa.string()), "#") for s, i in zip(seed_ids, iterations, strict=True)
+    ]
+    counts = pc.value_counts(pa.chunked_array([c for k in keys for c in k.chunks], pa.string()))
+    twice = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(twice):
+        key = twice[0].as_py()
+        holders = [str(p) for p, k in zip(paths, keys) for _ in range(pc.sum(pc.equal(k, key)).as_py() or 0)]
+        raise ArtifactError(
+            f"{holders[-1]}: output {key!r} is also in {holders[0]} ({len(twice)} output(s) given twice: "
+            "the same chain or shard given twice)"
+        )
+
+
+def check_contiguous(paths: Sequence[Path | str], iterations: Sequence[int], first: int, what: str) -> None:
+    """The iterations run ``first``, ``first + 1``, ... with none missing."""
+    present = sorted(iterations)
+    missing = sorted(set(range(first, present[-1] + 1)) - set(present)) if present else []
+    if missing:
+        raise ArtifactError(
+            f"{paths[0]} ... {paths[-1]}: iteration {', '.join(map(str, missing))} is missing ({what} needs every "
+            f"iteration from {first} to {present[-1]})"
+        )
+
+
+def check_same_iteration(paths: Sequence[Path | str], iterations: Sequence[list[int]], what: str) -> None:
+    """Shards of one iteration: no file holds another iteration than the first file's."""
+    reference: tuple[Path | str, int] | None = None
+    for path, found in zip(paths, iterations):
+        for value in found:
+            if reference is None:
+                reference = (path, value)
+            elif value != reference[1]:
+                raise ArtifactError(
+                    f"{path}: holds iteration {value} where {reference[0]} holds iteration {reference[1]} "
+                    f"({what} takes shards of one iteration)"
+                )
+
+
+def check_no_shared_seeds(paths: Sequence[Path | str], seed_ids: Sequence[pa.Array], what: str) -> None:
+    """Shards hold disjoint seeds (a seed is hashed to one shard): a seed in two files is the same
+    shard given twice, or shards of two runs."""
+    seen: pa.Array | None = None
+    owner: list[tuple[Path | str, pa.Array]] = []
+    for path, ids in zip(paths, seed_ids):
+        unique = pc.unique(ids)
+        if seen is not None and len(unique):
+            shared = pc.filter(unique, pc.is_in(unique, value_set=seen))
+            if len(shared):
+                first = shared[0].as_py()
+                before = next(p for p, o in owner if pc.any(pc.equal(o, first)).as_py())
+                raise ArtifactError(
+                    f"{path}: seed {first!r} is also in {before} (a shard given twice, or shards of another run; "
+                    f"{what})"
+                )
+        owner.append((path, unique))
+        seen = unique if seen is None else pa.concat_arrays([seen, unique])
+
+
+def check_seeds_cover(seeds_path: Path | str, seeds: pa.Table, path: Path | str, seed_ids: pa.Array) -> None:
+    """Every output of ``path`` is of a seed in ``seeds``: else the seeds are another run's."""
+    known = seeds.column("sentence_id")
+    unknown = pc.filter(seed_ids, pc.invert(pc.is_in(seed_ids, value_set=known)))
+    if len(unknown):
+        raise ArtifactError(
+            f"{path}: {len(unknown)} output(s) of seeds not in {seeds_path} (first: {unknown[0].as_py()!r}); "
+            "the seeds are another run's"
+        )
