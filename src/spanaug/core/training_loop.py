@@ -61,7 +61,7 @@ class LoopResult:
     epochs: list[EpochRecord]
     best_epoch: int | None = None  # None without evaluation
     best_value: float | None = None
-    stopped_early: bool = False  # by patience
+    stopped_early: bool = False  # by patience, before the last epoch
     stopped_at_time_limit: bool = False
     seconds: float = 0.0
 
@@ -110,7 +110,7 @@ def fit(
             log.info("%s epoch %d: loss %.4f%s", settings.name, epoch, record.loss, _described(record.evaluation))
         if result.stopped_at_time_limit:
             break
-        if _out_of_patience(settings, result, epoch):
+        if epoch < settings.epochs and _out_of_patience(settings, result, epoch):
             result.stopped_early = True
             break
     if best_state is not None and load_state is not None:
