@@ -6,7 +6,13 @@ import logging
 from pathlib import Path
 
 from spanaug.cli.options import command, group
-from spanaug.core.aligner_settings import AlignerConfig, BaselinesSection, DiscAlignSettings, FastAlignSettings
+from spanaug.core.aligner_settings import (
+    AlignerConfig,
+    BaselinesSection,
+    DiscAlignSettings,
+    DiscAlignTrainSettings,
+    FastAlignSettings,
+)
 from spanaug.core.config import Runtime
 from spanaug.core.settings import inherit, setting, settings
 
@@ -48,31 +54,18 @@ class DiscAlignTrainFiles:
     gold: str = setting(help="word-aligned pairs, Edinburgh++ JSON")
     out: str = setting(help="the model directory")
     pretrain: str | None = setting(None, "automatically aligned pairs (Edinburgh++ JSON) to train on first")
-    pretrain_epochs: int = setting(2, minimum=1)
-    dev_share: float = setting(
-        0.1, "gold pairs held out to tune the threshold (0: keep --threshold)", minimum=0, maximum=1
-    )
-    epochs: int = inherit(BaselinesSection, "epochs")
-    seed: int = inherit(BaselinesSection, "seed")
 
 
 @command("baseline", "discalign", "train", help="train DiscAlign on gold word alignments")
-def discalign_train(files: DiscAlignTrainFiles, model: DiscAlignSettings, runtime: Runtime) -> None:
+def discalign_train(
+    files: DiscAlignTrainFiles, model: DiscAlignSettings, training: DiscAlignTrainSettings, runtime: Runtime
+) -> None:
     from spanaug.core.files import write_json
     from spanaug.evaluation.discalign import train_discalign
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     pretrain = read_aligned_json(files.pretrain) if files.pretrain else ()
-    trained, history = train_discalign(
-        read_aligned_json(files.gold),
-        model,
-        files.epochs,
-        files.seed,
-        files.dev_share,
-        pretrain,
-        files.pretrain_epochs,
-        runtime.device,
-    )
+    trained, history = train_discalign(read_aligned_json(files.gold), model, training, pretrain, runtime.device)
     trained.save_pretrained(files.out)
     write_json(history, Path(files.out) / "training_summary.json")
 

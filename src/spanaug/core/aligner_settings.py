@@ -305,3 +305,15 @@ class BaselinesSection(Settings):
     epochs: int = inherit(AlignerTrainSettings, "epochs")
     seed: int = setting(0, "split and training seed")
     fastalign: FastAlignSettings = setting(factory=FastAlignSettings, help="FastAlign's settings")
+
+
+@settings
+class DiscAlignTrainSettings(Settings):
+    """How DiscAlign is trained (``spanaug baseline discalign train``)."""
+
+    epochs: int = inherit(BaselinesSection, "epochs")
+    seed: int = inherit(BaselinesSection, "seed")
+    pretrain_epochs: int = setting(2, "epochs over the automatically aligned pairs first", minimum=1)
+    dev_share: float = setting(
+        0.1, "gold pairs held out to tune the threshold (0: keep --threshold)", minimum=0, maximum=1
+    )

@@ -3,17 +3,16 @@
 import dataclasses
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
-from tqdm import tqdm
 
-from spanaug.core import modeldir
-from spanaug.core.aligner_settings import AlignerConfig, DiscAlignSettings
+from spanaug.core import modeldir, training_loop
+from spanaug.core.aligner_settings import AlignerConfig, DiscAlignSettings, DiscAlignTrainSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.settings import inherit, setting, settings
 from spanaug.core.splits import assign_parts
@@ -114,29 +113,21 @@ class DiscAligner:
         vecs = dict(zip(keys, self.words.encode_pairs(keys, progress=progress)))
         examples = [(vecs[k], *self._targets(p)) for k, p in zip(keys, pairs)]
         opt = torch.optim.Adam(self.scorer.parameters(), lr=learning_rate)
-        history = []
-        for epoch in range(epochs):
-            self.scorer.train()
+
+        def batches(epoch: int) -> Iterator[list]:
             rng.shuffle(examples)
-            total = 0.0
-            for start in tqdm(
-                range(0, len(examples), batch_size), desc=f"discalign {epoch + 1}", disable=not progress, leave=False
-            ):
-                chunk = examples[start : start + batch_size]
-                losses = [
-                    nn.functional.binary_cross_entropy_with_logits(self.scorer(s, t), y, weight=m, reduction="sum")
-                    / m.sum().clamp(min=1)
-                    for (s, t), y, m in chunk
-                ]
-                loss = torch.stack(losses).mean()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(chunk)
-            history.append(total / max(len(examples), 1))
-            log.info("discalign epoch %d: loss %.4f", epoch + 1, history[-1])
-        self.scorer.eval()
-        return history
+            return (examples[start : start + batch_size] for start in range(0, len(examples), batch_size))
+
+        def loss(chunk: list) -> tuple[torch.Tensor, int]:
+            losses = [
+                nn.functional.binary_cross_entropy_with_logits(self.scorer(s, t), y, weight=m, reduction="sum")
+                / m.sum().clamp(min=1)
+                for (s, t), y, m in chunk
+            ]
+            return torch.stack(losses).mean(), len(chunk)  # the epoch's loss is a mean over sentence pairs
+
+        settings = training_loop.LoopSettings(epochs=epochs, name="discalign", progress=progress)
+        return training_loop.fit(settings, opt, batches, loss, [self.scorer]).losses
 
     @torch.inference_mode()
     def link_probabilities(self, pairs: Sequence[Pair]) -> list[torch.Tensor]:
@@ -170,21 +161,20 @@ class DiscAligner:
 def train_discalign(
     gold: Sequence[AlignedPair],
     settings: DiscAlignSettings,
-    epochs: int,
-    seed: int,
-    dev_share: float,
+    training: DiscAlignTrainSettings,
     pretrain: Sequence[AlignedPair] = (),
-    pretrain_epochs: int = 0,
     device: str = "auto",
 ) -> tuple[DiscAligner, dict[str, Any]]:
-    """Train DiscAlign on gold pairs (after ``pretrain`` pairs, e.g. automatic alignments); the first
-    ``dev_share`` of the gold pairs is held out to tune the link threshold (0: keep ``cfg.threshold``)."""
+    """Train DiscAlign on gold pairs (after ``training.pretrain_epochs`` over ``pretrain`` pairs, e.g.
+    automatic alignments); the first ``training.dev_share`` of the gold pairs is held out to tune the
+    link threshold (0: keep ``settings.threshold``)."""
     model = DiscAligner(DiscAlignConfig(**dataclasses.asdict(settings)), device=device)
     history: dict[str, Any] = {}
     if pretrain:
-        history["pretrain_loss"] = model.train(pretrain, epochs=pretrain_epochs, seed=seed)
-    part = assign_parts(range(len(gold)), [("dev", dev_share), ("train", None)])
-    history["loss"] = model.train([p for n, p in enumerate(gold) if part[n] == "train"], epochs=epochs, seed=seed)
+        history["pretrain_loss"] = model.train(pretrain, epochs=training.pretrain_epochs, seed=training.seed)
+    part = assign_parts(range(len(gold)), [("dev", training.dev_share), ("train", None)])
+    kept = [p for n, p in enumerate(gold) if part[n] == "train"]
+    history["loss"] = model.train(kept, epochs=training.epochs, seed=training.seed)
     dev = [p for n, p in enumerate(gold) if part[n] == "dev"]
     if dev:
         history["threshold"] = model.tune_threshold(dev)

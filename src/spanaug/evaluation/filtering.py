@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import torch
 from torch import nn
 
-from spanaug.core import artifacts, files
+from spanaug.core import artifacts, files, training_loop
 from spanaug.core.consistency import check_seeds_cover
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ConfigError, InputError
@@ -163,12 +163,14 @@ def train_classifier(
     model.std.copy_(x.std(0).clamp(min=1e-6) if len(x) > 1 else torch.ones(3))
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
     weights = torch.where(y > 0.5, positive_weight, negative_weight)
-    for _ in range(cfg.epochs):
-        loss = nn.functional.binary_cross_entropy_with_logits(model(x), y, weight=weights)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return model.eval()
+    training_loop.fit(
+        training_loop.LoopSettings(epochs=cfg.epochs, name="filter classifier", progress=False, log_epochs=False),
+        opt,
+        lambda epoch: [(x, y)],  # one full batch per epoch
+        lambda batch: nn.functional.binary_cross_entropy_with_logits(model(batch[0]), batch[1], weight=weights),
+        [model],
+    )
+    return model
 
 
 def precision_recall(passed: Sequence[bool], gold: Sequence[int]) -> dict[str, float | int]:

@@ -8,12 +8,12 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
+from spanaug.core import training_loop
 from spanaug.core.errors import ConfigError
 from spanaug.core.evaluation_settings import FrameIdTrainConfig
 from spanaug.downstream.frameid.baseline import triple_scores
@@ -152,52 +152,33 @@ def _train(
     model._encode(train + dev)  # once, before the epochs are timed
     opt = torch.optim.Adam(model.net.parameters(), lr=tcfg.learning_rate)
     order = list(train)
-    n_batches = -(-len(order) // tcfg.batch_size)
-    history: list[dict[str, Any]] = []
-    best_f1, best_epoch, best_state = -1.0, None, None
-    setup_seconds = time.perf_counter() - start
-    for epoch in range(1, tcfg.epochs + 1):
-        tick = time.perf_counter()
-        model.net.train()
+
+    def batches(epoch: int) -> Iterator[list[Sentence]]:
         rng.shuffle(order)
-        total = 0.0
-        for first in tqdm(
-            range(0, len(order), tcfg.batch_size), desc=f"frameid {epoch}", disable=not progress, leave=False
-        ):
-            loss = model.loss(order[first : first + tcfg.batch_size])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-        entry: dict[str, Any] = {
-            "epoch": epoch,
-            "loss": total / n_batches,
-            "seconds": round(time.perf_counter() - tick, 2),
-        }
-        if dev:
-            tick = time.perf_counter()
-            entry["dev"] = triple_scores(dev, model.predict(dev))
-            entry["dev_seconds"] = round(time.perf_counter() - tick, 2)
-            if entry["dev"]["f1"] > best_f1:
-                best_f1, best_epoch = entry["dev"]["f1"], epoch
-                best_state = {k: v.detach().clone() for k, v in model.net.state_dict().items()}
-        history.append(entry)
-        log.info("frameid epoch %d: %s", epoch, entry)
-        # Patience counts from the best epoch once the model gets something right on dev: a model
-        # still at F1 0 has not started to learn, so it is not compared yet.
-        if dev and tcfg.patience and best_f1 > 0 and epoch - best_epoch >= tcfg.patience:
-            break
-    if best_state is not None:
-        model.net.load_state_dict(best_state)
-    model.net.eval()
+        return (order[first : first + tcfg.batch_size] for first in range(0, len(order), tcfg.batch_size))
+
+    setup_seconds = time.perf_counter() - start
+    result = training_loop.fit(
+        training_loop.LoopSettings(
+            epochs=tcfg.epochs, name="frameid", progress=progress, select_on="f1", patience=tcfg.patience
+        ),
+        opt,
+        batches,
+        model.loss,
+        [model.net],
+        evaluate=(lambda epoch: triple_scores(dev, model.predict(dev))) if dev else None,
+        state=lambda: {k: v.detach().clone() for k, v in model.net.state_dict().items()},
+        load_state=model.net.load_state_dict,
+    )
+    history = [_entry(e) for e in result.epochs]
     epochs_run = len(history)
     summary = {
         "train_sentences": len(train),
         "config": dataclasses.asdict(tcfg),
         "epochs_run": epochs_run,
         "stopped_early": epochs_run < tcfg.epochs,
-        "best_epoch": best_epoch if dev else epochs_run,
-        "best_dev_f1": best_f1 if dev else None,
+        "best_epoch": result.best_epoch if dev else epochs_run,
+        "best_dev_f1": result.best_value if dev else None,
         "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
         "setup_seconds": round(setup_seconds, 2),
         "total_seconds": round(time.perf_counter() - start, 2),
@@ -205,3 +186,12 @@ def _train(
         "history": history,
     }
     return model, summary
+
+
+def _entry(epoch: training_loop.EpochRecord) -> dict[str, Any]:
+    """An epoch in the summary's history: loss and seconds, and the dev scores when there is dev."""
+    entry: dict[str, Any] = {"epoch": epoch.epoch, "loss": epoch.loss, "seconds": round(epoch.seconds, 2)}
+    if epoch.evaluation is not None:
+        entry["dev"] = epoch.evaluation
+        entry["dev_seconds"] = round(epoch.eval_seconds or 0.0, 2)
+    return entry

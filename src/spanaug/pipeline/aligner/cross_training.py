@@ -14,14 +14,17 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
+from transformers.trainer_pt_utils import get_parameter_names
 
+from spanaug.core import training_loop
 from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.calibration import fit_platt, platt
 from spanaug.core.errors import ConfigError
@@ -67,17 +70,20 @@ def _tuned_parameters(aligner: CrossAligner) -> list[nn.Parameter]:
     return params
 
 
-def _param_groups(named: Sequence[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> list[dict[str, Any]]:
-    decay = [p for n, p in named if p.ndim > 1 and "norm" not in n.lower()]
-    rest = [p for n, p in named if not (p.ndim > 1 and "norm" not in n.lower())]
-    return [
-        g
-        for g in (
-            {"params": decay, "lr": lr, "weight_decay": weight_decay},
-            {"params": rest, "lr": lr, "weight_decay": 0.0},
-        )
-        if g["params"]
-    ]
+def _param_groups(module: nn.Module, lr: float, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups of ``module``'s trainable parameters: no weight decay on biases and LayerNorm
+    layers (transformers' rule); the order of ``named_parameters`` is kept."""
+    decayed = set(get_parameter_names(module, [nn.LayerNorm], ["bias"]))
+    named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    groups = (
+        {"params": [p for n, p in named if n in decayed], "lr": lr, "weight_decay": weight_decay},
+        {"params": [p for n, p in named if n not in decayed], "lr": lr, "weight_decay": 0.0},
+    )
+    return [g for g in groups if g["params"]]
+
+
+#: The prefix cache's key spaces: an instance is ``(split, its index in that split)``.
+Split = Literal["train", "pretrain", "heldout"]
 
 
 class _Trainer:
@@ -88,7 +94,7 @@ class _Trainer:
         self.tcfg = tcfg
         self.n_top = aligner.config.tune_layers
         self.cached = self.n_top is not None and self.n_top < aligner.n_layers
-        self.prefix: dict[int, torch.Tensor] = {}
+        self.prefix: dict[tuple[Split, int], torch.Tensor] = {}
 
     def _disk_cache(self) -> Path | None:
         cfg = self.aligner.config
@@ -99,7 +105,7 @@ class _Trainer:
         ]
         return Path(self.tcfg.prefix_cache_dir) / f"prefix-{name}.pt"
 
-    def cache_prefixes(self, encs: Sequence[Encoded], key0: int, progress: bool) -> None:
+    def cache_prefixes(self, encs: Sequence[Encoded], split: Split, progress: bool) -> None:
         """The frozen layers' output of every instance, computed once (kept as float16 on the CPU)."""
         if not self.cached:
             return
@@ -109,7 +115,7 @@ class _Trainer:
         todo = []
         for n, key in enumerate(keys):
             if key in stored:
-                self.prefix[key0 + n] = stored[key]
+                self.prefix[split, n] = stored[key]
             else:
                 todo.append(n)
         order = sorted(todo, key=lambda n: len(encs[n].ids))
@@ -119,23 +125,23 @@ class _Trainer:
             batch = self.aligner.collate([encs[n] for n in idx])
             states = self.aligner.prefix_states(batch, self.n_top).to("cpu", torch.float16)
             for row, n in enumerate(idx):
-                self.prefix[key0 + n] = stored[keys[n]] = states[row, : len(encs[n].ids)].clone()
+                self.prefix[split, n] = stored[keys[n]] = states[row, : len(encs[n].ids)].clone()
         if disk and todo:
             disk.parent.mkdir(parents=True, exist_ok=True)
             tmp = disk.with_name(disk.name + f".{os.getpid()}.tmp")
             torch.save(stored, tmp)
             os.replace(tmp, disk)
 
-    def hidden(self, batch: Batch, keys: Sequence[int]) -> torch.Tensor:
+    def hidden(self, batch: Batch, split: Split, idx: Sequence[int]) -> torch.Tensor:
         if not self.cached:
             return self.aligner.hidden(batch)
-        states = torch.zeros(len(keys), batch.ids.shape[1], self.aligner.encoder.config.hidden_size)
-        for row, key in enumerate(keys):
-            x = self.prefix[key]
+        states = torch.zeros(len(idx), batch.ids.shape[1], self.aligner.encoder.config.hidden_size)
+        for row, n in enumerate(idx):
+            x = self.prefix[split, n]
             states[row, : x.shape[0]] = x.float()
         return self.aligner.top_layers(states.to(self.aligner.device), batch.mask, self.n_top)
 
-    def raw_scores(self, encs: Sequence[Encoded], key0: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def raw_scores(self, encs: Sequence[Encoded], split: Split) -> list[tuple[torch.Tensor, torch.Tensor]]:
         al = self.aligner
         al.encoder.eval()
         al.head.eval()
@@ -145,8 +151,140 @@ class _Trainer:
             for start in range(0, len(order), 32):
                 idx = order[start : start + 32]
                 batch = al.collate([encs[n] for n in idx])
-                split_scores(batch, al.scores(batch, self.hidden(batch, [key0 + n for n in idx])), idx, out)
+                split_scores(batch, al.scores(batch, self.hidden(batch, split, idx)), idx, out)
         return out
+
+    def loss(
+        self, encs: Sequence[Encoded], labels: Sequence[torch.Tensor], split: Split
+    ) -> Callable[[list[int]], torch.Tensor]:
+        """Cross-entropy of a batch (instance indices) against its target distributions over the candidates."""
+
+        def batch_loss(idx: list[int]) -> torch.Tensor:
+            batch = self.aligner.collate([encs[n] for n in idx])
+            logits = self.aligner.scores(batch, self.hidden(batch, split, idx))
+            target = torch.zeros_like(logits)
+            for row, n in enumerate(idx):
+                target[row, : len(labels[n])] = labels[n]
+            logp = torch.log_softmax(logits, dim=-1).masked_fill(target == 0, 0.0)
+            return -(target * logp).sum(-1).mean()
+
+        return batch_loss
+
+
+@dataclasses.dataclass
+class _Data:
+    """Encoded training, pre-training and held-out instances with their target distributions."""
+
+    kept: list[Encoded]
+    labels: list[torch.Tensor]
+    outside: int
+    stats: dict[str, int]
+    pre: list[Encoded]
+    pre_labels: list[torch.Tensor]
+    dev: list[Instance]
+    dev_encs: list[Encoded]
+    dev_ok: list[int]
+
+    def gold(self) -> list[tuple[int, int] | None]:
+        return [self.dev[n].target_span for n in self.dev_ok]
+
+
+def _labelled(
+    aligner: CrossAligner, instances: Sequence[Instance]
+) -> tuple[list[Encoded], list[torch.Tensor], int, dict[str, int]]:
+    """(encodings, target distributions, golds outside the candidates, encoding counts) of the
+    instances that fit the encoder; a gold span cut off by truncation drops its instance."""
+    cfg = aligner.config
+    encs, enc_stats = aligner.encode(instances)
+    kept, labels, outside = [], [], 0
+    for inst, enc in zip(instances, encs):
+        if enc is None:
+            continue
+        if inst.target_span is not None and inst.target_span[1] >= len(enc.target_words):
+            enc_stats["gold_cut_skipped"] = enc_stats.get("gold_cut_skipped", 0) + 1
+            continue
+        dist, found = target_distribution(
+            candidate_spans(len(enc.target_words), enc.source_len, cfg.k), inst.target_span, cfg.loss
+        )
+        outside += not found
+        kept.append(enc)
+        labels.append(dist)
+    return kept, labels, outside, enc_stats
+
+
+def _data(aligner: CrossAligner, train: list[Instance], pretrain: Sequence[Instance], dev: list[Instance]) -> _Data:
+    kept, labels, outside, stats = _labelled(aligner, train)
+    if not kept:
+        raise ConfigError("no cross-aligner training instance fits the encoder")
+    pre, pre_labels, _, _ = _labelled(aligner, pretrain) if pretrain else ([], [], 0, {})
+    dev_encs = aligner.encode(dev)[0] if dev else []
+    dev_ok = [n for n, x in enumerate(dev_encs) if x is not None]
+    return _Data(kept, labels, outside, stats, pre, pre_labels, dev, dev_encs, dev_ok)
+
+
+def _optimizer(
+    aligner: CrossAligner, tcfg: CrossTrainSettings, data: _Data
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """AdamW over the tuned encoder parameters and the head; linear warm-up, then linear decay to 0."""
+    groups = _param_groups(aligner.encoder, tcfg.learning_rate, tcfg.weight_decay)
+    groups += _param_groups(aligner.head, tcfg.head_learning_rate, tcfg.weight_decay)
+    opt = torch.optim.AdamW(groups)
+    steps_per_epoch = math.ceil(len(data.kept) / tcfg.batch_size)
+    pre_steps = math.ceil(len(data.pre) / tcfg.batch_size) * tcfg.pretrain_epochs
+    total_steps = steps_per_epoch * tcfg.epochs + pre_steps
+    return opt, get_linear_schedule_with_warmup(opt, max(1, round(tcfg.warmup * total_steps)), total_steps)
+
+
+def _fit(
+    trainer: _Trainer, data: _Data, progress: bool, started: float
+) -> tuple[list[dict[str, Any]], training_loop.LoopResult]:
+    """Pre-train, then train, choosing the epoch on the held-out instances; (loss history, the training's result)."""
+    aligner, tcfg = trainer.aligner, trainer.tcfg
+    rng = random.Random(tcfg.seed)
+    opt, sched = _optimizer(aligner, tcfg, data)
+    tuned = any(p.requires_grad for p in aligner.encoder.parameters())
+    loop = training_loop.LoopSettings(
+        epochs=tcfg.epochs,
+        max_grad_norm=tcfg.max_grad_norm,
+        time_limit_s=None if tcfg.max_minutes is None else 60 * tcfg.max_minutes,
+        progress=progress,
+        log_every=50,
+        select_on=tcfg.select_on,
+    )
+
+    def run(name: str, epochs: int, encs: list[Encoded], labels: list[torch.Tensor], split: Split, **kw: Any):
+        return training_loop.fit(
+            dataclasses.replace(loop, name=name, epochs=epochs),
+            opt,
+            lambda epoch: _length_batches([len(x.ids) for x in encs], tcfg.batch_size, rng),
+            trainer.loss(encs, labels, split),
+            [aligner.head, aligner.encoder] if tuned else [aligner.head],
+            scheduler=sched,
+            started=started,
+            **kw,
+        )
+
+    pre = run("cross pretrain", tcfg.pretrain_epochs if data.pre else 0, data.pre, data.pre_labels, "pretrain")
+    history: list[dict[str, Any]] = [{"pretrain_epoch": e.epoch, "loss": e.loss} for e in pre.epochs]
+    main = run(
+        "cross aligner",
+        0 if pre.stopped_at_time_limit else tcfg.epochs,
+        data.kept,
+        data.labels,
+        "train",
+        evaluate=(lambda epoch: _heldout_metrics(trainer, data)) if data.dev_ok else None,
+        state=lambda: _trainable_state(aligner),
+        load_state=lambda state: _load_trainable_state(aligner, state),
+    )
+    main.stopped_at_time_limit |= pre.stopped_at_time_limit
+    history += [{"epoch": e.epoch, "loss": e.loss} for e in main.epochs]
+    return history, main
+
+
+def _heldout_metrics(trainer: _Trainer, data: _Data) -> dict[str, Any]:
+    raw = trainer.raw_scores([data.dev_encs[n] for n in data.dev_ok], "heldout")
+    preds = trainer.aligner.decide(raw, temperature=1.0, threshold=0.5)
+    return span_metrics(data.gold(), [p for p, _ in preds])
 
 
 def train_cross_aligner(
@@ -169,131 +307,20 @@ def train_cross_aligner(
     the temperature, the truncation counts and the training time.
     """
     torch.manual_seed(tcfg.seed)
-    rng = random.Random(tcfg.seed)
     train, extra, held, source = threshold_split(train, extra, dev, tcfg.threshold_holdout, tcfg.seed)
-    dev = list(dev) if dev else held
     aligner = aligner or CrossAligner(dataclasses.replace(cfg), device=device)
-    cfg = aligner.config
-    cfg.calibration = None  # refitted below; a scaling fitted to the old weights means nothing for the new ones
-    data = train + extra
-    encs, enc_stats = aligner.encode(data)
-    labels, outside = [], 0
-    kept = []
-    for inst, enc in zip(data, encs):
-        if enc is None:
-            continue
-        cands = candidate_spans(len(enc.target_words), enc.source_len, cfg.k)
-        if inst.target_span is not None and inst.target_span[1] >= len(enc.target_words):
-            enc_stats["gold_cut_skipped"] = enc_stats.get("gold_cut_skipped", 0) + 1
-            continue
-        dist, found = target_distribution(cands, inst.target_span, cfg.loss)
-        outside += not found
-        kept.append(enc)
-        labels.append(dist)
-    if not kept:
-        raise ConfigError("no cross-aligner training instance fits the encoder")
-    pre_encs, pre_labels = [], []
-    if pretrain:
-        for inst, enc in zip(pretrain, aligner.encode(pretrain)[0]):
-            if enc is not None and (inst.target_span is None or inst.target_span[1] < len(enc.target_words)):
-                pre_encs.append(enc)
-                pre_labels.append(
-                    target_distribution(
-                        candidate_spans(len(enc.target_words), enc.source_len, cfg.k), inst.target_span, cfg.loss
-                    )[0]
-                )
-    dev_encs, _ = aligner.encode(dev) if dev else ([], {})
-    dev_ok = [n for n, x in enumerate(dev_encs) if x is not None]
-    tuned = _tuned_parameters(aligner)
-    named_enc = [(n, p) for n, p in aligner.encoder.named_parameters() if p.requires_grad]
-    groups = _param_groups(named_enc, tcfg.learning_rate, tcfg.weight_decay)
-    groups += _param_groups(list(aligner.head.named_parameters()), tcfg.head_learning_rate, tcfg.weight_decay)
-    opt = torch.optim.AdamW(groups)
+    aligner.config.calibration = None  # refitted below; a scaling fitted to the old weights means nothing now
+    data = _data(aligner, train + extra, pretrain, list(dev) if dev else held)
+    _tuned_parameters(aligner)
     trainer = _Trainer(aligner, tcfg)
     started = time.perf_counter()
-    trainer.cache_prefixes(kept, 0, progress)
-    trainer.cache_prefixes(pre_encs, 10_000_000, progress)
-    trainer.cache_prefixes([dev_encs[n] for n in dev_ok], 20_000_000, progress)
+    trainer.cache_prefixes(data.kept, "train", progress)
+    trainer.cache_prefixes(data.pre, "pretrain", progress)
+    trainer.cache_prefixes([data.dev_encs[n] for n in data.dev_ok], "heldout", progress)
     cache_s = time.perf_counter() - started
     if trainer.cached:
         log.info("cross aligner: frozen layers of %d instances computed once in %.0f s", len(trainer.prefix), cache_s)
-    steps_per_epoch = math.ceil(len(kept) / tcfg.batch_size)
-    pre_steps = math.ceil(len(pre_encs) / tcfg.batch_size) * tcfg.pretrain_epochs
-    total_steps = steps_per_epoch * tcfg.epochs + pre_steps
-    warmup = max(1, round(tcfg.warmup * total_steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup)))
-    )
-    loss_history, dev_history = [], []
-    best: tuple[float, int, dict[str, Any] | None] = (-1.0, -1, None)
-    stopped_early = False
-
-    def run_epoch(encs_: Sequence[Encoded], labels_: Sequence[torch.Tensor], key0: int, desc: str) -> float:
-        nonlocal stopped_early
-        aligner.head.train()
-        if tuned:
-            aligner.encoder.train()
-        total, n_batches = 0.0, 0
-        for idx in tqdm(
-            _length_batches([len(x.ids) for x in encs_], tcfg.batch_size, rng),
-            desc=desc,
-            disable=not progress,
-            leave=False,
-        ):
-            batch = aligner.collate([encs_[n] for n in idx])
-            logits = aligner.scores(batch, trainer.hidden(batch, [key0 + n for n in idx]))
-            target = torch.zeros_like(logits)
-            for row, n in enumerate(idx):
-                target[row, : len(labels_[n])] = labels_[n]
-            logp = torch.log_softmax(logits, dim=-1).masked_fill(target == 0, 0.0)
-            loss = -(target * logp).sum(-1).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], tcfg.max_grad_norm)
-            opt.step()
-            sched.step()
-            total += loss.item()
-            n_batches += 1
-            if n_batches % 50 == 0:
-                log.info(
-                    "%s: step %d, mean loss %.4f, %.0f s",
-                    desc,
-                    n_batches,
-                    total / n_batches,
-                    time.perf_counter() - started,
-                )
-            if tcfg.max_minutes is not None and time.perf_counter() - started > 60 * tcfg.max_minutes:
-                stopped_early = True
-                break
-        return total / max(n_batches, 1)
-
-    for epoch in range(tcfg.pretrain_epochs if pre_encs else 0):
-        loss_history.append(
-            {"pretrain_epoch": epoch + 1, "loss": run_epoch(pre_encs, pre_labels, 10_000_000, "pretrain")}
-        )
-    for epoch in range(tcfg.epochs):
-        if stopped_early:
-            break
-        loss = run_epoch(kept, labels, 0, f"epoch {epoch + 1}")
-        loss_history.append({"epoch": epoch + 1, "loss": loss})
-        if dev_ok:
-            raw = trainer.raw_scores([dev_encs[n] for n in dev_ok], 20_000_000)
-            preds = aligner.decide(raw, temperature=1.0, threshold=0.5)
-            m = span_metrics([dev[n].target_span for n in dev_ok], [p for p, _ in preds])
-            dev_history.append({"epoch": epoch + 1, **m})
-            log.info(
-                "cross aligner epoch %d: loss %.4f, held-out soft F1 %.3f exact F1 %.3f",
-                epoch + 1,
-                loss,
-                m["soft_f1"],
-                m["exact_f1"],
-            )
-            if m[tcfg.select_on] > best[0]:
-                best = (m[tcfg.select_on], epoch + 1, _trainable_state(aligner))
-        else:
-            log.info("cross aligner epoch %d: loss %.4f", epoch + 1, loss)
-    if best[2] is not None:
-        _load_trainable_state(aligner, best[2])
+    history, result = _fit(trainer, data, progress, started)
     train_s = time.perf_counter() - started
     aligner.encoder.eval()
     aligner.head.eval()
@@ -301,41 +328,48 @@ def train_cross_aligner(
         p.requires_grad_(False)
     summary: dict[str, Any] = {
         "kind": "cross",
-        "train_instances": len(kept),
+        "train_instances": len(data.kept),
         "extra_instances": len(extra),
-        "pretrain_instances": len(pre_encs),
-        "gold_outside_candidates": outside,
-        "encoding": enc_stats,
-        "loss_history": loss_history,
-        "heldout_history": dev_history,
-        "best_epoch": best[1] if best[2] is not None else len(loss_history),
-        "stopped_at_time_limit": stopped_early,
+        "pretrain_instances": len(data.pre),
+        "gold_outside_candidates": data.outside,
+        "encoding": data.stats,
+        "loss_history": history,
+        "heldout_history": [{"epoch": e.epoch, **e.evaluation} for e in result.epochs if e.evaluation is not None],
+        "best_epoch": result.best_epoch if result.best_epoch is not None else len(history),
+        "stopped_at_time_limit": result.stopped_at_time_limit,
         "prefix_cache_s": round(cache_s, 1),
         "train_s": round(train_s, 1),
         "threshold_source": source,
     }
-    if dev_ok:
-        raw = trainer.raw_scores([dev_encs[n] for n in dev_ok], 20_000_000)
-        gold = [dev[n].target_span for n in dev_ok]
-        if tcfg.calibrate:
-            t, nll = fit_temperature(raw, gold)
-            cfg.temperature, cfg.temperature_source = t, f"fitted on {source} (NLL {nll:.3f})"
-        cfg.threshold, metrics = aligner.tune_threshold(raw, gold, tcfg.tune_threshold_on)
-        cfg.threshold_source = source
-        summary.update({"threshold": cfg.threshold, "temperature": cfg.temperature, "heldout_metrics": metrics})
-        if tcfg.calibrate:
-            summary["calibration"] = _fit_calibration(aligner, raw, gold)
-    else:
-        cfg.threshold, cfg.threshold_source = 0.5, "untuned"
-        summary.update({"threshold": 0.5, "temperature": cfg.temperature})
+    summary.update(_tune_on_heldout(trainer, data, source))
     log.info(
         "cross aligner: threshold %.4f, temperature %.3f (%s); trained in %.0f s",
-        cfg.threshold,
-        cfg.temperature,
+        aligner.config.threshold,
+        aligner.config.temperature,
         source,
         train_s,
     )
     return aligner, summary
+
+
+def _tune_on_heldout(trainer: _Trainer, data: _Data, source: str) -> dict[str, Any]:
+    """Fit the temperature (and the Platt scaling) and tune the null threshold on the held-out
+    instances (untuned without them); the summary's entries on it."""
+    aligner, tcfg, cfg = trainer.aligner, trainer.tcfg, trainer.aligner.config
+    if not data.dev_ok:
+        cfg.threshold, cfg.threshold_source = 0.5, "untuned"
+        return {"threshold": 0.5, "temperature": cfg.temperature}
+    raw = trainer.raw_scores([data.dev_encs[n] for n in data.dev_ok], "heldout")
+    gold = data.gold()
+    if tcfg.calibrate:
+        t, nll = fit_temperature(raw, gold)
+        cfg.temperature, cfg.temperature_source = t, f"fitted on {source} (NLL {nll:.3f})"
+    cfg.threshold, metrics = aligner.tune_threshold(raw, gold, tcfg.tune_threshold_on)
+    cfg.threshold_source = source
+    out = {"threshold": cfg.threshold, "temperature": cfg.temperature, "heldout_metrics": metrics}
+    if tcfg.calibrate:
+        out["calibration"] = _fit_calibration(aligner, raw, gold)
+    return out
 
 
 def _fit_calibration(

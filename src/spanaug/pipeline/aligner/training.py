@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
+from spanaug.core import training_loop
 from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
@@ -163,24 +163,22 @@ def _fit(
     else:
         step_batches = _frozen_batches(aligner, train, cfg, tcfg, rng, progress)
     opt = torch.optim.Adam(params)
-    history = []
-    for epoch in range(tcfg.epochs):
-        aligner.scorer.train()
-        total, batches = 0.0, 0
-        for feats, labels in tqdm(step_batches(), desc=f"epoch {epoch + 1}", disable=not progress, leave=False):
-            if feats.shape[0] < 2:
-                continue  # batch norm needs more than one row
-            loss = loss_fn(aligner.scorer(feats), labels)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-            batches += 1
-        history.append(total / max(batches, 1))
-        log.info("aligner epoch %d: loss %.4f", epoch + 1, history[-1])
-    aligner.scorer.eval()
+
+    def loss(batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor | None:
+        feats, labels = batch
+        if feats.shape[0] < 2:
+            return None  # batch norm needs more than one row
+        return loss_fn(aligner.scorer(feats), labels)
+
+    result = training_loop.fit(
+        training_loop.LoopSettings(epochs=tcfg.epochs, name="aligner", progress=progress),
+        opt,
+        lambda epoch: step_batches(),
+        loss,
+        [aligner.scorer],
+    )
     aligner.encoder.eval()
-    return aligner, {"train_instances": len(train), "extra_instances": len(extra), "loss_history": history}
+    return aligner, {"train_instances": len(train), "extra_instances": len(extra), "loss_history": result.losses}
 
 
 def _frozen_batches(
