@@ -2,8 +2,9 @@
 
 A model's trained head is an ``nn.Module`` with ``huggingface_hub.PyTorchModelHubMixin``: its config
 dataclass goes to ``config.json`` and its weights to ``model.safetensors``; a tuned encoder, when there
-is one, is saved beside them with ``save_pretrained``. The directory is written into a temporary
-folder that replaces it once complete, so a killed job never leaves half a model.
+is one, is saved beside them with ``save_pretrained`` (in ``encoder/``, :data:`ENCODER_DIR`). The
+directory is written into a temporary folder that replaces it once complete, so a killed job never
+leaves half a model.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from spanaug.core.files import apply_umask, temporary_beside
 
 #: The file a head's config is saved to (huggingface_hub's name).
 CONFIG_FILE = "config.json"
+#: Where a model with a tuned encoder saves it (with its tokenizer), inside the model directory.
+ENCODER_DIR = "encoder"
 
 
 @contextlib.contextmanager
