@@ -19,8 +19,9 @@ are never candidates. Both are counted (``stats``), as are instances that cannot
 
 Inputs (marked pairs within the encoder's limit, batches, label distributions) are in
 ``cross_inputs``, training in ``cross_training``. The model directory follows the project's
-convention (``core.modeldir``): the head's config (``CrossAlignerConfig``, whose ``kind`` tells it
-from the paper aligner's) and weights, and the tuned encoder with its tokenizer (markers included) in ``encoder/``.
+convention (``core.modeldir``): the head's config (``CrossAlignerConfig``, whose ``kind: cross``
+``loading.AutoAligner`` dispatches on) and weights, and the tuned encoder with its tokenizer
+(markers included) in ``encoder/``.
 """
 
 import logging
