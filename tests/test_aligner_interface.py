@@ -116,3 +116,17 @@ def test_auto_aligner_is_not_instantiated_and_a_kind_must_be_known():
         from spanaug.pipeline.aligner.loading import aligner_class
 
         aligner_class("wordpiece-magic")
+
+
+def test_the_encoder_override_reaches_the_paper_kind_only(tiny_encoder, tmp_path, caplog):
+    import shutil
+
+    other = shutil.copytree(tiny_encoder, tmp_path / "same-encoder-elsewhere")
+    test = copy_task(10, 5)
+    for kind in ("paper", "cross"):
+        aligner = _make(kind, tiny_encoder)
+        aligner.save_pretrained(tmp_path / kind)
+        again = AutoAligner.from_pretrained(tmp_path / kind, device="cpu", encoder=str(other))
+        assert again.config.encoder == (str(other) if kind == "paper" else tiny_encoder)
+        assert [p for p, _ in again.predict(test)] == [p for p, _ in aligner.predict(test)]
+    assert "a cross aligner carries its own tuned encoder; ignoring the encoder override" in caplog.text

@@ -14,7 +14,8 @@ from spanaug.pipeline.aligner.interface import SpanAlignerModel
 
 log = logging.getLogger(__name__)
 
-#: Each kind's class (module, name), imported only when a directory of that kind is loaded (torch).
+#: Each kind's class (module, name), imported only when a directory of that kind is loaded (torch,
+#: transformers): the CLI reads a directory's kind, and reports a bad one, before any of that.
 KINDS: dict[str, tuple[str, str]] = {
     "paper": ("spanaug.pipeline.aligner.model", "SpanAligner"),
     "cross": ("spanaug.pipeline.aligner.cross_model", "CrossAligner"),
@@ -62,11 +63,10 @@ class AutoAligner:
         tuned one, so there it is ignored with a warning.
         """
         kind = aligner_kind(path)
-        if not encoder:
-            return aligner_class(kind).from_pretrained(path, device=device)
-        if kind != "paper":
+        cls = aligner_class(kind)
+        if encoder and kind == "paper":
+            # Only the paper kind takes the override (its scorer runs on any encoder of the saved width).
+            return cls.from_pretrained(path, device=device, encoder=encoder)
+        if encoder:
             log.warning("a %s aligner carries its own tuned encoder; ignoring the encoder override %r", kind, encoder)
-            return aligner_class(kind).from_pretrained(path, device=device)
-        from spanaug.pipeline.aligner.model import SpanAligner
-
-        return SpanAligner.from_pretrained(path, device=device, encoder=encoder)
+        return cls.from_pretrained(path, device=device)
