@@ -26,10 +26,11 @@ import torch
 
 from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, pair_key, read_instances
+from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.training import train_aligner
 
 
-def build(kind: str, insts: list) -> object:
+def build(kind: str, insts: list) -> SpanAlignerModel:
     """A MiniLM aligner of ``kind``: the paper's trained one epoch on 300 instances, the cross one untrained."""
     if kind == "paper":
         settings = AlignerTrainSettings(epochs=1, threshold_holdout=0.0)

@@ -104,7 +104,7 @@ def sync(device: torch.device) -> None:
 
 @torch.inference_mode()
 def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor) -> None:
-    enc = para._encode([r["source_text"] for r in batch], "")
+    enc = para.encode([r["source_text"] for r in batch], "")
     kwargs = para.search_kwargs(cfg)
     stop = [PerSentenceMaxNewTokens(limits, device=para.device)]
     procs = []

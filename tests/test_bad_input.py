@@ -329,7 +329,7 @@ def test_frame_id_windows_a_sentence_over_the_encoder_limit(tiny_encoder):
         device="cpu",
     )
     long = Sentence(["Abby", "bought", "a", "car", "from", "Robin", "last", "week"] * 4, {(1, 1): "F"})
-    model._encode([long, Sentence(["Abby", "bought", "it"], {(1, 1): "F"})])
+    model.encode([long, Sentence(["Abby", "bought", "it"], {(1, 1): "F"})])
     vectors = model._cache[tuple(long.tokens)]
     assert model.windowed == 1 and vectors.shape[0] == 32
     assert all(bool(v.abs().sum() > 0) for v in vectors)  # no word past a cut left with a zero vector

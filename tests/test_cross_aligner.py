@@ -14,7 +14,7 @@ from spanaug.pipeline.aligner.cross_inputs import target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.cross_training import _fit_calibration, train_cross_aligner
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.loading import aligner_kind, load_aligner
+from spanaug.pipeline.aligner.loading import AutoAligner, aligner_kind
 
 
 def _aligner(tiny_encoder, **kw):
@@ -41,7 +41,7 @@ def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
         and saved["kind"] == "cross"
         and aligner_kind(tmp_path / "al") == "cross"
     )
-    again = load_aligner(tmp_path / "al", device="cpu", encoder="ignored")
+    again = AutoAligner.from_pretrained(tmp_path / "al", device="cpu", encoder="ignored")
     assert isinstance(again, CrossAligner)
     reloaded = again.predict(test)
     assert [p for p, _ in reloaded] == [p for p, _ in preds]

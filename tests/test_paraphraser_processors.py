@@ -111,7 +111,7 @@ def _constraint_sets(draw, outputs):
 
 
 def _generate(para, texts, cfg, banned, processor):
-    enc = para._encode(texts, "")
+    enc = para.encode(texts, "")
     if cfg.mode == "sample":
         torch.manual_seed(11)
     out = para.model.generate(

@@ -100,9 +100,9 @@ class PredictFiles:
 def predict(files: PredictFiles, runtime: Runtime) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.instances import read_instances
-    from spanaug.pipeline.aligner.loading import load_aligner
+    from spanaug.pipeline.aligner.loading import AutoAligner
 
-    aligner = load_aligner(files.model, device=runtime.device)
+    aligner = AutoAligner.from_pretrained(files.model, device=runtime.device)
     insts = read_instances(files.instances)
     preds = aligner.predict(insts, progress=True)
     write_jsonl(

@@ -15,8 +15,10 @@ from spanaug.core.settings import Settings, inherit, setting, settings
 
 @settings
 class AlignerConfig(Settings):
-    """The span aligner's architecture, saved with a trained aligner (``aligner_config.json``)."""
+    """The paper aligner's architecture, saved with a trained one (``config.json``)."""
 
+    # Directories saved before this field have no kind; they load as the paper's (pipeline.aligner.loading).
+    kind: Literal["paper"] = setting("paper", "the aligner kind (tells a saved model directory's kind)")
     encoder: str = setting(
         "bert-base-cased", "the frozen encoder: a hub name or path ('minilm': the offline all-MiniLM-L6-v2)"
     )

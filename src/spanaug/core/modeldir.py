@@ -2,8 +2,9 @@
 
 A model's trained head is an ``nn.Module`` with ``huggingface_hub.PyTorchModelHubMixin``: its config
 dataclass goes to ``config.json`` and its weights to ``model.safetensors``; a tuned encoder, when there
-is one, is saved beside them with ``save_pretrained``. The directory is written into a temporary
-folder that replaces it once complete, so a killed job never leaves half a model.
+is one, is saved beside them with ``save_pretrained`` (in ``encoder/``, :data:`ENCODER_DIR`). The
+directory is written into a temporary folder that replaces it once complete, so a killed job never
+leaves half a model.
 
 Every folder written so carries a manifest (``spanaug-manifest.json``: each file's size and
 sha256), checked when the model is loaded: safetensors checks a file's header, not its data, so a
@@ -26,6 +27,8 @@ from spanaug.core.files import apply_umask, read_json, temporary_beside, write_j
 
 #: The file a head's config is saved to (huggingface_hub's name).
 CONFIG_FILE = "config.json"
+#: Where a model with a tuned encoder saves it (with its tokenizer), inside the model directory.
+ENCODER_DIR = "encoder"
 #: Each file of a model folder spanaug wrote, with its size and sha256.
 MANIFEST_FILE = "spanaug-manifest.json"
 MANIFEST_FORMAT = 1

@@ -27,7 +27,7 @@ def framenet_reader(root: Path):
 
     The reader remembers the last file it opened (``last_file``, under ``root`` as given): NLTK
     loads frames, indexes and relations lazily, so a corrupt ``frame/*.xml`` or ``frRelation.xml``
-    fails while an intact LU file is being read, and :func:`_guarded` must name the right one.
+    fails while an intact LU file is being read, and :func:`guarded` must name the right one.
     """
     import nltk.data
     from nltk.corpus.reader.framenet import FramenetCorpusReader
@@ -59,7 +59,7 @@ def framenet_lexicon(root: Path | str) -> dict[str, set[str]]:
     root = Path(root)
     reader = framenet_reader(root)
     lexicon: dict[str, set[str]] = {}
-    for lu in _guarded(root / "luIndex.xml", lambda: list(reader.lus()), reader):
+    for lu in guarded(root / "luIndex.xml", lambda: list(reader.lus()), reader):
         lexicon.setdefault(lu.frame.name, set()).add(lu.name.lower())
     return lexicon
 
@@ -69,12 +69,12 @@ def framenet_definitions(root: Path | str) -> dict[str, str]:
     root = Path(root)
     reader = framenet_reader(root)
     out = {}
-    for frame in _guarded(root / "frameIndex.xml", lambda: list(reader.frames()), reader):
+    for frame in guarded(root / "frameIndex.xml", lambda: list(reader.frames()), reader):
         out[frame.name] = re.sub(r"<[^>]+>", "", frame.definition or "").strip()
     return out
 
 
-def _guarded(path: Path, load, reader=None):
+def guarded(path: Path, load, reader=None):
     """Run an NLTK load, turning any failure into an error naming the file at fault.
 
     NLTK loads lazily: reading ``path`` may open a frame file or an index. When parsing such a file

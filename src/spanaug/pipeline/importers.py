@@ -20,7 +20,7 @@ from spanaug.core.config import ImportSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_jsonl, iter_lines
 from spanaug.core.text import detokenize, is_blank, is_token, tokenize_around_span
-from spanaug.pipeline.framenet import _guarded, framenet_reader, parse_fn_date
+from spanaug.pipeline.framenet import framenet_reader, guarded, parse_fn_date
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +89,16 @@ def read_conll(
     path = Path(path)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
     for order, block in enumerate(conll_blocks(path)):
-        row = _conll_block(path, block, order, stats, label or path.stem)
+        row = conll_block_row(path, block, order, stats, label or path.stem)
         if row is not None and _keep(row, stats, max_tokens):
             yield row
 
 
-def _conll_block(
+def conll_block_row(
     path: Path, block: list[tuple[int, list[str]]], order: int, stats: ImportStats, label: str
 ) -> dict[str, Any] | None:
+    """The sentence row of one CoNLL block (None: a discontiguous trigger, counted in ``stats``);
+    a malformed line is an error naming it."""
     first_line = block[0][0]
     for i, (lineno, cols) in enumerate(block):
         # str.isdigit also accepts digits such as '²' that int() rejects: ASCII digits only.
@@ -232,7 +234,7 @@ def read_framenet(
 
     Read with NLTK's FrameNet reader pointed at ``root``: nothing is downloaded. ``label`` goes into
     sentence ids when several releases are imported together. Each LU file or document is read
-    whole under :func:`_guarded`, so an error names the file at fault (NLTK loads lazily).
+    whole under :func:`guarded`, so an error names the file at fault (NLTK loads lazily).
     """
     root = Path(root)
     stats = stats if stats is not None else ImportStats(max_tokens=max_tokens)
@@ -244,18 +246,18 @@ def read_framenet(
     prefix = f"fn:{label}:" if label else "fn:"
     order = itertools.count()  # one running position over exemplars, then documents
     if "exemplar" in parts:
-        lu_ids = _guarded(root / "luIndex.xml", lambda: sorted(reader.lu_ids_and_names()), reader)
+        lu_ids = guarded(root / "luIndex.xml", lambda: sorted(reader.lu_ids_and_names()), reader)
         for lu_id in lu_ids:
             lu_path = root / "lu" / f"lu{lu_id}.xml"
             if not lu_path.is_file():
                 continue  # FrameNet lists LUs without annotation files
-            rows = _guarded(lu_path, functools.partial(_lu_rows, reader, root, lu_id, lu_path, prefix, stats), reader)
+            rows = guarded(lu_path, functools.partial(_lu_rows, reader, root, lu_id, lu_path, prefix, stats), reader)
             yield from _numbered(rows, order, stats, max_tokens)
     if "fulltext" in parts and (root / "fulltextIndex.xml").is_file():
-        docs = _guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()), reader)
+        docs = guarded(root / "fulltextIndex.xml", lambda: list(reader.docs_metadata()), reader)
         for meta in docs:
             doc_path = root / "fulltext" / str(meta.filename)
-            rows = _guarded(doc_path, functools.partial(_doc_rows, reader, root, meta, doc_path, prefix, stats), reader)
+            rows = guarded(doc_path, functools.partial(_doc_rows, reader, root, meta, doc_path, prefix, stats), reader)
             yield from _numbered(rows, order, stats, max_tokens)
 
 

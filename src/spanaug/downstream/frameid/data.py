@@ -116,13 +116,13 @@ def split_conll(path: Path | str, out_dir: Path | str, cfg: SplitSettings) -> di
     contiguous ranges stand in for held-out documents: the last ``cfg.test_share`` of sentences is
     the test split, the ``cfg.dev_share`` before it the dev split.
     """
-    from spanaug.pipeline.importers import ImportStats, _conll_block, conll_blocks
+    from spanaug.pipeline.importers import ImportStats, conll_block_row, conll_blocks
 
     path = Path(path)
     blocks = []
     for order, block in enumerate(conll_blocks(path)):
         # Checked as the reader will check it: a bad block is this file's fault, not the split file's.
-        _conll_block(path, block, order, ImportStats(), path.stem)
+        conll_block_row(path, block, order, ImportStats(), path.stem)
         blocks.append((block[0][1][6], ["\t".join(cols) + "\n" for _, cols in block]))
     if not blocks:
         raise InputError(path, None, "holds no sentences (expected open-SESAME CoNLL blocks)")

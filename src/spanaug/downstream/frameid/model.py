@@ -158,7 +158,7 @@ class FrameIdentifier:
         self.device = choose_device(device)
         self.tokenizer, self.encoder = frozen_encoder(cfg.encoder, self.device)
         cfg.encoder_dim = self.encoder.config.hidden_size
-        # Only the vectors of words actually seen are read from the GloVe file (see _load_glove).
+        # Only the vectors of words actually seen are read from the GloVe file (see load_glove).
         self.glove: dict[str, torch.Tensor] = {}
         self._glove_checked: set[str] = set()
         self.lexicon = FrameLexicon(cfg.frame_lexicon) if cfg.frame_lexicon is not None else None
@@ -169,7 +169,7 @@ class FrameIdentifier:
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
         self._tags: dict[tuple[str, ...], list[str]] = {}
         self._allowed: dict[tuple[str, ...], dict[Span, set[int]]] = {}
-        self.windowed = 0  # sentences over the encoder's limit, encoded in windows (see _encode)
+        self.windowed = 0  # sentences over the encoder's limit, encoded in windows (see encode)
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
@@ -183,7 +183,7 @@ class FrameIdentifier:
 
     # -- inputs
     @torch.no_grad()
-    def _encode(self, sentences: Sequence[Sentence]) -> None:
+    def encode(self, sentences: Sequence[Sentence]) -> None:
         """First-subtoken encoder vectors of each sentence, computed once (the encoder is frozen).
 
         Every word gets a vector: a word the tokenizer drops is read as the unknown token, and a
@@ -233,7 +233,7 @@ class FrameIdentifier:
             out.append(vecs.float())
         return out
 
-    def _load_glove(self, sentences: Sequence[Sentence]) -> None:
+    def load_glove(self, sentences: Sequence[Sentence]) -> None:
         """Read the GloVe vectors of words not looked up yet, in one pass over the file."""
         if not self.cfg.glove:
             return
@@ -254,8 +254,8 @@ class FrameIdentifier:
         return self._tags[key]
 
     def _batch(self, sentences: Sequence[Sentence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
-        self._encode(sentences)
-        self._load_glove(sentences)
+        self.encode(sentences)
+        self.load_glove(sentences)
         lengths = [len(s.tokens) for s in sentences]
         t = max(lengths)
         longest = max(len(w) for s in sentences for w in s.tokens)
@@ -342,7 +342,7 @@ class FrameIdentifier:
     @torch.no_grad()
     def predict(self, sentences: Sequence[Sentence], batch_size: int = 32) -> list[dict[Span, str]]:
         self.net.eval()
-        self._load_glove(sentences)
+        self.load_glove(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].tokens))
         results: dict[int, dict[Span, str]] = {}
         for start in range(0, len(order), batch_size):

@@ -148,8 +148,8 @@ def _train(
     torch.manual_seed(tcfg.seed)
     rng = random.Random(tcfg.seed)
     model = FrameIdentifier(build_config(train, encoder, glove, lexicon), device=device)
-    model._load_glove(train)
-    model._encode(train + dev)  # once, before the epochs are timed
+    model.load_glove(train)
+    model.encode(train + dev)  # once, before the epochs are timed
     opt = torch.optim.Adam(model.net.parameters(), lr=tcfg.learning_rate)
     order = list(train)
 

@@ -19,8 +19,9 @@ are never candidates. Both are counted (``stats``), as are instances that cannot
 
 Inputs (marked pairs within the encoder's limit, batches, label distributions) are in
 ``cross_inputs``, training in ``cross_training``. The model directory follows the project's
-convention (``core.modeldir``): the head's config (``CrossAlignerConfig``, whose ``kind`` tells it
-from the paper aligner's) and weights, and the tuned encoder with its tokenizer (markers included) in ``encoder/``.
+convention (``core.modeldir``): the head's config (``CrossAlignerConfig``, whose ``kind: cross``
+``loading.AutoAligner`` dispatches on) and weights, and the tuned encoder with its tokenizer
+(markers included) in ``encoder/``.
 """
 
 import logging
@@ -46,8 +47,6 @@ from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.model import encoder_layers
 
 log = logging.getLogger(__name__)
-
-ENCODER_DIR = "encoder"
 
 
 # No `from __future__ import annotations` in this module: the hub mixin reads the type of
@@ -151,7 +150,14 @@ class SpanHead(nn.Module, PyTorchModelHubMixin):
 
 
 class CrossAligner:
-    """Fine-tuned encoder + span head; ``from_pretrained``/``save_pretrained`` a directory."""
+    """Fine-tuned encoder + span head; ``from_pretrained``/``save_pretrained`` a directory.
+
+    The cross kind of ``interface.SpanAlignerModel``.
+    """
+
+    kind = "cross"
+    #: Instances per encoder batch when ``predict`` is given none.
+    predict_batch_size = 32
 
     def __init__(
         self,
@@ -219,8 +225,8 @@ class CrossAligner:
         written atomically."""
         with modeldir.atomic_dir(out) as tmp:
             self.head.save_pretrained(tmp, config=self.config)
-            self.encoder.save_pretrained(tmp / ENCODER_DIR)
-            self.tokenizer.save_pretrained(tmp / ENCODER_DIR)
+            self.encoder.save_pretrained(tmp / modeldir.ENCODER_DIR)
+            self.tokenizer.save_pretrained(tmp / modeldir.ENCODER_DIR)
         return Path(out)
 
     @classmethod
@@ -230,10 +236,10 @@ class CrossAligner:
         path = Path(path)
         dev = choose_device(device)
         head = modeldir.load_head(SpanHead, path, dev, "cross aligner")
-        if head.config.kind != "cross" or not (path / ENCODER_DIR).is_dir():
+        if head.config.kind != "cross" or not (path / modeldir.ENCODER_DIR).is_dir():
             raise ConfigError(f"{path}: not a trained cross aligner")
-        tokenizer = AutoTokenizer.from_pretrained(path / ENCODER_DIR)
-        encoder = AutoModel.from_pretrained(path / ENCODER_DIR)
+        tokenizer = AutoTokenizer.from_pretrained(path / modeldir.ENCODER_DIR)
+        encoder = AutoModel.from_pretrained(path / modeldir.ENCODER_DIR)
         return cls(head.config, encoder=encoder, tokenizer=tokenizer, head=head, device=dev)
 
     # -- encoding
@@ -388,12 +394,13 @@ class CrossAligner:
     def predict(
         self,
         instances: Sequence[Instance],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         progress: bool = False,
         threshold: float | None = None,
     ) -> list[tuple[tuple[int, int] | None, float]]:
         """Predicted target span (None: no counterpart) and its probability per instance."""
-        return self.decide(self.raw_scores(instances, batch_size, progress), threshold=threshold)
+        raw = self.raw_scores(instances, batch_size or self.predict_batch_size, progress)
+        return self.decide(raw, threshold=threshold)
 
 
 # ---------------------------------------------------------------- calibration

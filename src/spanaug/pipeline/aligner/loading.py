@@ -1,40 +1,72 @@
-"""A trained aligner directory of either kind: the paper's ``SpanAligner`` or the ``CrossAligner``."""
+"""A trained aligner directory of any kind, loaded by the ``kind`` its ``config.json`` records
+(transformers' ``Auto*`` style): ``AutoAligner.from_pretrained(path)``."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 from spanaug.core import modeldir
 from spanaug.core.errors import ConfigError
+from spanaug.pipeline.aligner.interface import SpanAlignerModel
 
 log = logging.getLogger(__name__)
 
+#: Each kind's class (module, name), imported only when a directory of that kind is loaded (torch,
+#: transformers): the CLI reads a directory's kind, and reports a bad one, before any of that.
+KINDS: dict[str, tuple[str, str]] = {
+    "paper": ("spanaug.pipeline.aligner.model", "SpanAligner"),
+    "cross": ("spanaug.pipeline.aligner.cross_model", "CrossAligner"),
+}
+#: The kind of a directory whose config.json has no ``kind``: the paper aligner saved it none before.
+DEFAULT_KIND = "paper"
+
 
 def aligner_kind(path: Path | str) -> str:
-    """``cross`` or ``paper``: the ``kind`` saved in a trained aligner's config (the paper's has none)."""
+    """The ``kind`` saved in a trained aligner's config (``paper`` when it has none); a known one."""
     config = Path(path) / modeldir.CONFIG_FILE
     if not config.is_file():
         raise ConfigError(f"{path}: not a trained aligner (no {modeldir.CONFIG_FILE})")
     try:
-        return str(json.loads(config.read_text(encoding="utf-8")).get("kind", "paper"))
+        saved = json.loads(config.read_text(encoding="utf-8"))
+        kind = saved.get("kind", DEFAULT_KIND)
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
         raise ConfigError(f"{config}: not a trained aligner's config ({exc})") from None
+    if kind not in KINDS:
+        raise ConfigError(
+            f"{path}: unknown aligner kind {kind!r} in {modeldir.CONFIG_FILE} (known: {', '.join(KINDS)})"
+        )
+    return str(kind)
 
 
-def load_aligner(path: Path | str, device: str | None = "auto", encoder: str | None = None) -> Any:
-    """The trained aligner in ``path``, of either kind; both ``predict`` instances the same way.
+def aligner_class(kind: str) -> type[SpanAlignerModel]:
+    """The class of aligner ``kind`` (``paper``, ``cross``)."""
+    if kind not in KINDS:
+        raise ConfigError(f"unknown aligner kind {kind!r} (known: {', '.join(KINDS)})")
+    module, name = KINDS[kind]
+    return getattr(importlib.import_module(module), name)
 
-    ``encoder`` overrides the paper aligner's saved encoder; a cross aligner carries its own tuned one.
-    """
-    if aligner_kind(path) == "cross":
-        from spanaug.pipeline.aligner.cross_model import CrossAligner
 
+class AutoAligner:
+    """Loads a trained aligner directory as the class of the kind it records; never instantiated."""
+
+    def __init__(self) -> None:
+        raise TypeError("AutoAligner is not instantiated: use AutoAligner.from_pretrained(path)")
+
+    @staticmethod
+    def from_pretrained(path: Path | str, device: str | None = "auto", encoder: str | None = None) -> SpanAlignerModel:
+        """The trained aligner in ``path``, of whichever kind its ``config.json`` records.
+
+        ``encoder`` overrides the paper aligner's saved encoder; a cross aligner carries its own
+        tuned one, so there it is ignored with a warning.
+        """
+        kind = aligner_kind(path)
+        cls = aligner_class(kind)
+        if encoder and kind == "paper":
+            # Only the paper kind takes the override (its scorer runs on any encoder of the saved width).
+            return cls.from_pretrained(path, device=device, encoder=encoder)
         if encoder:
-            log.warning("a cross aligner carries its own tuned encoder; ignoring the encoder override %r", encoder)
-        return CrossAligner.from_pretrained(path, device=device)
-    from spanaug.pipeline.aligner.model import SpanAligner
-
-    return SpanAligner.from_pretrained(path, device=device, encoder=encoder)
+            log.warning("a %s aligner carries its own tuned encoder; ignoring the encoder override %r", kind, encoder)
+        return cls.from_pretrained(path, device=device)

@@ -24,8 +24,6 @@ from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 
 FEATURES = ("df", "mx", "cue")
-#: Where an aligner with a tuned encoder saves it, inside the model directory.
-ENCODER_DIR = "encoder"
 
 
 # No `from __future__ import annotations` in this module: the hub mixin reads the type of
@@ -80,7 +78,14 @@ def span_means(
 
 
 class SpanAligner:
-    """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory."""
+    """Frozen encoder + trained span scorer; ``from_pretrained``/``save_pretrained`` a directory.
+
+    The paper kind of ``interface.SpanAlignerModel``.
+    """
+
+    kind = "paper"
+    #: Instances per scoring batch when ``predict`` is given none.
+    predict_batch_size = 64
 
     def __init__(
         self,
@@ -109,13 +114,14 @@ class SpanAligner:
         self.scorer = (scorer or SpanScorer(config)).to(self.device)
 
     # -- persistence
-    def save_pretrained(self, out: Path | str) -> None:
+    def save_pretrained(self, out: Path | str) -> Path:
         """The scorer (config.json, model.safetensors) and, when tuned, the encoder, written atomically."""
         with modeldir.atomic_dir(out) as tmp:
             self.scorer.save_pretrained(tmp, config=self.config)
             if self.config.finetune_layers:
-                self.encoder.save_pretrained(tmp / ENCODER_DIR)
-                self.tokenizer.save_pretrained(tmp / ENCODER_DIR)
+                self.encoder.save_pretrained(tmp / modeldir.ENCODER_DIR)
+                self.tokenizer.save_pretrained(tmp / modeldir.ENCODER_DIR)
+        return Path(out)
 
     @classmethod
     def from_pretrained(
@@ -127,8 +133,8 @@ class SpanAligner:
         scorer = modeldir.load_head(SpanScorer, path, dev, "aligner")
         if encoder:
             scorer.config.encoder = encoder
-        elif (path / ENCODER_DIR / modeldir.CONFIG_FILE).is_file():
-            scorer.config.encoder = str(path / ENCODER_DIR)
+        elif (path / modeldir.ENCODER_DIR / modeldir.CONFIG_FILE).is_file():
+            scorer.config.encoder = str(path / modeldir.ENCODER_DIR)
         return cls(scorer.config, scorer=scorer, device=device)
 
     # -- encoding
@@ -191,9 +197,10 @@ class SpanAligner:
             parts.append(cue)
         return torch.cat(parts, dim=1)
 
-    def _instance_rows(
+    def instance_rows(
         self, vecs: tuple[torch.Tensor, torch.Tensor], span: tuple[int, int]
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The candidate spans [C, 2] of one source span and their feature rows [C, D] (training's input)."""
         src_vecs, tgt_vecs = vecs
         cands = candidate_spans(tgt_vecs.shape[0], span[1] - span[0] + 1, self.config.k, device=self.device)
         return cands, self.features(src_vecs, tgt_vecs, span, cands)
@@ -309,7 +316,7 @@ class SpanAligner:
         self.scorer.eval()
         out = []
         for vecs, span in items:
-            cands, feats = self._instance_rows(vecs, span)
+            cands, feats = self.instance_rows(vecs, span)
             if cands.shape[0] == 0:
                 out.append((None, 0.0))
                 continue
@@ -321,12 +328,13 @@ class SpanAligner:
     def predict(
         self,
         instances: Sequence[Instance],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool = False,
         threshold: float | None = None,
     ) -> list[tuple[tuple[int, int] | None, float]]:
         """Predicted target span (None under the threshold) and its score per instance."""
         threshold = self.config.threshold if threshold is None else threshold
+        batch_size = batch_size or self.predict_batch_size
         out: list[tuple[tuple[int, int] | None, float]] = []
         # Encode a chunk of sentence pairs at a time so memory stays flat on large inputs;
         # each pair is encoded once for all of its spans.

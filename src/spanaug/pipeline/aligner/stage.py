@@ -8,7 +8,7 @@ from typing import Any
 
 from spanaug.core import artifacts, files
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.loading import load_aligner
+from spanaug.pipeline.aligner.loading import AutoAligner
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def align_stage(
     encoder, which were encoded one sentence at a time (see ``PairEncoder.encode_batch``). An
     empty shard is legitimate (every chain of the shard has ended) and is said so.
     """
-    aligner = load_aligner(model, device=device, encoder=encoder)  # either kind
+    aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder)  # either kind
     stats: dict[str, Any] = {"beams": 0, "aligned": 0, "unaligned": 0}
     with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):

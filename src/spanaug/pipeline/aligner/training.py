@@ -194,7 +194,7 @@ def _frozen_batches(
     vecs = dict(zip(pairs, aligner.encode_pairs(pairs, progress=progress)))
     examples = []
     for inst in train:
-        cands, feats = aligner._instance_rows(vecs[pair_key(inst)], inst.source_span)
+        cands, feats = aligner.instance_rows(vecs[pair_key(inst)], inst.source_span)
         if cands.shape[0]:
             examples.append((feats, soft_labels(cands, inst.target_span, cfg.loss)))
     if not examples:
@@ -221,7 +221,7 @@ def _finetune_batches(
             vecs = dict(zip(pairs, aligner.encode_batch(pairs)))
             feats, labels = [], []
             for inst in chunk:
-                cands, f = aligner._instance_rows(vecs[pair_key(inst)], inst.source_span)
+                cands, f = aligner.instance_rows(vecs[pair_key(inst)], inst.source_span)
                 feats.append(f)
                 labels.append(soft_labels(cands, inst.target_span, cfg.loss))
             yield torch.cat(feats), torch.cat(labels)

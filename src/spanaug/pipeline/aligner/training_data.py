@@ -26,7 +26,7 @@ from typing import Any
 
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.instances import Instance, pair_key, reverse_instances, without_pairs
-from spanaug.pipeline.aligner.word_aligned import AlignedPair, _link_index, _phrase_target, is_content
+from spanaug.pipeline.aligner.word_aligned import AlignedPair, is_content, link_index, phrase_target
 
 PairKey = tuple[tuple[str, ...], tuple[str, ...]]
 
@@ -52,7 +52,7 @@ def consistent_phrases(
 ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Every (source phrase, target block) whose sure links stay inside the pair: each source token
     linked, and no target token of the block linked outside the phrase (phrase-based MT's rule)."""
-    by_src, by_tgt = _link_index(pair.sure)
+    by_src, by_tgt = link_index(pair.sure)
     out = []
     n = len(pair.source)
     for length in range(1, max_phrase + 1):
@@ -60,7 +60,7 @@ def consistent_phrases(
             end = start + length - 1
             if content_bounded and not (is_content(pair.source[start]) and is_content(pair.source[end])):
                 continue
-            block = _phrase_target(by_src, by_tgt, start, end)
+            block = phrase_target(by_src, by_tgt, start, end)
             if block is None or block[1] - block[0] >= max_target_width:
                 continue
             out.append(((start, end), block))

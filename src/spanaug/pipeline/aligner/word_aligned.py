@@ -194,7 +194,7 @@ def is_content(token: str) -> bool:
     return any(c.isalnum() for c in token) and token.lower() not in FUNCTION_WORDS
 
 
-def _link_index(links: set[Link]) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+def link_index(links: set[Link]) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
     """Targets of each source token and sources of each target token."""
     by_src: dict[int, set[int]] = {}
     by_tgt: dict[int, set[int]] = {}
@@ -204,7 +204,7 @@ def _link_index(links: set[Link]) -> tuple[dict[int, set[int]], dict[int, set[in
     return by_src, by_tgt
 
 
-def _phrase_target(
+def phrase_target(
     by_src: dict[int, set[int]],
     by_tgt: dict[int, set[int]],
     start: int,
@@ -238,7 +238,7 @@ def instances_from_alignments(
     aligned, nulls = [], []
     for pair in pairs:
         src, tgt = pair.source, pair.target
-        by_src, by_tgt = _link_index(pair.sure)
+        by_src, by_tgt = link_index(pair.sure)
         found: list[tuple[int, int]] = []
         for length in range(1, max_phrase + 1):
             for start in range(len(src) - length + 1):
@@ -247,7 +247,7 @@ def instances_from_alignments(
                     continue
                 if any(start <= s and e <= end for s, e in found):
                     continue
-                block = _phrase_target(by_src, by_tgt, start, end)
+                block = phrase_target(by_src, by_tgt, start, end)
                 if block is None or block[1] - block[0] >= max_target_width:
                     continue
                 if [t.lower() for t in src[start : end + 1]] == [t.lower() for t in tgt[block[0] : block[1] + 1]]:

@@ -61,14 +61,14 @@ class Paraphraser:
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
         return paraphraser
 
-    def _encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
+    def encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
         enc = self.tokenizer([prefix + t for t in texts], padding=True, truncation=True, return_tensors="pt")
         return {k: v.to(self.device) for k, v in enc.items()}
 
     @torch.inference_mode()
     def score(self, sources: list[str], outputs: list[str], prefix: str = "") -> list[float]:
         """Length-normalised negative log-likelihood of each output given its source."""
-        enc = self._encode(sources, prefix)
+        enc = self.encode(sources, prefix)
         labels = self.tokenizer(text_target=outputs, padding=True, truncation=True, return_tensors="pt")[
             "input_ids"
         ].to(self.device)
@@ -129,7 +129,7 @@ class Paraphraser:
         self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
     ) -> list[list[tuple[str, float]]]:
         """Each request's beams (or samples) as (text, decoder score), best first for beams."""
-        enc = self._encode([r["source_text"] for r in requests], cfg.prefix)
+        enc = self.encode([r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
         banned = [banned_sequences(self.tokenizer, r["constraints"]) + never for r in requests]
