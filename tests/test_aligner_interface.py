@@ -8,7 +8,7 @@ import torch
 from conftest import copy_task
 
 from spanaug.cli.main import main
-from spanaug.core import files
+from spanaug.core import files, modeldir
 from spanaug.core.aligner_settings import AlignerConfig, CrossAlignerConfig
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.cross_model import CrossAligner
@@ -64,8 +64,9 @@ def test_a_directory_saved_without_kind_loads_as_the_paper_aligner(tiny_encoder,
     aligner.save_pretrained(tmp_path / "old")
     config = tmp_path / "old" / "config.json"
     saved = json.loads(config.read_text())
-    del saved["kind"]  # as the previous version wrote it
+    del saved["kind"]  # as the previous version wrote it, without a manifest
     config.write_text(json.dumps(saved))
+    (tmp_path / "old" / modeldir.MANIFEST_FILE).unlink()
     test = copy_task(20, 4)
     again = AutoAligner.from_pretrained(tmp_path / "old", device="cpu")
     assert isinstance(again, SpanAligner) and again.config.kind == "paper"
