@@ -87,3 +87,45 @@ def test_another_runs_seeds_are_refused(tmp_path, command):
 
             write_card(aug, other, tmp_path / "release", {"run_name": "t"})
     assert not (tmp_path / "release" / "data" / "seeds.parquet").exists()
+
+
+def shards_of(tmp_path, seeds, n, name="shard"):
+    from spanaug.pipeline.iterations import init_shards
+
+    path = tmp_path / f"{name}-seeds.parquet"
+    artifacts.write_table(seeds, path, artifacts.SENTENCES, {"run": artifacts.run_id(s["sentence_id"] for s in seeds)})
+    shards = [tmp_path / f"{name}{j}.parquet" for j in range(n)]
+    init_shards(path, shards)
+    return shards
+
+
+SIX = [seed(f"s{n}", ["Abby", "bought", "a", "car"], 1, 1, "Commerce_buy", "buy.v") for n in range(6)]
+
+
+def test_every_artifact_records_its_run_stage_iteration_and_shard(tmp_path):
+    shards = shards_of(tmp_path, SIX, 3)
+    first = artifacts.read_provenance(shards[1])
+    assert first == {"run": artifacts.run_id(f"s{n}" for n in range(6)), "stage": "chain", "iteration": 0,
+                     "shard": 1, "n_shards": 3}  # fmt: skip
+    expand_stage(shards[1], tmp_path / "r.parquet", 1, ConstraintSettings())
+    assert artifacts.read_provenance(tmp_path / "r.parquet") == {**first, "stage": "requests", "iteration": 1}
+    gather(shards, tmp_path / "g.parquet", artifacts.CHAIN)
+    assert artifacts.read_provenance(tmp_path / "g.parquet") == {"run": first["run"], "stage": "chain", "iteration": 0}
+
+
+def test_gather_refuses_a_missing_shard_and_another_runs_shard(tmp_path):
+    shards = shards_of(tmp_path, SIX, 3)
+    with pytest.raises(ArtifactError, match=r"shard\(s\) 1 of 3 missing"):
+        gather([shards[0], shards[2]], tmp_path / "g.parquet", artifacts.CHAIN)
+    other = shards_of(tmp_path, [seed("x1", ["a", "b"], 0, 0, "F", "a.n")], 3, name="other")
+    with pytest.raises(ArtifactError, match=r"other1\.parquet: is from another run than"):
+        gather([shards[0], other[1], shards[2]], tmp_path / "g.parquet", artifacts.CHAIN)
+    assert not (tmp_path / "g.parquet").exists()
+
+
+def test_constraints_read_the_iteration_from_the_metadata_too(tmp_path):
+    """An empty shard has no rows to tell its iteration: its metadata still does."""
+    empty = tmp_path / "empty.parquet"
+    artifacts.write_table([], empty, artifacts.CHAIN, {"run": "r", "stage": "chain", "iteration": 2, "shard": 0})
+    with pytest.raises(ArtifactError, match=r"empty\.parquet: is an output of iteration 2 where iteration 2's"):
+        expand_stage(empty, tmp_path / "r.parquet", 2, ConstraintSettings())

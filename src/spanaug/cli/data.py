@@ -37,7 +37,8 @@ def select_seeds(files: SeedFiles, seeds: SeedSettings) -> None:
     if not sentences.num_rows:
         raise InputError(files.sentences, None, "holds no sentence to seed from")
     chosen, report = select_seeds(sentences, seeds)
-    artifacts.write_table(chosen, files.out, artifacts.SENTENCES)
+    run = artifacts.run_id(chosen.column("sentence_id").to_pylist())
+    artifacts.write_table(chosen, files.out, artifacts.SENTENCES, provenance={"run": run, "stage": "seeds"})
     emit(report, files.report)
 
 

@@ -7,6 +7,8 @@ half-written file behind: it writes to a temporary file beside the target and re
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -210,21 +212,63 @@ class ArtifactWriter:
             self.rows += table.num_rows
 
 
+#: The Parquet metadata key of an artifact's provenance: a JSON object with its ``run`` (the
+#: fingerprint of the run's seeds), ``stage``, ``iteration``, ``shard`` and ``n_shards``, where known.
+PROVENANCE_KEY = "spanaug.provenance"
+
+
+def run_id(seed_ids: Iterable[str]) -> str:
+    """A run's fingerprint: its seeds' ids (every artifact of the run derives from them)."""
+    digest = hashlib.sha256("\n".join(sorted(seed_ids)).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def read_provenance(path: Path | str) -> dict[str, Any] | None:
+    """Where an artifact comes from (:data:`PROVENANCE_KEY`); None for a file without it (written by
+    an older spanaug, or by another tool)."""
+    metadata = read_schema(path).metadata or {}
+    raw = metadata.get(PROVENANCE_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ArtifactError(f"{path}: its provenance metadata is not JSON") from None
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{path}: its provenance metadata is not a JSON object")
+    return value
+
+
+def derived(path: Path | str, stage: str, **changes: Any) -> dict[str, Any] | None:
+    """The provenance of what a stage writes from ``path``: the input's, with its own stage."""
+    source = read_provenance(path)
+    return None if source is None else {**source, "stage": stage, **changes}
+
+
 @contextlib.contextmanager
-def open_writer(path: Path | str, schema: pa.Schema) -> Iterator[ArtifactWriter]:
-    """Stream batches into ``path``; the file appears (whole) only when the block succeeds."""
+def open_writer(
+    path: Path | str, schema: pa.Schema, provenance: Mapping[str, Any] | None = None
+) -> Iterator[ArtifactWriter]:
+    """Stream batches into ``path``; the file appears (whole) only when the block succeeds. The
+    ``provenance`` (see :data:`PROVENANCE_KEY`) goes into the file's metadata."""
+    file_schema = schema.with_metadata({PROVENANCE_KEY: json.dumps(dict(provenance))}) if provenance else schema
     with atomic_path(path, ".parquet") as tmp:
         # Page checksums let a reader tell a file corrupted mid-way from one that holds odd values.
-        writer = pq.ParquetWriter(tmp, schema, compression="zstd", write_page_checksum=True)
+        writer = pq.ParquetWriter(tmp, file_schema, compression="zstd", write_page_checksum=True)
         try:
             yield ArtifactWriter(writer, schema, Path(path))
         finally:
             writer.close()
 
 
-def write_table(data: pa.Table | Sequence[Mapping[str, Any]], path: Path | str, schema: pa.Schema) -> int:
+def write_table(
+    data: pa.Table | Sequence[Mapping[str, Any]],
+    path: Path | str,
+    schema: pa.Schema,
+    provenance: Mapping[str, Any] | None = None,
+) -> int:
     """Write a whole table atomically; returns the number of rows."""
-    with open_writer(path, schema) as writer:
+    with open_writer(path, schema, provenance) as writer:
         if isinstance(data, pa.Table) or data:
             writer.write(data)
     return writer.rows
@@ -295,9 +339,15 @@ def read_columns(path: Path | str, schema: pa.Schema, columns: Sequence[str]) ->
         raise _unreadable(path, exc) from None
 
 
-def concat_artifacts(paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536) -> int:
+def concat_artifacts(
+    paths: Iterable[Path | str],
+    out: Path | str,
+    schema: pa.Schema,
+    batch_size: int = 65536,
+    provenance: Mapping[str, Any] | None = None,
+) -> int:
     """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
-    with open_writer(out, schema) as writer:
+    with open_writer(out, schema, provenance) as writer:
         for path in paths:
             for table in iter_batches(path, schema, batch_size):
                 writer.write(table)

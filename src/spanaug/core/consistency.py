@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from spanaug.core.artifacts import read_provenance
 from spanaug.core.errors import ArtifactError
 
 
@@ -105,3 +107,57 @@ def check_seeds_cover(seeds_path: Path | str, seeds: pa.Table, path: Path | str,
             f"{path}: {len(unknown)} output(s) of seeds not in {seeds_path} (first: {unknown[0].as_py()!r}); "
             "the seeds are another run's"
         )
+
+
+# ---------------------------------------------------------------- provenance (the files' metadata)
+
+
+def check_provenance_iteration(path: Path | str, expected: int, what: str) -> None:
+    """The iteration ``path``'s metadata records (when it has provenance) is ``expected``."""
+    recorded = (read_provenance(path) or {}).get("iteration")
+    if recorded is not None and recorded != expected:
+        raise ArtifactError(f"{path}: is an output of iteration {recorded} where {what} needs iteration {expected}")
+
+
+def check_one_run(paths: Sequence[Path | str], provenances: Sequence[dict[str, Any] | None]) -> str | None:
+    """The files that record a run all record the same one; returns it (None when none records it)."""
+    first: tuple[Path | str, str] | None = None
+    for path, prov in zip(paths, provenances):
+        run = (prov or {}).get("run")
+        if run is None:
+            continue
+        if first is None:
+            first = (path, run)
+        elif run != first[1]:
+            raise ArtifactError(f"{path}: is from another run than {first[0]} (their seeds differ)")
+    return first[1] if first else None
+
+
+def check_shards(paths: Sequence[Path | str], provenances: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Shards of one stage, run and iteration, each of ``n_shards`` exactly once; returns the merged
+    file's provenance. Files without provenance are not checked (and the merge records none)."""
+    if not paths or any(p is None for p in provenances):
+        return None
+    run = check_one_run(paths, provenances)
+    first = provenances[0]
+    for path, prov in zip(paths, provenances):
+        for key in ("stage", "iteration", "n_shards"):
+            if prov.get(key) != first.get(key):
+                raise ArtifactError(
+                    f"{path}: {key} {prov.get(key)!r} where {paths[0]} has {first.get(key)!r} (gather takes the "
+                    "shards of one stage and iteration)"
+                )
+    seen: dict[int, Path | str] = {}
+    for path, prov in zip(paths, provenances):
+        shard = prov.get("shard")
+        if shard in seen:
+            raise ArtifactError(f"{path}: shard {shard} was given already by {seen[shard]}")
+        seen[shard] = path
+    n_shards = first.get("n_shards")
+    missing = sorted(set(range(n_shards)) - set(seen)) if isinstance(n_shards, int) else []
+    if missing:
+        raise ArtifactError(
+            f"{paths[-1]}: shard(s) {', '.join(map(str, missing))} of {n_shards} missing (iteration "
+            f"{first.get('iteration')}'s {first.get('stage')})"
+        )
+    return {"run": run, "stage": first.get("stage"), "iteration": first.get("iteration")}

@@ -18,7 +18,7 @@ from lemminflect import getAllInflections, getAllInflectionsOOV, getAllLemmas, g
 
 from spanaug.core import artifacts
 from spanaug.core.config import ConstraintSettings
-from spanaug.core.consistency import check_iteration
+from spanaug.core.consistency import check_iteration, check_provenance_iteration
 from spanaug.core.errors import ArtifactError
 from spanaug.core.text import is_blank
 
@@ -144,7 +144,9 @@ def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, cfg: C
 
     A shard whose chains have all ended (none aligned) gives an empty shard: legitimate, and said."""
     rows_in = 0
-    with artifacts.open_writer(out, artifacts.REQUESTS) as writer:
+    check_provenance_iteration(chain_path, iteration - 1, f"iteration {iteration}'s constraint expansion")
+    provenance = artifacts.derived(chain_path, "requests", iteration=iteration)
+    with artifacts.open_writer(out, artifacts.REQUESTS, provenance) as writer:
         for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
             check_iteration(chain_path, table, iteration - 1, f"iteration {iteration}'s constraint expansion")
             writer.write(list(requests_from_chain(table.to_pylist(), iteration, cfg, str(chain_path), rows_in)))

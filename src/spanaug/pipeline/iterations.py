@@ -58,9 +58,12 @@ def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int
     """Split the seeds into iteration-0 shards (stable hash of the seed id); returns row counts."""
     table = artifacts.read_table(seeds_path, artifacts.SENTENCES)
     parts = shard_table(table, "sentence_id", len(out_paths))
+    source = artifacts.read_provenance(seeds_path) or {}
+    run = source.get("run") or artifacts.run_id(table.column("sentence_id").to_pylist())
     counts = []
-    for part, path in zip(parts, out_paths):
-        counts.append(artifacts.write_table(list(seed_rows(part.to_pylist())), path, artifacts.CHAIN))
+    for j, (part, path) in enumerate(zip(parts, out_paths)):
+        provenance = {"run": run, "stage": "chain", "iteration": 0, "shard": j, "n_shards": len(out_paths)}
+        counts.append(artifacts.write_table(list(seed_rows(part.to_pylist())), path, artifacts.CHAIN, provenance))
     empty = counts.count(0)
     if empty:
         log.warning(
@@ -107,7 +110,8 @@ def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 81
     All beams of one request are contiguous in the shard (the paraphrase stage writes them
     together), so the shard is streamed and each request's beams are held only briefly.
     """
-    with artifacts.open_writer(out, artifacts.CHAIN) as writer:
+    provenance = artifacts.derived(aligned_path, "chain")
+    with artifacts.open_writer(out, artifacts.CHAIN, provenance) as writer:
         pending: list[dict[str, Any]] = []
         for table in artifacts.iter_batches(aligned_path, artifacts.ALIGNED, chunk_rows):
             rows = pending + table.to_pylist()
@@ -141,7 +145,8 @@ def gather(shard_paths: Sequence[Path | str], out: Path | str, schema: pa.Schema
         iterations, seed_ids = _iterations_and_seeds(shard_paths, schema)
         consistency.check_same_iteration(shard_paths, iterations, "gather")
         consistency.check_no_shared_seeds(shard_paths, seed_ids, "gather")
-    return artifacts.concat_artifacts(shard_paths, out, schema)
+    provenance = consistency.check_shards(shard_paths, [artifacts.read_provenance(p) for p in shard_paths])
+    return artifacts.concat_artifacts(shard_paths, out, schema, provenance=provenance)
 
 
 def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
@@ -152,7 +157,9 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
     consistency.check_unique_outputs(iteration_paths, seed_ids, _iteration_columns(iteration_paths))
     present = sorted({i for found in iterations for i in found if i > 0})
     consistency.check_contiguous(iteration_paths, present, 1, "assemble")
-    with artifacts.open_writer(out, artifacts.AUGMENTED) as writer:
+    run = consistency.check_one_run(iteration_paths, [artifacts.read_provenance(p) for p in iteration_paths])
+    provenance = {"run": run, "stage": "augmented"} if run else None
+    with artifacts.open_writer(out, artifacts.AUGMENTED, provenance) as writer:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
                 table = table.filter(pc.greater(table.column("iteration"), 0))

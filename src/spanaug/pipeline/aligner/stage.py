@@ -31,7 +31,8 @@ def align_stage(
     """
     aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder)  # either kind
     stats: dict[str, Any] = {"beams": 0, "aligned": 0, "unaligned": 0}
-    with artifacts.open_writer(out, artifacts.ALIGNED) as writer:
+    provenance = artifacts.derived(paraphrases_path, "aligned")
+    with artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
             rows = table.to_pylist()
             insts = [

@@ -33,7 +33,8 @@ def paraphrase_stage(
     """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks."""
     paraphraser = load_paraphraser(cfg, device)
     stats = DecodeStats()
-    with artifacts.open_writer(out, artifacts.PARAPHRASES) as writer:
+    provenance = artifacts.derived(requests_path, "paraphrases")
+    with artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
         for table in artifacts.iter_batches(requests_path, artifacts.REQUESTS, chunk_rows):
             rows = list(paraphraser.paraphrase(table.to_pylist(), cfg, stats))
             writer.write(rows)
