@@ -367,3 +367,70 @@ def test_ctrl_c_ends_with_one_line_and_exit_130(monkeypatch, capsys):
     assert entry.main(["config", "schema"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("spanaug: interrupted") and len(err.strip().splitlines()) == 1
+
+
+def test_out_naming_a_folder_is_refused_naming_it(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "seeds.parquet").mkdir()  # --out names a folder
+    artifacts.write_table([seed("s1", ["a", "b"], 0, 0, "F", "a.n")], tmp_path / "s.parquet", artifacts.SENTENCES)
+    code = main(["seeds", "--sentences", str(tmp_path / "s.parquet"), "--out", str(run / "seeds.parquet")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{run / 'seeds.parquet'}: is a folder" in err, err
+
+
+def test_a_full_disk_names_the_destination_and_keeps_it(tmp_path, monkeypatch):
+    """ENOSPC mid-write: one error naming the file the command was writing; its old content stays."""
+    import errno
+    import os
+
+    from spanaug.core import files
+
+    dest = tmp_path / "out.json"
+    dest.write_text("old")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as m:
+        m.setattr(files.json, "dumps", full)
+        with pytest.raises(InputError, match=r"out\.json: cannot be written \(no space left on the device\)"):
+            files.write_json({"a": 1}, dest)
+    assert dest.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary left behind
+
+
+def test_a_device_the_machine_lacks_is_named_not_the_model(tmp_path, capsys, monkeypatch):
+    """--device cuda on a CPU machine: the device is the problem, not the aligner's folder."""
+    import torch
+
+    from spanaug.cli.main import main
+    from spanaug.core.devices import choose_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"device: 'cuda', but this machine has 0 CUDA device"):
+        choose_device("cuda")
+    assert choose_device("cpu").type == "cpu"
+    instances = tmp_path / "in.jsonl"
+    instances.write_text(
+        json.dumps({"id": "a", "source_tokens": ["x"], "target_tokens": ["y"], "source_span": [0, 0]}) + "\n"
+    )
+    out = tmp_path / "p.jsonl"
+    code = main(
+        [
+            "align",
+            "predict",
+            "--model",
+            str(tmp_path),
+            "--instances",
+            str(instances),
+            "--out",
+            str(out),
+            "--device",
+            "cuda:1",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "device" in err and "CUDA device" in err, err

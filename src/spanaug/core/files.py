@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -70,12 +71,40 @@ def temporary_beside(path: Path | str, suffix: str = "", directory: bool = False
 
 @contextlib.contextmanager
 def atomic_path(path: Path | str, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path (see :func:`temporary_beside`); rename it onto ``path`` only on success."""
+    """Yield a temporary path (see :func:`temporary_beside`); rename it onto ``path`` only on success.
+
+    A destination that is a folder, and a write that fails for want of room or rights, are errors
+    naming the destination (the OS would name the temporary file, or nothing)."""
     path = Path(path)
-    with temporary_beside(path, suffix) as tmp:
-        yield tmp
-        apply_umask(tmp)
-        os.replace(tmp, path)
+    if path.is_dir():
+        raise InputError(path, None, "is a folder (expected the path of a file to write)")
+    try:
+        with temporary_beside(path, suffix) as tmp:
+            yield tmp
+            apply_umask(tmp)
+            os.replace(tmp, path)
+    except OSError as exc:
+        if _about_writing(path, exc):
+            raise write_error(path, exc) from None
+        raise  # an input's fault inside the block: not the destination's
+
+
+#: Errors that only a write raises.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+
+def _about_writing(path: Path, exc: OSError) -> bool:
+    if exc.errno in _WRITE_ERRNOS:
+        return True
+    name = Path(exc.filename) if exc.filename else None
+    return name is not None and (name == path or name.parent == path.parent / TMP_DIR or name == path.parent)
+
+
+def write_error(path: Path | str, exc: OSError) -> InputError:
+    """A destination that cannot be written, as an error naming it (and keeping what was there)."""
+    reasons = {errno.ENOSPC: "no space left on the device", errno.EROFS: "the file system is read-only"}
+    reason = reasons.get(exc.errno) or exc.strerror or str(exc)
+    return InputError(path, None, f"cannot be written ({reason}); nothing there was changed")
 
 
 def _alive(pid: int) -> bool:

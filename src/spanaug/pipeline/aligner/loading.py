@@ -62,6 +62,9 @@ class AutoAligner:
         ``encoder`` overrides the paper aligner's saved encoder; a cross aligner carries its own
         tuned one, so there it is ignored with a warning.
         """
+        from spanaug.core.devices import choose_device  # torch: only once a model is loaded
+
+        choose_device(device)  # a device this machine lacks is named as such, not as the model's fault
         kind = aligner_kind(path)
         cls = aligner_class(kind)
         if encoder and kind == "paper":
