@@ -121,3 +121,52 @@ def test_a_source_longer_than_the_positions_is_one_error(tiny_paraphraser):
                 requests, DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1), progress=False
             )
         )
+
+
+def _config_with(paraphraser_model, **changes):
+    import yaml
+    from conftest import REPO
+
+    from spanaug.core.config import load_run_config
+    from spanaug.core.overrides import merge_configs
+
+    raw = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    raw["data"]["inputs"] = [str(REPO / p) for p in raw["data"]["inputs"]]
+    raw["paraphraser"] = {"model": str(paraphraser_model)}
+    raw["aligner"]["train"]["bitext"] = str(REPO / raw["aligner"]["train"]["bitext"])
+    raw["frameid"]["lexicon"] = raw["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
+    return load_run_config(merge_configs(raw, changes))
+
+
+def test_config_check_runs_the_stage_checks_on_a_paraphraser_folder(tiny_paraphraser, tmp_path):
+    """The preflight refuses what the paraphrase stage would: no tokenizer, a damaged spanaug model,
+    sentences allowed longer than the model's positions."""
+    from spanaug.workflow.preflight import check_run
+
+    assert check_run(_config_with(tiny_paraphraser)) == []
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny_paraphraser, bare)
+    (bare / "tokenizer.json").unlink()
+    problems = check_run(_config_with(bare))
+    assert [p.key for p in problems] == ["paraphraser.model"] and "no tokenizer files" in problems[0].message
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tiny_paraphraser, damaged)
+    modeldir.write_manifest(damaged)
+    flip_byte(damaged / "model.safetensors")
+    assert "sha256 differs" in check_run(_config_with(damaged))[0].message
+    long = check_run(_config_with(tiny_paraphraser, data={"max_tokens": 200}))
+    assert [p.key for p in long] == ["data.max_tokens"] and "128 positions" in long[0].message
+    assert [p.key for p in check_run(_config_with(tiny_paraphraser, data={"max_tokens": None}))] == ["data.max_tokens"]
+
+
+def test_config_check_verifies_a_trained_aligner_folder(saved_aligner, tiny_paraphraser, tmp_path):
+    from spanaug.workflow.preflight import check_run
+
+    damaged = tmp_path / "al"
+    shutil.copytree(saved_aligner, damaged)
+    given = {"model": str(damaged), "train": None, "evaluation": None}
+    off = {"baselines": None, "human_eval": None, "augmenters": None, "frameid": None}
+    assert check_run(_config_with(tiny_paraphraser, aligner=given, **off)) == []
+    flip_byte(damaged / "model.safetensors")
+    problems = check_run(_config_with(tiny_paraphraser, aligner=given, **off))
+    assert [p.key for p in problems] == ["aligner.model"] and "sha256 differs" in problems[0].message

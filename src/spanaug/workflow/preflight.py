@@ -20,9 +20,11 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from spanaug.core import modeldir
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
-from spanaug.core.errors import ConfigError
+from spanaug.core.errors import ConfigError, SpanaugError
+from spanaug.pipeline.paraphraser import model_check
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
 OPTIONAL = {
@@ -159,8 +161,23 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
         )
     else:
         yield from _model("paraphraser.model", p.model, has_module)
+        yield from _paraphraser_folder(cfg, p.model)
     if p.backend == "ct2" and not has_module("ctranslate2"):
         yield Problem("paraphraser.backend", _missing_module("ctranslate2", "ct2") + ", or set paraphraser.backend: hf")
+
+
+def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
+    """What the paraphrase stage checks of a local model folder before decoding (model_check)."""
+    path = Path(model).expanduser()
+    if not (path / "config.json").is_file():
+        return
+    try:
+        model_check.check_folder(path)
+    except SpanaugError as exc:
+        yield Problem("paraphraser.model", str(exc))
+    why = model_check.words_fit(cfg.data.max_tokens, model_check.saved_positions(path))
+    if why:
+        yield Problem("data.max_tokens", f"{why} ({path})")
 
 
 def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
@@ -174,6 +191,11 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
                 if path.is_dir()
                 else f"{path}: no such directory",
             )
+        else:
+            try:
+                modeldir.verify_manifest(path)
+            except SpanaugError as exc:
+                yield Problem("aligner.model", str(exc))
     elif not a.train:
         yield Problem("aligner.model", "not set, and aligner.train is null: name a trained aligner or training data")
     else:

@@ -81,6 +81,29 @@ def loaded(name_or_path: str | Path, what: str, load: Any) -> Any:
         raise InputError(name_or_path, None, f"its {what} cannot be loaded ({type(exc).__name__}: {first})") from exc
 
 
+def saved_positions(folder: Path | str) -> int | None:
+    """A local model folder's learned positions, read from its config.json without transformers."""
+    import json
+
+    try:
+        value = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def words_fit(max_tokens: int | None, limit: int | None) -> str | None:
+    """Why sentences of up to ``max_tokens`` words may not fit ``limit`` positions, or None. A word
+    is at least one tokenizer id, and the source adds an end-of-sequence id."""
+    if limit is None:
+        return None
+    if max_tokens is None:
+        return f"data.max_tokens is null, but the model has {limit} positions: a longer sentence fails its job"
+    if max_tokens + 1 > limit:
+        return f"data.max_tokens {max_tokens} words cannot fit the model's {limit} positions: set it below {limit}"
+    return None
+
+
 def check_lengths(name: str, lengths: list[int], requests: list[dict[str, Any]], limit: int | None) -> None:
     """Every source within the model's positions, else one error for all of them, naming the first."""
     if limit is None:
