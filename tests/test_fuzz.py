@@ -381,7 +381,7 @@ def _read_points(path: Path) -> None:
 
 def _corpus_spec(path: Path) -> None:
     """An accepted spec must give a release that imports: the writer never leaves a broken release."""
-    from spanaug.pipeline.framenet_writer import write_release_from_yaml
+    from spanaug.demo.framenet_writer import write_release_from_yaml
     from spanaug.pipeline.importers import read_framenet
 
     root = write_release_from_yaml(path, path.parent / "release")
@@ -785,7 +785,7 @@ def test_damaged_parquet_is_an_error_or_reads_back_unchanged(name: str) -> None:
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import yaml
 
-    from spanaug.pipeline.framenet_writer import write_release
+    from spanaug.demo.framenet_writer import write_release
 
     return write_release(yaml.safe_load(SPEC), tmp_path_factory.mktemp("fuzz_release") / "fndata")
 

@@ -65,6 +65,6 @@ class DemoCorpusFiles:
 
 @command("demo-corpus", help="write a FrameNet release directory from a YAML spec")
 def demo_corpus(files: DemoCorpusFiles) -> None:
-    from spanaug.pipeline.framenet_writer import write_release_from_yaml
+    from spanaug.demo.framenet_writer import write_release_from_yaml
 
     write_release_from_yaml(files.spec, files.out)
