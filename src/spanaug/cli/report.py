@@ -14,7 +14,7 @@ group("report", "pages of the HTML report: tables, example chains, warnings, sum
 
 
 @settings
-class TablesFiles:
+class TablesOptions:
     inputs: list[str] = setting(help="CSV or JSON results")
     outputs: list[str] = setting(help="one HTML page per input, in the same order")
     titles: list[str] = setting(factory=list, help="page titles, one per input (default: the file names)")
@@ -22,14 +22,14 @@ class TablesFiles:
 
 
 @command("report", "tables", help="render CSV/JSON results as HTML tables (the raw file a download on the page)")
-def tables(files: TablesFiles) -> None:
+def tables(options: TablesOptions) -> None:
     from spanaug.report.tables import render_tables
 
-    render_tables(files.inputs, files.outputs, files.titles, files.max_rows)
+    render_tables(options.inputs, options.outputs, options.titles, options.max_rows)
 
 
 @settings
-class ChainsFiles:
+class ChainsOptions:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds")
     out: str = setting(help="the example-chains page (HTML)")
@@ -39,15 +39,15 @@ class ChainsFiles:
 
 
 @command("report", "chains", help="example chains: sampled seeds with every iteration's aligned paraphrase")
-def chains(files: ChainsFiles) -> None:
+def chains(options: ChainsOptions) -> None:
     from spanaug.report.chains import chains_page
     from spanaug.report.html import write_page
 
-    write_page(chains_page(files.augmented, files.seeds, files.chains, files.seed, files.demo), files.out)
+    write_page(chains_page(options.augmented, options.seeds, options.chains, options.seed, options.demo), options.out)
 
 
 @settings
-class WarningsFiles:
+class WarningsOptions:
     out_json: str = setting(help="every warning (JSON)")
     out_html: str = setting(help="the warnings page")
     summaries: list[str] = setting(factory=list, help="stage summaries (JSON) whose 'warnings' lists are collected")
@@ -67,29 +67,29 @@ class WarningsFiles:
 
 
 @command("report", "warnings", help="every stage that yielded nothing or ran degraded, on one page")
-def warnings(files: WarningsFiles) -> None:
+def warnings_page(options: WarningsOptions) -> None:
     from spanaug.core.files import write_csv
     from spanaug.report import warnings as w
     from spanaug.report.html import write_page
     from spanaug.report.tables import table_page
 
     records, para_rows = w.collect(
-        files.summaries,
-        files.paraphrase_stats,
-        files.width,
-        files.aligner,
-        files.per_iteration,
-        files.curves,
-        files.simulated_judgments,
-        files.base,
-        files.comparison,
+        options.summaries,
+        options.paraphrase_stats,
+        options.width,
+        options.aligner,
+        options.per_iteration,
+        options.curves,
+        options.simulated_judgments,
+        options.base,
+        options.comparison,
     )
-    w.write_warnings(records, files.out_json, files.out_html, files.demo)
-    if files.out_paraphrase_csv:
-        write_csv(para_rows, files.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
-        if files.out_paraphrase_html:
+    w.write_warnings(records, options.out_json, options.out_html, options.demo)
+    if options.out_paraphrase_csv:
+        write_csv(para_rows, options.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
+        if options.out_paraphrase_html:
             write_page(
-                table_page(files.out_paraphrase_csv, "Paraphrase stage per iteration"), files.out_paraphrase_html
+                table_page(options.out_paraphrase_csv, "Paraphrase stage per iteration"), options.out_paraphrase_html
             )
     for r in records:
         log.warning("%s [%s]: %s", r["stage"], r["kind"], r["message"])
@@ -97,7 +97,7 @@ def warnings(files: WarningsFiles) -> None:
 
 
 @settings
-class SummaryFiles:
+class SummaryOptions:
     run: dict[str, Any] = setting(
         help="what ran (JSON): run_name, inputs, paraphraser, encoder, iterations, n_shards, demo, simulated_judgments"
     )
@@ -117,21 +117,21 @@ class SummaryFiles:
 
 
 @command("report", "summary", help="the landing summary: what ran, in fitting words, and its headline numbers")
-def summary(files: SummaryFiles) -> None:
+def summary(options: SummaryOptions) -> None:
     from spanaug.report import warnings as w
     from spanaug.report.summary import summary_body, write_summary
 
     body, numbers = summary_body(
-        files.run,
-        files.stats,
-        files.per_iteration,
-        files.filters,
-        w.load(files.warnings),
-        files.paraphrase,
-        files.ablation,
-        files.comparison,
-        files.human_eval,
-        files.curves,
-        files.frameid_baseline,
+        options.run,
+        options.stats,
+        options.per_iteration,
+        options.filters,
+        w.load(options.warnings),
+        options.paraphrase,
+        options.ablation,
+        options.comparison,
+        options.human_eval,
+        options.curves,
+        options.frameid_baseline,
     )
-    write_summary(body, numbers, files.out_html, files.out_fragment, files.out_json)
+    write_summary(body, numbers, options.out_html, options.out_fragment, options.out_json)
