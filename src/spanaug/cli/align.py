@@ -215,10 +215,9 @@ def systems(options: SystemsOptions, systems: AlignerSystemsSettings, runtime: R
     summary = run_systems(
         read_instances(systems.data),
         systems,
-        options.encoder,
+        AlignerConfig(encoder=options.encoder, k=options.k),
         options.out_dir,
         sources=data_sources(systems),
-        k=options.k,
         device=runtime.device,
         resume=options.resume,
     )

@@ -109,6 +109,8 @@ class CompareOptions:
     extra_text: list[str] = inherit(BaselinesSection, "extra_text")
     epochs: int = inherit(BaselinesSection, "epochs")
     seed: int = inherit(BaselinesSection, "seed")
+    dev_share: float = inherit(BaselinesSection, "dev_share")
+    test_share: float = inherit(BaselinesSection, "test_share")
 
 
 @command("baseline", "compare", help="Tables 1-2: FastAlign, DiscAlign and the span aligner on one split")
@@ -123,6 +125,8 @@ def compare(options: CompareOptions, fastalign: FastAlignSettings, runtime: Runt
         extra_text=options.extra_text,
         epochs=options.epochs,
         seed=options.seed,
+        dev_share=options.dev_share,
+        test_share=options.test_share,
         fastalign=fastalign,
     )
     rows = run_comparison(

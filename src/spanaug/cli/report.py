@@ -25,7 +25,7 @@ class TablesOptions:
 def tables(options: TablesOptions) -> None:
     from spanaug.report.tables import render_tables
 
-    render_tables(options.inputs, options.outputs, options.titles, options.max_rows)
+    render_tables(options.inputs, options.outputs, options.max_rows, options.titles)
 
 
 @settings
@@ -64,6 +64,7 @@ class WarningsOptions:
     simulated_judgments: str | None = setting(None, "the human-evaluation summary, when its judgments are simulated")
     base: str | None = setting(None, "the run's folder: sources are shown relative to it")
     demo: bool = setting(False, "say that the run is the demo (tiny models)")
+    max_rows: int = inherit(ReportSettings, "max_rows")
 
 
 @command("report", "warnings", help="every stage that yielded nothing or ran degraded, on one page")
@@ -89,7 +90,8 @@ def warnings_page(options: WarningsOptions) -> None:
         write_csv(para_rows, options.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
         if options.out_paraphrase_html:
             write_page(
-                table_page(options.out_paraphrase_csv, "Paraphrase stage per iteration"), options.out_paraphrase_html
+                table_page(options.out_paraphrase_csv, options.max_rows, "Paraphrase stage per iteration"),
+                options.out_paraphrase_html,
             )
     for r in records:
         log.warning("%s [%s]: %s", r["stage"], r["kind"], r["message"])

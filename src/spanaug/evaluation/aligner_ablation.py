@@ -42,11 +42,14 @@ METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
 
 
 def split_by_pair(
-    instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0
+    instances: Sequence[Instance], *, dev_share: float, test_share: float, seed: int
 ) -> tuple[list[Instance], list[Instance], list[Instance]]:
-    """Train/dev/test split in which all spans of one sentence pair stay together."""
+    """Train/dev/test split in which all spans of one sentence pair stay together (shares of the pairs)."""
     part = assign_parts(
-        (pair_key(i) for i in instances), [("test", test), ("dev", dev), ("train", None)], order="shuffle", seed=seed
+        (pair_key(i) for i in instances),
+        [("test", test_share), ("dev", dev_share), ("train", None)],
+        order="shuffle",
+        seed=seed,
     )
     out: dict[str, list[Instance]] = {"train": [], "dev": [], "test": []}
     for inst in instances:
@@ -125,7 +128,7 @@ def run_ablation(
         raise ConfigError(f"unknown ablation system(s) {sorted(unknown)}: expected some of {list(ABLATIONS)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=cfg.seed)
+    train, dev, test = split_by_pair(instances, dev_share=cfg.dev_share, test_share=cfg.test_share, seed=cfg.seed)
     training = AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed)
     log.info("alignment evaluation: %d train, %d dev, %d test instances", len(train), len(dev), len(test))
     cache: dict = {}
