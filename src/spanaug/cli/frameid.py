@@ -151,20 +151,20 @@ class PointOptions:
 @command("frameid", "point", help="one point of the augmenter comparison (Figure 8)")
 def point(options: PointOptions, runtime: Runtime) -> None:
     from spanaug.core import artifacts
-    from spanaug.downstream.augmenter_comparison import run_point
+    from spanaug.downstream.augmenter_comparison import Point, PointData, run_point
 
-    examples = artifacts.read_table(options.examples, artifacts.EXAMPLES).to_pylist() if options.examples else None
+    data = PointData(
+        pool=_sentences(options.train),
+        test=_sentences([options.test]),
+        dev=_sentences([options.dev]) if options.dev else None,
+        examples=artifacts.read_table(options.examples, artifacts.EXAMPLES).to_pylist() if options.examples else None,
+        lexicon=_lexicon(options.lexicon),
+    )
     result = run_point(
-        _sentences(options.train),
-        _sentences([options.test]),
-        options.fraction,
-        options.seed,
-        options.augmenter,
+        Point(options.augmenter, options.fraction, options.seed),
+        data,
         options.encoder,
         options.training(),
-        examples=examples,
-        dev=_sentences([options.dev]) if options.dev else None,
-        lexicon=_lexicon(options.lexicon),
         geca=GecaConfig(window=options.geca_window),
         device=runtime.device,
     )

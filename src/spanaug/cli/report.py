@@ -8,6 +8,7 @@ from typing import Any
 from spanaug.cli.options import command, group
 from spanaug.core.config import ReportSettings
 from spanaug.core.settings import inherit, setting, settings
+from spanaug.report.summary import SummaryInputs
 
 log = logging.getLogger(__name__)
 group("report", "pages of the HTML report: tables, example chains, warnings, summary")
@@ -99,23 +100,14 @@ def warnings_page(options: WarningsOptions) -> None:
 
 
 @settings
-class SummaryOptions:
+class SummaryOptions(SummaryInputs):
     run: dict[str, Any] = setting(
         help="what ran (JSON): run_name, inputs, paraphraser, encoder, iterations, n_shards, demo, simulated_judgments"
     )
-    stats: str = setting(help="the intrinsic statistics (JSON)")
-    per_iteration: str = setting(help="outputs per iteration (CSV)")
-    filters: str = setting(help="the filters summary (JSON)")
     warnings: str = setting(help="the run's warnings (JSON of spanaug report warnings)")
     out_html: str = setting(help="the summary page")
     out_fragment: str = setting(help="the same as a fragment for the report's landing page")
     out_json: str = setting(help="the headline numbers (JSON)")
-    paraphrase: str | None = setting(None, "the decoding statistics per iteration (CSV)")
-    ablation: str | None = setting(None, "the aligner's Table 2 summary (JSON)")
-    comparison: str | None = setting(None, "the word-aligner comparison (JSON)")
-    human_eval: str | None = setting(None, "the human-evaluation summary (JSON)")
-    curves: str | None = setting(None, "the Frame ID curves (CSV)")
-    frameid_baseline: str | None = setting(None, "the Frame ID lexicon baseline (JSON)")
 
 
 @command("report", "summary", help="the landing summary: what ran, in fitting words, and its headline numbers")
@@ -123,17 +115,5 @@ def summary(options: SummaryOptions) -> None:
     from spanaug.report import warnings as w
     from spanaug.report.summary import summary_body, write_summary
 
-    body, numbers = summary_body(
-        options.run,
-        options.stats,
-        options.per_iteration,
-        options.filters,
-        w.load(options.warnings),
-        options.paraphrase,
-        options.ablation,
-        options.comparison,
-        options.human_eval,
-        options.curves,
-        options.frameid_baseline,
-    )
+    body, numbers = summary_body(options.run, options, w.load(options.warnings))
     write_summary(body, numbers, options.out_html, options.out_fragment, options.out_json)
