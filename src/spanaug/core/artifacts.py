@@ -280,12 +280,6 @@ def iter_batches(path: Path | str, schema: pa.Schema, batch_size: int = 8192) ->
         yield table
 
 
-def iter_records(path: Path | str, schema: pa.Schema, batch_size: int = 8192) -> Iterator[dict[str, Any]]:
-    """Stream an artifact's rows as dicts."""
-    for table in iter_batches(path, schema, batch_size):
-        yield from table.to_pylist()
-
-
 def concat_artifacts(paths: Iterable[Path | str], out: Path | str, schema: pa.Schema, batch_size: int = 65536) -> int:
     """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
     with open_writer(out, schema) as writer:

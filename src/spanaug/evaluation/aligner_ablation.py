@@ -38,7 +38,6 @@ ABLATIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "Df+Mx+Cue": (("df", "mx", "cue"), "hard"),
     "Df+Mx+Cue+SBCE": (("df", "mx", "cue"), "soft"),
 }
-METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
 
 
 def split_by_pair(
