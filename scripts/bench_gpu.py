@@ -44,6 +44,7 @@ import torch
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_dtype
+from spanaug.demo.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.importers import read_conll
 from spanaug.pipeline.paraphraser.banned import banned_sequences
@@ -54,7 +55,6 @@ from spanaug.pipeline.paraphraser.processors import (
     ReferenceBannedSequences,
     TensorBannedSequences,
 )
-from spanaug.pipeline.paraphraser.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
 CONLL_CANDIDATES = [

@@ -8,7 +8,7 @@ constraints) with each backend and prints sentences/s and the ct2/hf ratio, meas
     .venv/bin/python scripts/bench_paraphrase.py --standin t5-cpu --threads 1   # no trained model needed
 
 ``--standin t5-cpu`` builds a random-weight T5 (d_model 256, 3+3 layers, vocabulary 32,128;
-spanaug.pipeline.paraphraser.standins) with a tokenizer trained on the demo corpus; ct2 runs with
+spanaug.demo.standins) with a tokenizer trained on the demo corpus; ct2 runs with
 ``ct2_batching`` exact and union.
 """
 
@@ -71,7 +71,7 @@ def main() -> None:
         import os
         import tempfile
 
-        from spanaug.pipeline.paraphraser.standins import T5_CPU, save_standin
+        from spanaug.demo.standins import T5_CPU, save_standin
 
         # Removed at exit, with its CTranslate2 conversion (a new random model every run).
         work = Path(tempfile.mkdtemp(prefix="standin-"))

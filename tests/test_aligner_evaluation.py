@@ -11,10 +11,19 @@ from spanaug.pipeline.aligner.instances import Instance, pair_key
 def test_split_keeps_pairs_together():
     insts = copy_task(120, 5)
     insts += [Instance(i.id + "b", i.source_tokens, i.target_tokens, i.source_span, i.target_span) for i in insts[:40]]
-    train, dev, test = split_by_pair(insts, seed=1)
+    train, dev, test = split_by_pair(insts, dev_share=0.1, test_share=0.2, seed=1)
     keys = [{pair_key(i) for i in part} for part in (train, dev, test)]
     assert not (keys[0] & keys[1]) and not (keys[0] & keys[2]) and not (keys[1] & keys[2])
     assert len(train) + len(dev) + len(test) == len(insts) and test and dev
+
+
+def test_split_shares_come_from_the_settings():
+    insts = copy_task(200, 6)
+    default = AblationSettings()
+    _, dev, test = split_by_pair(insts, dev_share=default.dev_share, test_share=default.test_share, seed=default.seed)
+    assert len(test) == round(default.test_share * len(insts)) and len(dev) == round(default.dev_share * len(insts))
+    _, dev, test = split_by_pair(insts, dev_share=0.0, test_share=0.5, seed=default.seed)
+    assert dev == [] and len(test) == 100
 
 
 def test_unseen_source_spans():

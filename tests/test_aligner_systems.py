@@ -7,10 +7,10 @@ import pytest
 from conftest import copy_task, shared_file
 
 from spanaug.cli.main import main
-from spanaug.core.aligner_settings import AlignerSystemsSettings, CrossTrainSection
+from spanaug.core.aligner_settings import ALIGNER_SYSTEMS, AlignerConfig, AlignerSystemsSettings, CrossTrainSection
 from spanaug.core.metrics import expected_calibration_error, prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
-from spanaug.evaluation.aligner_systems import run_systems
+from spanaug.evaluation.aligner_systems import SYSTEMS, run_systems
 from spanaug.pipeline.aligner.instances import Instance, pair_key, read_instances
 from spanaug.pipeline.aligner.training_data import (
     DataSources,
@@ -23,6 +23,13 @@ from spanaug.pipeline.aligner.training_data import (
     synthetic_instances,
 )
 from spanaug.pipeline.aligner.word_aligned import AlignedPair
+
+
+def test_every_system_name_has_its_recipe():
+    # the settings' list of names is the one a config may choose from: each needs a recipe, and a
+    # recipe under another name could never be chosen
+    assert list(SYSTEMS) == list(ALIGNER_SYSTEMS)
+    assert {row.kind for row in SYSTEMS.values()} == {"paper", "cross"}
 
 
 def test_ece_on_hand_computed_cases():
@@ -121,7 +128,7 @@ def test_extra_data_comes_from_training_pairs_only():
         )
         for i in copy_task(60, 20)
     ]
-    train, dev, test = split_by_pair(insts, seed=0)
+    train, dev, test = split_by_pair(insts, dev_share=0.1, test_share=0.2, seed=0)
     gold = [
         AlignedPair(i.id, i.source_tokens, i.target_tokens, {(n, n + 1) for n in range(len(i.source_tokens))}, set())
         for i in insts
@@ -151,10 +158,9 @@ def test_systems_table(tiny_encoder, tmp_path):
     summary = run_systems(
         insts,
         cfg,
-        tiny_encoder,
+        AlignerConfig(encoder=tiny_encoder, k=2),
         tmp_path,
         sources=DataSources(gold_pairs=gold, phrase_options={"keep_identical": True, "max_per_pair": 3}),
-        k=2,
         device="cpu",
     )
     rows = list(csv.DictReader((tmp_path / "systems.csv").read_text().splitlines()))
@@ -165,7 +171,12 @@ def test_systems_table(tiny_encoder, tmp_path):
     assert summary["test"] == int(rows[0]["n"]) and (tmp_path / "pred" / "cross.jsonl").is_file()
     # a second run keeps the finished rows
     again = run_systems(
-        insts, AlignerSystemsSettings(rows=["paper", "cross"]), tiny_encoder, tmp_path, k=2, device="cpu", resume=True
+        insts,
+        AlignerSystemsSettings(rows=["paper", "cross"]),
+        AlignerConfig(encoder=tiny_encoder, k=2),
+        tmp_path,
+        device="cpu",
+        resume=True,
     )
     assert [r["soft_f1"] for r in again["table"]] == [float(rows[0]["soft_f1"]), float(rows[2]["soft_f1"])]
     assert json.loads((tmp_path / "systems_summary.json").read_text())["train"] == summary["train"]
@@ -177,7 +188,7 @@ def test_real_edinburgh_phrase_pairs_stay_on_training_pairs():
 
     insts = read_instances(shared_file("edinburgh-train.spans.jsonl"))
     pairs = read_aligned_json(shared_file("edinburgh-train.gold.json"))
-    train, dev, test = split_by_pair(insts, seed=0)
+    train, dev, test = split_by_pair(insts, dev_share=0.1, test_share=0.2, seed=0)
     train_pairs = pairs_for(pairs, {pair_key(i) for i in train})
     assert len(train_pairs) == len({pair_key(i) for i in train})
     made = phrase_pair_instances(train_pairs)

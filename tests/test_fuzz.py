@@ -382,7 +382,7 @@ def _read_points(path: Path) -> None:
 
 def _corpus_spec(path: Path) -> None:
     """An accepted spec must give a release that imports: the writer never leaves a broken release."""
-    from spanaug.pipeline.framenet_writer import write_release_from_yaml
+    from spanaug.demo.framenet_writer import write_release_from_yaml
     from spanaug.pipeline.importers import read_framenet
 
     root = write_release_from_yaml(path, path.parent / "release")
@@ -515,6 +515,188 @@ def test_filters_of_any_json_are_checked_before_arrow_sees_them(filters: Any) ->
         return
     for bounds in checked.values():
         heuristic_mask(table, bounds)
+
+
+# ---------------------------------------------------------------- the valid side: well-formed inputs are read
+
+# A reader that refused everything would pass every test above. The tests below hold the other side:
+# the unchanged samples that the mutations start from, and well-formed inputs drawn by hypothesis,
+# must be read without an error and give back what was written.
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_READERS))
+def test_text_readers_accept_their_valid_sample(name: str) -> None:
+    sample, read, file_name = TEXT_READERS[name]
+    with scratch() as tmp:
+        read(write(tmp / file_name, sample))
+
+
+def test_crowd_results_accept_their_valid_sample() -> None:
+    with scratch() as tmp:
+        _import_results(write(tmp / "results.csv", RESULTS.encode()))
+
+
+#: Tokens as corpora hold them: no whitespace or control characters; '#' would open a CoNLL comment.
+TOKEN = st.text(st.characters(categories=("L", "N", "P", "S"), exclude_characters="#_"), min_size=1, max_size=6)
+NAME = st.from_regex(r"[A-Z][a-z]{0,6}(_[a-z]{1,5})?", fullmatch=True)
+LU = st.from_regex(r"[a-z]{1,6}\.[nvaj]", fullmatch=True)
+
+
+@st.composite
+def sentences(draw: st.DrawFn) -> dict[str, Any]:
+    """A well-formed annotated sentence: tokens, an inclusive trigger span, a frame and its LU."""
+    tokens = draw(st.lists(TOKEN, min_size=1, max_size=8))
+    start = draw(st.integers(0, len(tokens) - 1))
+    end = draw(st.integers(start, len(tokens) - 1))
+    return {"tokens": tokens, "span_start": start, "span_end": end, "frame": draw(NAME), "lexical_unit": draw(LU)}
+
+
+def _as_read(rows: list[dict[str, Any]]) -> list[tuple]:
+    return [(r["tokens"], r["span_start"], r["span_end"], r["frame"], r["lexical_unit"]) for r in rows]
+
+
+def _conll_text(sents: list[dict[str, Any]]) -> str:
+    blocks = []
+    for n, sent in enumerate(sents):
+        lines = []
+        for i, tok in enumerate(sent["tokens"]):
+            trigger = sent["span_start"] <= i <= sent["span_end"]
+            lu, frame = (sent["lexical_unit"], sent["frame"]) if trigger else ("_", "_")
+            lines.append(conll_line(i + 1, tok, lu, frame, n))
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+@FUZZ
+@given(sents=st.lists(sentences(), min_size=1, max_size=4))
+def test_valid_sentences_round_trip_through_jsonl_conll_and_the_imported_parquet(sents: list[dict[str, Any]]) -> None:
+    from spanaug.pipeline.importers import import_corpus, read_conll, read_jsonl_sentences
+
+    records = [
+        {"id": f"s{n}", "tokens": s["tokens"], "span": [s["span_start"], s["span_end"]], **s}
+        for n, s in enumerate(sents)
+    ]
+    for record in records:
+        del record["span_start"], record["span_end"]
+    with scratch() as tmp:
+        as_jsonl = write(tmp / "x.jsonl", jsonl(records))
+        assert _as_read(list(read_jsonl_sentences(as_jsonl))) == _as_read(sents)
+        as_conll = write(tmp / "x.conll", _conll_text(sents).encode())
+        assert _as_read(list(read_conll(as_conll))) == _as_read(sents)
+        import_corpus(ImportSettings(format="jsonl", inputs=[str(as_jsonl)], max_tokens=None), tmp / "s.parquet")
+        assert _as_read(artifacts.read_table(tmp / "s.parquet", artifacts.SENTENCES).to_pylist()) == _as_read(sents)
+
+
+@st.composite
+def instances(draw: st.DrawFn, n: int) -> dict[str, Any]:
+    """A well-formed span instance (the target span may be null: no counterpart)."""
+    source, target = draw(st.lists(TOKEN, min_size=1, max_size=6)), draw(st.lists(TOKEN, min_size=1, max_size=6))
+    s = draw(st.integers(0, len(source) - 1))
+    t = draw(st.integers(0, len(target) - 1))
+    target_span = draw(st.one_of(st.none(), st.integers(t, len(target) - 1).map(lambda e: [t, e])))
+    return {
+        "id": f"i{n}",
+        "source_tokens": source,
+        "target_tokens": target,
+        "source_span": [s, draw(st.integers(s, len(source) - 1))],
+        "target_span": target_span,
+    }
+
+
+@FUZZ
+@given(records=st.integers(1, 4).flatmap(lambda k: st.tuples(*(instances(n) for n in range(k)))))
+def test_valid_span_instances_and_predictions_round_trip(records: tuple[dict[str, Any], ...]) -> None:
+    from spanaug.pipeline.aligner.instances import read_instances, read_predictions
+
+    with scratch() as tmp:
+        assert [i.as_json() for i in read_instances(write(tmp / "x.jsonl", jsonl(list(records))))] == list(records)
+        preds = [{"id": r["id"], "target_span": r["target_span"], "score": 0.5} for r in records]
+        lengths = {r["id"]: len(r["target_tokens"]) for r in records}
+        read = read_predictions(write(tmp / "p.jsonl", jsonl(preds)), lengths)
+        assert {k: (list(span) if span else None) for k, (span, _) in read.items()} == {
+            r["id"]: r["target_span"] for r in records
+        }
+
+
+@st.composite
+def aligned_pairs(draw: st.DrawFn, n: int) -> dict[str, Any]:
+    """A well-formed Edinburgh++ record: sure links, and possible ones, inside both sentences."""
+    source, target = draw(st.lists(TOKEN, min_size=1, max_size=6)), draw(st.lists(TOKEN, min_size=1, max_size=6))
+    link = st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1))
+    sure, possible = draw(st.sets(link, max_size=4)), draw(st.sets(link, max_size=4))
+    return {
+        "id": f"p{n}",
+        "source": " ".join(source),
+        "target": " ".join(target),
+        "sureAlign": " ".join(f"{i}-{j}" for i, j in sorted(sure)),
+        "possibleAlign": " ".join(f"{i}-{j}" for i, j in sorted(possible)),
+    }
+
+
+@FUZZ
+@given(records=st.integers(1, 3).flatmap(lambda k: st.tuples(*(aligned_pairs(n) for n in range(k)))))
+def test_valid_word_aligned_pairs_round_trip(records: tuple[dict[str, Any], ...]) -> None:
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+    def links(text: str) -> set[tuple[int, int]]:
+        return {tuple(map(int, link.split("-"))) for link in text.split()}
+
+    with scratch() as tmp:
+        pairs = read_aligned_json(write(tmp / "x.json", json.dumps(list(records)).encode()))
+    assert [(p.id, p.source, p.target, p.sure, p.possible) for p in pairs] == [
+        (
+            r["id"],
+            r["source"].split(),
+            r["target"].split(),
+            links(r["sureAlign"]),
+            links(r["possibleAlign"]) | links(r["sureAlign"]),
+        )
+        for r in records
+    ]
+
+
+@FUZZ
+@given(lexicon=st.dictionaries(NAME, st.lists(LU, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_a_valid_lexicon_round_trips(lexicon: dict[str, list[str]]) -> None:
+    from spanaug.pipeline.framenet import read_lexicon
+
+    with scratch() as tmp:
+        assert read_lexicon(write(tmp / "x.json", json.dumps(lexicon).encode())) == {
+            frame: set(lus) for frame, lus in lexicon.items()
+        }
+
+
+@FUZZ
+@given(
+    augmenter=NAME,
+    fraction=st.floats(0, 1, exclude_min=True),
+    seed_=st.integers(0, 2**31),
+    f1=st.floats(0, 1),
+)
+def test_a_valid_point_result_is_read_back(augmenter: str, fraction: float, seed_: int, f1: float) -> None:
+    from spanaug.downstream.augmenter_comparison import read_points
+
+    point = {**POINT, "augmenter": augmenter, "fraction": fraction, "seed": seed_, "f1": f1}
+    with scratch() as tmp:
+        assert read_points([write(tmp / "x.json", json.dumps(point).encode())]) == [point]
+
+
+@FUZZ
+@given(sents=st.lists(sentences(), min_size=1, max_size=6))
+def test_valid_sentences_and_chains_round_trip_through_parquet(sents: list[dict[str, Any]]) -> None:
+    seeds = [
+        seed(f"s{n}", s["tokens"], s["span_start"], s["span_end"], s["frame"], s["lexical_unit"])
+        for n, s in enumerate(sents)
+    ]
+    chain = [
+        output(f"s{n}", 1, s["tokens"], s["span_start"], s["span_end"], s["frame"], s["lexical_unit"], "x")
+        for n, s in enumerate(sents)
+    ]
+    with scratch() as tmp:
+        for rows, schema in ((seeds, artifacts.SENTENCES), (chain, artifacts.CHAIN)):
+            artifacts.write_table(rows, tmp / "x.parquet", schema)
+            # compared as the schema holds the values (scores are float32)
+            assert artifacts.read_table(tmp / "x.parquet", schema).equals(artifacts.records_to_table(rows, schema))
 
 
 # ---------------------------------------------------------------- artifacts and the stages that read them
@@ -786,7 +968,7 @@ def test_damaged_parquet_is_an_error_or_reads_back_unchanged(name: str) -> None:
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import yaml
 
-    from spanaug.pipeline.framenet_writer import write_release
+    from spanaug.demo.framenet_writer import write_release
 
     return write_release(yaml.safe_load(SPEC), tmp_path_factory.mktemp("fuzz_release") / "fndata")
 

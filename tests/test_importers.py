@@ -5,7 +5,7 @@ from spanaug.core import artifacts
 from spanaug.core.config import ImportSettings, SeedSettings
 from spanaug.core.errors import InputError
 from spanaug.core.text import tokenize_around_span
-from spanaug.pipeline.framenet_writer import write_release
+from spanaug.demo.framenet_writer import write_release
 from spanaug.pipeline.importers import ImportStats, import_corpus, read_conll, read_framenet, read_jsonl_sentences
 from spanaug.pipeline.seeds import select_seeds, shard_of
 
@@ -66,7 +66,7 @@ def test_malformed_lu_xml_names_the_file(tmp_path):
 
 def test_demo_corpus_is_current(tmp_path):
     """The committed release directory is what the YAML spec generates."""
-    from spanaug.pipeline.framenet_writer import write_release_from_yaml
+    from spanaug.demo.framenet_writer import write_release_from_yaml
 
     fresh = write_release_from_yaml(REPO / "resources/demo/corpus.yaml", tmp_path / "fn")
     committed = REPO / "resources/demo/fndata-demo"

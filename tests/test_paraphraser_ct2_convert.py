@@ -6,8 +6,8 @@ import time
 import pytest
 from conftest import CORPUS
 
+from spanaug.demo.standins import save_standin
 from spanaug.pipeline.paraphraser import ct2_convert
-from spanaug.pipeline.paraphraser.standins import save_standin
 
 pytest.importorskip("ctranslate2")
 

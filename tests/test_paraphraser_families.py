@@ -12,11 +12,11 @@ from conftest import CORPUS
 
 from spanaug.core import artifacts
 from spanaug.core.config import DecodeSettings
+from spanaug.demo.standins import FAMILIES, save_standin
 from spanaug.pipeline.constraints import case_variants, violations
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 from spanaug.pipeline.paraphraser.stage import paraphrase_stage
-from spanaug.pipeline.paraphraser.standins import FAMILIES, save_standin
 
 pytest.importorskip("ctranslate2")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

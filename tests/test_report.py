@@ -43,7 +43,7 @@ def run(tmp_path):
 def test_csv_table_page_escapes_text_formats_numbers_and_embeds_the_raw_file(tmp_path):
     rows = [{"system": "<script>alert(1)</script>", "f1": 0.123456, "n": 1234}, {"system": "b & c", "f1": None, "n": 5}]
     files.write_csv(rows, tmp_path / "t.csv")
-    page = table_page(tmp_path / "t.csv", "Scores")
+    page = table_page(tmp_path / "t.csv", 200, "Scores")
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "b &amp; c" in page and '<td class="num">0.123</td>' in page and '<td class="num">1,234</td>' in page
     raw = re.search(r'download="t.csv" href="data:text/csv;base64,([^"]+)"', page).group(1)
@@ -58,7 +58,7 @@ def test_json_table_page_shows_nested_tables_and_the_recorded_warnings_first(tmp
         "warnings": [{"kind": "empty", "message": "filter 'lax' passes 0 of 3 aligned outputs"}],
     }
     (tmp_path / "f.json").write_text(json.dumps(data))
-    page = table_page(tmp_path / "f.json")
+    page = table_page(tmp_path / "f.json", 200)
     assert page.index("Warnings") < page.index("judged_outputs")
     assert "filter &#x27;lax&#x27; passes 0 of 3" in page and "<th>max_iteration</th>" in page
     assert "<th>filter</th><th>outputs</th>" in page
@@ -263,6 +263,17 @@ def test_only_an_untuned_null_threshold_is_a_warning(tmp_path):
     ]:  # saved before threshold_source existed
         (model / modeldir.CONFIG_FILE).write_text(json.dumps(saved))
         assert bool(warnings.aligner_warnings(model)) is flagged, saved
+
+
+def test_warnings_command_cuts_the_paraphrase_page_at_max_rows(tmp_path):
+    shards = [str(_shard_stats(tmp_path, i, 0, requests=2, outputs=2)) for i in range(1, 5)]
+    common = ["report", "warnings", "--paraphrase-stats", *shards, "--width", "3"]
+    common += ["--out-json", str(tmp_path / "w.json"), "--out-html", str(tmp_path / "w.html")]
+    common += ["--out-paraphrase-csv", str(tmp_path / "p.csv"), "--out-paraphrase-html", str(tmp_path / "p.html")]
+    assert main([*common, "--max-rows", "2"]) == 0
+    assert "The first 2 of 4 rows" in (tmp_path / "p.html").read_text()
+    assert main(common) == 0  # the setting's default shows every row of a short table
+    assert "The first" not in (tmp_path / "p.html").read_text()
 
 
 def test_warnings_and_summary_commands(run, tmp_path):

@@ -88,7 +88,7 @@ def test_pos_distances_by_hand():
             "source_end": [1],
         }
     )
-    m = pos_diversity(table, Fixed())
+    m = pos_diversity(table, Fixed(), StatsConfig().pos_sample)
     assert m["not_ext"] == 1.0
     assert m["jaccard_distance"] == pytest.approx(1 - 1 / 2)  # {NOUN} vs {VERB, NOUN}
     assert m["weighted_jaccard_distance"] == pytest.approx(1 - 1 / 3)  # min counts 1, max counts 1 + 2

@@ -66,10 +66,11 @@ rule report_warnings:
         optional=warning_options,
         base=run_folder,
         demo=is_demo(),
+        max_rows=config["report"]["max_rows"],
     shell:
         "spanaug report warnings --summaries {input.summaries} --paraphrase-stats {input.paraphrase}"
         " --width {params.width} --per-iteration {input.per_iteration} {params.optional} --base {params.base}"
-        " --demo {params.demo} --out-json {output.json} --out-html {output.page}"
+        " --demo {params.demo} --max-rows {params.max_rows} --out-json {output.json} --out-html {output.page}"
         " --out-paraphrase-csv {output.paraphrase} --out-paraphrase-html {output.paraphrase_page} > {log} 2>&1"
 
 

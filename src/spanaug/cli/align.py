@@ -23,14 +23,14 @@ group("align", "the span aligners: the paper's discriminative one and the cross 
 
 
 @settings
-class TrainFiles:
+class TrainOptions:
     out: str = setting(help="the trained aligner's directory")
     encoder: str = inherit(AlignerConfig, "encoder")
     kind: Literal["paper", "cross"] = inherit(AlignerSection, "kind")
 
 
 @command("align", "train", help="train a span aligner (instances, or a bitext's token differences)")
-def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> None:
+def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_json
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, read_instances
@@ -46,7 +46,7 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
     made, counts = _made_sources(train, instances, dev or ())
     extra += made
-    if files.kind == "cross":
+    if options.kind == "cross":
         from spanaug.core.aligner_settings import CrossTrainSection
         from spanaug.pipeline.aligner.cross_training import train_cross_aligner
 
@@ -54,7 +54,7 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         pretrain = [inst for path in train.pretrain for inst in read_instances(path)]
         aligner, summary = train_cross_aligner(
             instances,
-            cross.architecture(files.encoder, train.k),
+            cross.architecture(options.encoder, train.k),
             cross.training(),
             dev=dev,
             device=runtime.device,
@@ -65,13 +65,13 @@ def train(files: TrainFiles, train: AlignerTrainSection, runtime: Runtime) -> No
         if train.pretrain:
             raise ConfigError("--pretrain: only the cross aligner pre-trains (aligner.kind: cross)")
         aligner, summary = train_aligner(
-            instances, train.architecture(files.encoder), train, dev=dev, device=runtime.device, extra=extra
+            instances, train.architecture(options.encoder), train, dev=dev, device=runtime.device, extra=extra
         )
-    aligner.save_pretrained(files.out)
+    aligner.save_pretrained(options.out)
     log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
     if counts:
         summary["extra_sources"] = counts
-    write_json(summary, Path(files.out) / "training_summary.json")
+    write_json(summary, Path(options.out) / "training_summary.json")
 
 
 def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) -> tuple[list, dict]:
@@ -90,29 +90,29 @@ def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) ->
 
 
 @settings
-class PredictFiles:
+class PredictOptions:
     model: str = setting(help="a trained aligner directory")
     instances: str = setting(help="span-alignment JSONL")
     out: str = setting(help="predictions JSONL: {id, target_span, score}")
 
 
 @command("align", "predict", help="predict target spans (an aligner of either kind)")
-def predict(files: PredictFiles, runtime: Runtime) -> None:
+def predict(options: PredictOptions, runtime: Runtime) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.loading import AutoAligner
 
-    aligner = AutoAligner.from_pretrained(files.model, device=runtime.device)
-    insts = read_instances(files.instances)
+    aligner = AutoAligner.from_pretrained(options.model, device=runtime.device)
+    insts = read_instances(options.instances)
     preds = aligner.predict(insts, progress=True)
     write_jsonl(
         ({"id": i.id, "target_span": list(s) if s else None, "score": sc} for i, (s, sc) in zip(insts, preds)),
-        files.out,
+        options.out,
     )
 
 
 @settings
-class EvalFiles:
+class EvalOptions:
     gold: str = setting(help="span-alignment JSONL with gold target spans")
     pred: str = setting(help="predictions JSONL (align predict)")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
@@ -120,25 +120,25 @@ class EvalFiles:
 
 
 @command("align", "eval", help="soft and exact span precision, recall and F1")
-def evaluate(files: EvalFiles) -> None:
+def evaluate(options: EvalOptions) -> None:
     from spanaug.core.errors import InputError
     from spanaug.core.metrics import prediction_metrics, span_metrics
     from spanaug.pipeline.aligner.instances import read_instances, read_predictions
 
-    gold = read_instances(files.gold)
-    preds = read_predictions(files.pred, {g.id: len(g.target_tokens) for g in gold})
+    gold = read_instances(options.gold)
+    preds = read_predictions(options.pred, {g.id: len(g.target_tokens) for g in gold})
     missing = [g.id for g in gold if g.id not in preds]
     if missing:
-        raise InputError(files.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
+        raise InputError(options.pred, None, f"no prediction for {len(missing)} gold instance(s), e.g. {missing[0]!r}")
     gold_spans = [g.target_span for g in gold]
-    if files.calibration:
-        emit(prediction_metrics(gold_spans, [(preds[g.id][0], preds[g.id][1] or 0.0) for g in gold]), files.out)
+    if options.calibration:
+        emit(prediction_metrics(gold_spans, [(preds[g.id][0], preds[g.id][1] or 0.0) for g in gold]), options.out)
     else:
-        emit(span_metrics(gold_spans, [preds[g.id][0] for g in gold]), files.out)
+        emit(span_metrics(gold_spans, [preds[g.id][0] for g in gold]), options.out)
 
 
 @settings
-class AlignStageFiles:
+class AlignStageOptions:
     model: str = setting(help="a trained aligner directory")
     paraphrases: str = setting(help="a PARAPHRASES shard")
     out: str = setting(help="the ALIGNED shard to write")
@@ -152,22 +152,22 @@ class AlignStageFiles:
 
 
 @command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard")
-def align_paraphrases(files: AlignStageFiles, runtime: Runtime) -> None:
+def align_paraphrases(options: AlignStageOptions, runtime: Runtime) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(
-        files.model,
-        files.paraphrases,
-        files.out,
-        encoder=files.encoder,
+        options.model,
+        options.paraphrases,
+        options.out,
+        encoder=options.encoder,
         device=runtime.device,
-        batch_size=files.batch_size,
-        stats_path=files.stats,
+        batch_size=options.batch_size,
+        stats_path=options.stats,
     )
 
 
 @settings
-class AblateFiles:
+class AblateOptions:
     out_dir: str = setting(help="tables and figures")
     encoder: str = inherit(AlignerConfig, "encoder")
     k: int = inherit(AlignerConfig, "k")
@@ -176,7 +176,7 @@ class AblateFiles:
 
 
 @command("align", "ablate", help="Table 2 ablations, breakdowns and the memorisation split")
-def ablate(files: AblateFiles, evaluation: AblationSettings, runtime: Runtime) -> None:
+def ablate(options: AblateOptions, evaluation: AblationSettings, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.evaluation.aligner_ablation import run_ablation
     from spanaug.pipeline.aligner.instances import read_instances
@@ -186,18 +186,18 @@ def ablate(files: AblateFiles, evaluation: AblationSettings, runtime: Runtime) -
     summary = run_ablation(
         read_instances(evaluation.data),
         evaluation,
-        AlignerConfig(encoder=files.encoder, k=files.k),
-        files.out_dir,
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.out_dir,
         device=runtime.device,
-        systems=files.systems or None,
-        extra_instances=read_instances(files.extra_instances) if files.extra_instances else (),
+        systems=options.systems or None,
+        extra_instances=read_instances(options.extra_instances) if options.extra_instances else (),
     )
     for row in summary["table"]:
         log.info("%-20s soft F1 %.3f  exact F1 %.3f", row["system"], row["soft_f1"], row["exact_f1"])
 
 
 @settings
-class SystemsFiles:
+class SystemsOptions:
     out_dir: str = setting(help="systems.csv, systems_summary.json, systems.jsonl and each row's predictions")
     encoder: str = inherit(AlignerConfig, "encoder")
     k: int = inherit(AlignerConfig, "k")
@@ -205,7 +205,7 @@ class SystemsFiles:
 
 
 @command("align", "systems", help="aligner kinds and extra training data on one held-out split (ECE, null shares)")
-def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runtime) -> None:
+def systems(options: SystemsOptions, systems: AlignerSystemsSettings, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.evaluation.aligner_systems import data_sources, format_table, run_systems
     from spanaug.pipeline.aligner.instances import read_instances
@@ -215,18 +215,17 @@ def systems(files: SystemsFiles, systems: AlignerSystemsSettings, runtime: Runti
     summary = run_systems(
         read_instances(systems.data),
         systems,
-        files.encoder,
-        files.out_dir,
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.out_dir,
         sources=data_sources(systems),
-        k=files.k,
         device=runtime.device,
-        resume=files.resume,
+        resume=options.resume,
     )
     print(format_table(summary["table"]))
 
 
 @settings
-class SyntheticFiles:
+class SyntheticOptions:
     lexicon: str = setting(help="lexicon JSON (frame -> lexical units, lemma.pos) or a FrameNet release")
     out: str = setting(help="span-alignment JSONL")
     conll: str | None = setting(None, "open-SESAME CoNLL with frame annotations (and PTB tags)")
@@ -236,58 +235,58 @@ class SyntheticFiles:
 
 
 @command("align", "synthetic", help="pre-training instances: FrameNet triggers rewritten as other units of their frame")
-def synthetic(files: SyntheticFiles) -> None:
+def synthetic(options: SyntheticOptions) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.training_data import synthetic_instances
     from spanaug.pipeline.framenet import read_lexicon
 
-    if (files.conll is None) == (files.sentences is None):
+    if (options.conll is None) == (options.sentences is None):
         raise ConfigError("--conll or --sentences: one corpus of labelled triggers")
-    lexicon = {frame: sorted(units) for frame, units in read_lexicon(files.lexicon).items()}
-    if files.conll:
+    lexicon = {frame: sorted(units) for frame, units in read_lexicon(options.lexicon).items()}
+    if options.conll:
         from spanaug.pipeline.importers import read_conll
 
-        rows = read_conll(files.conll)
+        rows = read_conll(options.conll)
     else:
         from spanaug.core import artifacts
 
-        rows = artifacts.read_table(files.sentences, artifacts.SENTENCES).to_pylist()
+        rows = artifacts.read_table(options.sentences, artifacts.SENTENCES).to_pylist()
     insts = synthetic_instances(
         ((r["tokens"], (r["span_start"], r["span_end"]), r["frame"], r["pos_tags"]) for r in rows),
         lexicon,
-        per_span=files.per_span,
-        seed=files.seed,
+        per_span=options.per_span,
+        seed=options.seed,
     )
-    n = write_jsonl((i.as_json() for i in insts), files.out)
-    log.info("%d synthetic span instances from %s", n, files.conll or files.sentences)
+    n = write_jsonl((i.as_json() for i in insts), options.out)
+    log.info("%d synthetic span instances from %s", n, options.conll or options.sentences)
 
 
 @settings
-class MakeInstancesFiles:
+class MakeInstancesOptions:
     bitext: str = setting(help="paraphrase TSV: source<TAB>paraphrase")
     out: str = setting(help="span-alignment JSONL")
     pairs_out: str | None = setting(None, "also the diff's word alignments, as Edinburgh++ JSON")
 
 
 @command("align", "make-instances", help="span instances from a paraphrase bitext's token differences")
-def make_instances(files: MakeInstancesFiles) -> None:
+def make_instances(options: MakeInstancesOptions) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext
 
-    prefix = Path(files.bitext).stem
+    prefix = Path(options.bitext).stem
     n = write_jsonl(
-        (i.as_json() for i in instances_from_bitext(iter_pairs_from_bitext(files.bitext), prefix=prefix)), files.out
+        (i.as_json() for i in instances_from_bitext(iter_pairs_from_bitext(options.bitext), prefix=prefix)), options.out
     )
-    log.info("%d span instances from %s", n, files.bitext)
-    if files.pairs_out:
+    log.info("%d span instances from %s", n, options.bitext)
+    if options.pairs_out:
         from spanaug.pipeline.aligner.word_aligned import pairs_from_bitext, write_aligned_json
 
-        write_aligned_json(pairs_from_bitext(iter_pairs_from_bitext(files.bitext), prefix=prefix), files.pairs_out)
+        write_aligned_json(pairs_from_bitext(iter_pairs_from_bitext(options.bitext), prefix=prefix), options.pairs_out)
 
 
 @settings
-class ImportAlignedFiles:
+class ImportAlignedOptions:
     input: str = setting(help="a word-aligned corpus (Edinburgh++ JSON) or a span TSV")
     format: Literal["auto", "edinburgh", "tsv"] = setting("auto", "auto: by the file name (.tsv/.txt: tsv)")
     out: str = setting(help="span-alignment JSONL")
@@ -299,23 +298,26 @@ class ImportAlignedFiles:
 
 
 @command("align", "import-aligned", help="span instances from a word-aligned corpus or a span TSV")
-def import_aligned(files: ImportAlignedFiles) -> None:
+def import_aligned(options: ImportAlignedOptions) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.pipeline.aligner.word_aligned import import_instances
 
-    if files.phrases == "all":
+    if options.phrases == "all":
         from spanaug.pipeline.aligner.training_data import phrase_pair_instances
         from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
         insts = phrase_pair_instances(
-            read_aligned_json(files.input),
-            null_share=files.null_share,
-            seed=files.seed,
-            prefix=Path(files.input).name.split(".")[0],
+            read_aligned_json(options.input),
+            null_share=options.null_share,
+            seed=options.seed,
+            prefix=Path(options.input).name.split(".")[0],
         )
     else:
-        insts = import_instances(files.input, files.format, null_share=files.null_share, seed=files.seed)
-    n = write_jsonl((i.as_json() for i in insts), files.out)
+        insts = import_instances(options.input, options.format, null_share=options.null_share, seed=options.seed)
+    n = write_jsonl((i.as_json() for i in insts), options.out)
     log.info(
-        "%d span instances (%d with no counterpart) from %s", n, sum(i.target_span is None for i in insts), files.input
+        "%d span instances (%d with no counterpart) from %s",
+        n,
+        sum(i.target_span is None for i in insts),
+        options.input,
     )

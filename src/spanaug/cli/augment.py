@@ -10,7 +10,7 @@ group("augment", "augmenters compared downstream")
 
 
 @settings
-class FilteredFiles:
+class FilteredOptions:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds")
     out: str = setting(help="EXAMPLES Parquet (graph: span instances JSONL)")
@@ -20,11 +20,11 @@ class FilteredFiles:
 
 
 @settings
-class LexsubFiles(FilteredFiles):
+class LexsubOptions(FilteredOptions):
     pos_tagger: str = inherit(LexsubSettings, "pos_tagger")
 
 
-def _inputs(files: FilteredFiles) -> tuple:
+def _inputs(options: FilteredOptions) -> tuple:
     """The augmented dataset, its seeds (every output's seed among them) and the filter's bounds."""
     import pyarrow.compute as pc
 
@@ -32,18 +32,18 @@ def _inputs(files: FilteredFiles) -> tuple:
     from spanaug.core.errors import InputError
     from spanaug.evaluation.filtering import named_filter
 
-    augmented = artifacts.read_table(files.augmented, artifacts.AUGMENTED)
-    seeds = artifacts.read_table(files.seeds, artifacts.SENTENCES)
+    augmented = artifacts.read_table(options.augmented, artifacts.AUGMENTED)
+    seeds = artifacts.read_table(options.seeds, artifacts.SENTENCES)
     known = pc.is_in(augmented.column("seed_id"), value_set=seeds.column("sentence_id").combine_chunks())
     if augmented.num_rows and not pc.all(known).as_py():
         row = pc.index(known, False).as_py()
         raise InputError(
-            files.augmented,
+            options.augmented,
             f"row {row}",
             f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
-            f"in the seeds {files.seeds} (expected the run's seeds.parquet)",
+            f"in the seeds {options.seeds} (expected the run's seeds.parquet)",
         )
-    return augmented, seeds, named_filter(files.filter, files.filters)
+    return augmented, seeds, named_filter(options.filter, options.filters)
 
 
 def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None, augmenter: str) -> None:
@@ -56,56 +56,56 @@ def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None,
 
 
 @command("augment", "paraphrastic", help="the pipeline's outputs under a named filter")
-def paraphrastic(files: FilteredFiles) -> None:
+def paraphrastic(options: FilteredOptions) -> None:
     from spanaug.downstream.augmenters import paraphrastic_examples
 
-    rows = paraphrastic_examples(*_inputs(files))
-    _write_examples(rows, {"filter": files.filter or "none"}, files.out, files.counts, "paraphrastic")
+    rows = paraphrastic_examples(*_inputs(options))
+    _write_examples(rows, {"filter": options.filter or "none"}, options.out, options.counts, "paraphrastic")
 
 
 @command("augment", "lexsub", help="aligned triggers put back into their seed sentences (POS must match)")
-def lexsub(files: LexsubFiles) -> None:
+def lexsub(options: LexsubOptions) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.tagging import load_tagger
     from spanaug.downstream.augmenters import lexsub_examples
 
-    tagger, why = load_tagger(files.pos_tagger)
+    tagger, why = load_tagger(options.pos_tagger)
     if tagger is None:
         raise ConfigError(f"lexsub needs a POS tagger: {why}")
-    augmented, seeds, bounds = _inputs(files)
+    augmented, seeds, bounds = _inputs(options)
     rows, counts = lexsub_examples(augmented, seeds, tagger, bounds)
     _write_examples(
         rows,
-        {"filter": files.filter or "none", "pos_tagger": files.pos_tagger, **counts},
-        files.out,
-        files.counts,
+        {"filter": options.filter or "none", "pos_tagger": options.pos_tagger, **counts},
+        options.out,
+        options.counts,
         "lexsub",
     )
 
 
 @command("augment", "graph", help="span-alignment instances between all members of each paraphrase chain")
-def graph(files: FilteredFiles) -> None:
+def graph(options: FilteredOptions) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.downstream.augmenters import chain_members, empty_warnings
     from spanaug.pipeline.aligner.training_data import graph_instances
 
-    instances, counts = graph_instances(chain_members(*_inputs(files)))
-    write_jsonl((i.as_json() for i in instances), files.out)
-    counts = {"filter": files.filter or "none", **counts}
-    emit({**counts, "warnings": empty_warnings("graph", counts)}, files.counts)
+    instances, counts = graph_instances(chain_members(*_inputs(options)))
+    write_jsonl((i.as_json() for i in instances), options.out)
+    counts = {"filter": options.filter or "none", **counts}
+    emit({**counts, "warnings": empty_warnings("graph", counts)}, options.counts)
 
 
 @settings
-class GecaFiles:
+class GecaOptions:
     train: list[str] = setting(help="CoNLL or Parquet sentences")
     out: str = setting(help="EXAMPLES Parquet")
     counts: str | None = setting(None, "JSON summary (default: standard output)")
 
 
 @command("augment", "geca", help="Good-Enough Compositional Augmentation over trigger spans")
-def geca(files: GecaFiles, geca: GecaConfig) -> None:
+def geca(options: GecaOptions, geca: GecaConfig) -> None:
     from spanaug.downstream.augmenters import geca_examples
     from spanaug.downstream.frameid.data import read_sentences
 
-    rows, counts = geca_examples(read_sentences(files.train), geca)
-    _write_examples(rows, counts, files.out, files.counts, "geca")
+    rows, counts = geca_examples(read_sentences(options.train), geca)
+    _write_examples(rows, counts, options.out, options.counts, "geca")

@@ -28,7 +28,7 @@ def _text_pairs(paths: list[str]) -> list:
 
 
 @settings
-class FastAlignFiles:
+class FastAlignOptions:
     instances: str = setting(help="span-alignment JSONL")
     out: str = setting(help="span predictions JSONL")
     links_out: str | None = setting(None, "also the links, as Edinburgh++-format JSON")
@@ -36,21 +36,21 @@ class FastAlignFiles:
 
 
 @command("baseline", "fastalign", help="FastAlign links projected to spans")
-def fastalign(files: FastAlignFiles, fastalign: FastAlignSettings) -> None:
+def fastalign(options: FastAlignOptions, fastalign: FastAlignSettings) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.evaluation.fastalign import fast_align
     from spanaug.evaluation.word_alignment import pairs_of, span_predictions, write_links
     from spanaug.pipeline.aligner.instances import read_instances
 
-    insts = read_instances(files.instances)
-    links = fast_align(pairs_of(insts), _text_pairs(files.extra_text), fastalign, origin=files.instances)
-    write_jsonl(span_predictions(insts, links), files.out)
-    if files.links_out:
-        write_links(links, files.links_out)
+    insts = read_instances(options.instances)
+    links = fast_align(pairs_of(insts), _text_pairs(options.extra_text), fastalign, origin=options.instances)
+    write_jsonl(span_predictions(insts, links), options.out)
+    if options.links_out:
+        write_links(links, options.links_out)
 
 
 @settings
-class DiscAlignTrainFiles:
+class DiscAlignTrainOptions:
     gold: str = setting(help="word-aligned pairs, Edinburgh++ JSON")
     out: str = setting(help="the model directory")
     pretrain: str | None = setting(None, "automatically aligned pairs (Edinburgh++ JSON) to train on first")
@@ -58,20 +58,20 @@ class DiscAlignTrainFiles:
 
 @command("baseline", "discalign", "train", help="train DiscAlign on gold word alignments")
 def discalign_train(
-    files: DiscAlignTrainFiles, model: DiscAlignSettings, training: DiscAlignTrainSettings, runtime: Runtime
+    options: DiscAlignTrainOptions, model: DiscAlignSettings, training: DiscAlignTrainSettings, runtime: Runtime
 ) -> None:
     from spanaug.core.files import write_json
     from spanaug.evaluation.discalign import train_discalign
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
-    pretrain = read_aligned_json(files.pretrain) if files.pretrain else ()
-    trained, history = train_discalign(read_aligned_json(files.gold), model, training, pretrain, runtime.device)
-    trained.save_pretrained(files.out)
-    write_json(history, Path(files.out) / "training_summary.json")
+    pretrain = read_aligned_json(options.pretrain) if options.pretrain else ()
+    trained, history = train_discalign(read_aligned_json(options.gold), model, training, pretrain, runtime.device)
+    trained.save_pretrained(options.out)
+    write_json(history, Path(options.out) / "training_summary.json")
 
 
 @settings
-class DiscAlignPredictFiles:
+class DiscAlignPredictOptions:
     model: str = setting(help="a trained DiscAlign directory")
     instances: str = setting(help="span-alignment JSONL")
     out: str = setting(help="span predictions JSONL")
@@ -79,21 +79,21 @@ class DiscAlignPredictFiles:
 
 
 @command("baseline", "discalign", "predict", help="DiscAlign links projected to spans")
-def discalign_predict(files: DiscAlignPredictFiles, runtime: Runtime) -> None:
+def discalign_predict(options: DiscAlignPredictOptions, runtime: Runtime) -> None:
     from spanaug.core.files import write_jsonl
     from spanaug.evaluation.discalign import DiscAligner
     from spanaug.evaluation.word_alignment import pairs_of, span_predictions, write_links
     from spanaug.pipeline.aligner.instances import read_instances
 
-    insts = read_instances(files.instances)
-    links = DiscAligner.from_pretrained(files.model, device=runtime.device).align(pairs_of(insts))
-    write_jsonl(span_predictions(insts, links), files.out)
-    if files.links_out:
-        write_links(links, files.links_out)
+    insts = read_instances(options.instances)
+    links = DiscAligner.from_pretrained(options.model, device=runtime.device).align(pairs_of(insts))
+    write_jsonl(span_predictions(insts, links), options.out)
+    if options.links_out:
+        write_links(links, options.links_out)
 
 
 @settings
-class CompareFiles:
+class CompareOptions:
     instances: str = setting(help="span instances from the word-aligned pairs")
     gold_pairs: str = setting(help="the word-aligned pairs (Edinburgh++ JSON) the instances come from")
     out_dir: str = setting(help="comparison table, figure and summary")
@@ -102,29 +102,33 @@ class CompareFiles:
     extra_text: list[str] = inherit(BaselinesSection, "extra_text")
     epochs: int = inherit(BaselinesSection, "epochs")
     seed: int = inherit(BaselinesSection, "seed")
+    dev_share: float = inherit(BaselinesSection, "dev_share")
+    test_share: float = inherit(BaselinesSection, "test_share")
 
 
 @command("baseline", "compare", help="Tables 1-2: FastAlign, DiscAlign and the span aligner on one split")
-def compare(files: CompareFiles, fastalign: FastAlignSettings, runtime: Runtime) -> None:
+def compare(options: CompareOptions, fastalign: FastAlignSettings, runtime: Runtime) -> None:
     from spanaug.evaluation.aligner_comparison import run_comparison
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     cfg = BaselinesSection(
-        instances=files.instances,
-        gold_pairs=files.gold_pairs,
-        extra_text=files.extra_text,
-        epochs=files.epochs,
-        seed=files.seed,
+        instances=options.instances,
+        gold_pairs=options.gold_pairs,
+        extra_text=options.extra_text,
+        epochs=options.epochs,
+        seed=options.seed,
+        dev_share=options.dev_share,
+        test_share=options.test_share,
         fastalign=fastalign,
     )
     rows = run_comparison(
-        read_instances(files.instances),
-        read_aligned_json(files.gold_pairs),
+        read_instances(options.instances),
+        read_aligned_json(options.gold_pairs),
         cfg,
-        AlignerConfig(encoder=files.encoder, k=files.k),
-        files.out_dir,
-        extra_text=_text_pairs(files.extra_text),
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.out_dir,
+        extra_text=_text_pairs(options.extra_text),
         device=runtime.device,
     )
     for row in rows:

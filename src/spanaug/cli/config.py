@@ -25,23 +25,23 @@ def schema_text() -> str:
 
 
 @settings
-class SchemaFiles:
+class SchemaOptions:
     out: str | None = setting(None, "the YAML file to write (default: standard output)")
 
 
 @command("config", "schema", help="the JSON schema of config files, with every default")
-def schema(files: SchemaFiles) -> None:
-    if files.out is None:
+def schema(options: SchemaOptions) -> None:
+    if options.out is None:
         print(schema_text(), end="")
         return
     from spanaug.core.files import atomic_path
 
-    with atomic_path(files.out, ".yaml") as tmp:
+    with atomic_path(options.out, ".yaml") as tmp:
         tmp.write_text(schema_text(), encoding="utf-8")
 
 
 @settings
-class CheckFiles:
+class CheckOptions:
     configfile: list[str] = setting(
         factory=lambda: ["config.yaml"],
         help="config files, merged in order as Snakemake's --configfile merges them (nested keys too)",
@@ -54,7 +54,7 @@ class CheckFiles:
     help="check a run's config before running it: settings, and every file, model, "
     "tagger and optional dependency it names (what Snakemake checks first)",
 )
-def check(files: CheckFiles) -> None:
+def check(options: CheckOptions) -> None:
     from spanaug.core.config import load_run_config
     from spanaug.core.errors import InputError
     from spanaug.core.files import read_yaml
@@ -62,7 +62,7 @@ def check(files: CheckFiles) -> None:
     from spanaug.workflow.preflight import preflight
 
     raw: dict = {}
-    for path in files.configfile:
+    for path in options.configfile:
         loaded = read_yaml(path) or {}
         if not isinstance(loaded, dict):
             raise InputError(path, None, f"a config file is a mapping of sections, not {type(loaded).__name__}")
@@ -70,24 +70,24 @@ def check(files: CheckFiles) -> None:
     cfg = load_run_config(raw)
     preflight(cfg)
     print(
-        f"{', '.join(files.configfile)}: every setting, file, model and dependency is in place "
+        f"{', '.join(options.configfile)}: every setting, file, model and dependency is in place "
         f"(results go to {cfg.results_dir}/{cfg.run_name})"
     )
 
 
 @settings
-class EnvFiles:
+class EnvOptions:
     out_dir: str = setting("envs", "where the environment files go")
     source: str = setting(".", "the checkout whose pyproject.toml lists the dependencies")
 
 
 @command("config", "envs", help="write the rules' conda environment files from pyproject.toml")
-def envs(files: EnvFiles) -> None:
+def envs(options: EnvOptions) -> None:
     from pathlib import Path
 
     from spanaug.core.files import atomic_path
     from spanaug.workflow.envs import ENVS, render
 
     for name in ENVS:
-        with atomic_path(Path(files.out_dir) / f"{name}.yaml", ".yaml") as tmp:
-            tmp.write_text(render(name, files.source), encoding="utf-8")
+        with atomic_path(Path(options.out_dir) / f"{name}.yaml", ".yaml") as tmp:
+            tmp.write_text(render(name, options.source), encoding="utf-8")

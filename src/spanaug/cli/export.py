@@ -13,7 +13,7 @@ group("export", "the augmented dataset for release: open-SESAME CoNLL and a data
 
 
 @settings
-class ConllFiles:
+class ConllOptions:
     augmented: str = setting(help="the augmented dataset (or one of its filtered subsets)")
     out: str = setting(help="the CoNLL file: one block per aligned output")
     out_ids: str | None = setting(None, "TSV mapping each block's sentence number to its output id, seed and iteration")
@@ -23,15 +23,15 @@ class ConllFiles:
 
 
 @command("export", "conll", help="every aligned output as an open-SESAME CoNLL block")
-def conll(files: ConllFiles) -> None:
+def conll(options: ConllOptions) -> None:
     from spanaug.downstream.export import export_conll
 
-    counts = export_conll(files.augmented, files.out, files.out_ids, files.pos_tagger)
+    counts = export_conll(options.augmented, options.out, options.out_ids, options.pos_tagger)
     log.info("%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out)", counts)
 
 
 @settings
-class CardFiles:
+class CardOptions:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds")
     out_dir: str = setting(help="the release folder: README.md and data/*.parquet are written there")
@@ -43,8 +43,8 @@ class CardFiles:
 
 
 @command("export", "card", help="a dataset card (README.md) beside a copy of the Parquet data, loadable by datasets")
-def card(files: CardFiles) -> None:
+def card(options: CardOptions) -> None:
     from spanaug.downstream.card import write_card
 
-    counts = write_card(files.augmented, files.seeds, files.out_dir, files.run, files.filters, files.conll)
+    counts = write_card(options.augmented, options.seeds, options.out_dir, options.run, options.filters, options.conll)
     log.info("dataset card for %(outputs)d outputs (%(aligned)d aligned) of %(seeds)d seeds, %(frames)d frames", counts)

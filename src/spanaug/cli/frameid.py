@@ -32,7 +32,7 @@ def _lexicon(path: str | None) -> dict | None:
 
 
 @settings
-class TrainFiles:
+class TrainOptions:
     train: list[str] = setting(help="open-SESAME CoNLL or Parquet (sentences, augmented outputs or examples)")
     out: str = setting(help="the model directory")
     encoder: str = inherit(FrameIdSection, "encoder")
@@ -52,77 +52,77 @@ class TrainFiles:
 
 
 @command("frameid", "train", help="train the Frame ID model")
-def train(files: TrainFiles, training: FrameIdTrainConfig, runtime: Runtime) -> None:
+def train(options: TrainOptions, training: FrameIdTrainConfig, runtime: Runtime) -> None:
     from spanaug.core.files import write_json
     from spanaug.downstream.frameid.training import train_frameid
 
     model, summary = train_frameid(
-        _sentences(files.train),
-        files.encoder,
+        _sentences(options.train),
+        options.encoder,
         training,
-        dev=_sentences([files.dev]) if files.dev else None,
-        glove=files.glove,
+        dev=_sentences([options.dev]) if options.dev else None,
+        glove=options.glove,
         device=runtime.device,
-        lexicon=_lexicon(files.lexicon),
+        lexicon=_lexicon(options.lexicon),
     )
-    model.save_pretrained(files.out)
-    write_json(summary, Path(files.out) / "training_summary.json")
+    model.save_pretrained(options.out)
+    write_json(summary, Path(options.out) / "training_summary.json")
 
 
 @settings
-class EvalFiles:
+class EvalOptions:
     model: str = setting(help="a trained Frame ID directory")
     test: str = setting(help="test sentences (CoNLL or Parquet)")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
 
 
 @command("frameid", "eval", help="precision, recall and F1 over (sentence, span, frame) triples")
-def evaluate(files: EvalFiles, runtime: Runtime) -> None:
+def evaluate(options: EvalOptions, runtime: Runtime) -> None:
     from spanaug.downstream.frameid.baseline import triple_scores
     from spanaug.downstream.frameid.model import FrameIdentifier
 
-    test = _sentences([files.test])
-    model = FrameIdentifier.from_pretrained(files.model, device=runtime.device)
-    emit(triple_scores(test, model.predict(test)), files.out)
+    test = _sentences([options.test])
+    model = FrameIdentifier.from_pretrained(options.model, device=runtime.device)
+    emit(triple_scores(test, model.predict(test)), options.out)
 
 
 @settings
-class BaselineFiles:
+class BaselineOptions:
     train: list[str] = setting(help="training sentences")
     test: str = setting(help="test sentences")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
 
 
 @command("frameid", "baseline", help="most frequent frame per trigger string")
-def baseline(files: BaselineFiles) -> None:
+def baseline(options: BaselineOptions) -> None:
     from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 
-    test = _sentences([files.test])
-    emit(triple_scores(test, LexiconBaseline().fit(_sentences(files.train)).predict(test)), files.out)
+    test = _sentences([options.test])
+    emit(triple_scores(test, LexiconBaseline().fit(_sentences(options.train)).predict(test)), options.out)
 
 
 @settings
-class SplitFiles:
+class SplitOptions:
     out_dir: str = setting(help="train/dev/test files")
     conll: str | None = setting(None, "open-SESAME CoNLL: writes train/dev/test.conll (contiguous sentence ranges)")
     sentences: str | None = setting(None, "imported sentences Parquet: writes train/dev/test.parquet (documents)")
 
 
 @command("frameid", "split", help="train/dev/test CoNLL (contiguous sentence ranges) or Parquet (documents)")
-def split(files: SplitFiles, split: SplitSettings) -> None:
+def split(options: SplitOptions, split: SplitSettings) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.downstream.frameid.data import split_conll, split_sentences
 
-    if (files.conll is None) == (files.sentences is None):
+    if (options.conll is None) == (options.sentences is None):
         raise ConfigError("give exactly one of --conll and --sentences")
-    if files.conll:
-        emit(split_conll(files.conll, files.out_dir, split), None)
+    if options.conll:
+        emit(split_conll(options.conll, options.out_dir, split), None)
     else:
-        emit(split_sentences(files.sentences, files.out_dir, split), None)
+        emit(split_sentences(options.sentences, options.out_dir, split), None)
 
 
 @settings
-class PointFiles:
+class PointOptions:
     train: list[str] = setting(help="the pool of training sentences to sample from")
     test: str = setting(help="the fixed test split")
     out: str = setting(help="the point's result (JSON)")
@@ -149,40 +149,40 @@ class PointFiles:
 
 
 @command("frameid", "point", help="one point of the augmenter comparison (Figure 8)")
-def point(files: PointFiles, runtime: Runtime) -> None:
+def point(options: PointOptions, runtime: Runtime) -> None:
     from spanaug.core import artifacts
-    from spanaug.downstream.augmenter_comparison import run_point
+    from spanaug.downstream.augmenter_comparison import Point, PointData, run_point
 
-    examples = artifacts.read_table(files.examples, artifacts.EXAMPLES).to_pylist() if files.examples else None
+    data = PointData(
+        pool=_sentences(options.train),
+        test=_sentences([options.test]),
+        dev=_sentences([options.dev]) if options.dev else None,
+        examples=artifacts.read_table(options.examples, artifacts.EXAMPLES).to_pylist() if options.examples else None,
+        lexicon=_lexicon(options.lexicon),
+    )
     result = run_point(
-        _sentences(files.train),
-        _sentences([files.test]),
-        files.fraction,
-        files.seed,
-        files.augmenter,
-        files.encoder,
-        files.training(),
-        examples=examples,
-        dev=_sentences([files.dev]) if files.dev else None,
-        lexicon=_lexicon(files.lexicon),
-        geca=GecaConfig(window=files.geca_window),
+        Point(options.augmenter, options.fraction, options.seed),
+        data,
+        options.encoder,
+        options.training(),
+        geca=GecaConfig(window=options.geca_window),
         device=runtime.device,
     )
-    emit(result, files.out)
+    emit(result, options.out)
 
 
 @settings
-class CurvesFiles:
+class CurvesOptions:
     points: list[str] = setting(help="point results (JSON)")
     out_table: str = setting(help="F1 mean and s.d. per augmenter and share (CSV)")
     out_plot: str = setting(help="the curves (PNG)")
 
 
 @command("frameid", "curves", help="average point results over seeds: table and figure")
-def curves(files: CurvesFiles) -> None:
+def curves(options: CurvesOptions) -> None:
     from spanaug.downstream.augmenter_comparison import curves_stage
 
-    for row in curves_stage(files.points, files.out_table, files.out_plot):
+    for row in curves_stage(options.points, options.out_table, options.out_plot):
         log.info(
             "%-14s %5.0f%%: F1 %.3f +- %.3f (%d seeds)",
             row["augmenter"],

@@ -13,7 +13,7 @@ group("human", "the human-evaluation loop")
 
 
 @settings
-class ExportFiles:
+class ExportOptions:
     augmented: str = setting(help="the augmented dataset")
     sentences: str = setting(help="the imported corpus: gold controls and examples")
     out_task: str = setting(help="the task CSV for the crowd tool")
@@ -24,22 +24,28 @@ class ExportFiles:
 
 
 @command("human", "export", help="an annotation task CSV and its key")
-def export(files: ExportFiles) -> None:
+def export(options: ExportOptions) -> None:
     from spanaug.evaluation.human_eval import export_task
 
     definitions = None
-    if files.framenet:
+    if options.framenet:
         from spanaug.pipeline.framenet import framenet_definitions
 
-        definitions = framenet_definitions(files.framenet)
+        definitions = framenet_definitions(options.framenet)
     counts = export_task(
-        files.augmented, files.sentences, files.out_task, files.out_key, files.n_items, files.seed, definitions
+        options.augmented,
+        options.sentences,
+        options.out_task,
+        options.out_key,
+        options.n_items,
+        options.seed,
+        definitions,
     )
     log.info("annotation task: %(items)d items (%(skipped_without_controls)d outputs had no gold controls)", counts)
 
 
 @settings
-class SimulateFiles:
+class SimulateOptions:
     key: str = setting(help="the task key")
     out: str = setting(help="simulated crowd results (CSV)")
     raters: int = inherit(HumanEvalSettings, "raters")
@@ -47,32 +53,32 @@ class SimulateFiles:
 
 
 @command("human", "simulate", help="simulated crowd results for a task key (demo and tests only)")
-def simulate(files: SimulateFiles) -> None:
+def simulate(options: SimulateOptions) -> None:
     from spanaug.evaluation.human_eval import simulate_judgments
 
-    n = simulate_judgments(files.key, files.out, files.raters, files.seed)
-    log.warning("wrote %d SIMULATED judgment rows to %s (no person judged these)", n, files.out)
+    n = simulate_judgments(options.key, options.out, options.raters, options.seed)
+    log.warning("wrote %d SIMULATED judgment rows to %s (no person judged these)", n, options.out)
 
 
 @settings
-class ImportFiles:
+class ImportOptions:
     results: str = setting(help="crowd results: item_id, worker_id, candidate_N_score")
     key: str = setting(help="the task key")
     out_dir: str = setting(help="agreement, acceptance, the histogram and judgments.csv")
 
 
 @command("human", "import", help="acceptance, agreement and judgments for the neural filter")
-def import_results(files: ImportFiles) -> None:
+def import_results(options: ImportOptions) -> None:
     from spanaug.evaluation.human_eval import import_judgments
 
-    emit(import_judgments(files.results, files.key, files.out_dir), None)
+    emit(import_judgments(options.results, options.key, options.out_dir), None)
 
 
 group("span-task", "the span-alignment annotation task (§4.1): export, simulated answers, import")
 
 
 @settings
-class SpanExportFiles:
+class SpanExportOptions:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds (the sources of iteration 1)")
     out_task: str = setting(help="the task CSV for the crowd tool")
@@ -82,15 +88,17 @@ class SpanExportFiles:
 
 
 @command("human", "span-task", "export", help="outputs for annotators to mark the trigger's counterpart span in")
-def span_export(files: SpanExportFiles) -> None:
+def span_export(options: SpanExportOptions) -> None:
     from spanaug.evaluation.span_task import export_span_task
 
-    counts = export_span_task(files.augmented, files.seeds, files.out_task, files.out_key, files.span_items, files.seed)
+    counts = export_span_task(
+        options.augmented, options.seeds, options.out_task, options.out_key, options.span_items, options.seed
+    )
     log.info("span-alignment task: %(items)d items of %(outputs)d outputs", counts)
 
 
 @settings
-class SpanSimulateFiles:
+class SpanSimulateOptions:
     task: str = setting(help="the span task CSV")
     key: str = setting(help="the span task key")
     out: str = setting(help="simulated answers (CSV)")
@@ -99,15 +107,15 @@ class SpanSimulateFiles:
 
 
 @command("human", "span-task", "simulate", help="simulated span answers (demo and tests only)")
-def span_simulate(files: SpanSimulateFiles) -> None:
+def span_simulate(options: SpanSimulateOptions) -> None:
     from spanaug.evaluation.span_task import simulate_span_answers
 
-    n = simulate_span_answers(files.task, files.key, files.out, files.raters, files.seed)
-    log.warning("wrote %d SIMULATED span answers to %s (no person marked these spans)", n, files.out)
+    n = simulate_span_answers(options.task, options.key, options.out, options.raters, options.seed)
+    log.warning("wrote %d SIMULATED span answers to %s (no person marked these spans)", n, options.out)
 
 
 @settings
-class SpanImportFiles:
+class SpanImportOptions:
     results: str = setting(
         help="answers CSV: item_id, worker_id, target_start, target_end (both empty: no "
         "counterpart; inclusive 0-based paraphrase token indices)"
@@ -119,10 +127,10 @@ class SpanImportFiles:
 
 
 @command("human", "span-task", "import", help="agreement and span-alignment JSONL from annotators' answers")
-def span_import(files: SpanImportFiles) -> None:
+def span_import(options: SpanImportOptions) -> None:
     from spanaug.evaluation.span_task import import_span_answers
 
-    summary = import_span_answers(files.results, files.task, files.key, files.out, files.out_summary)
+    summary = import_span_answers(options.results, options.task, options.key, options.out, options.out_summary)
     log.info(
         "%d instances from %d answered items; Krippendorff's alpha (tokens) %s, pairwise exact agreement %s",
         summary["instances"],

@@ -1,4 +1,5 @@
-"""``spanaug constraints``, ``paraphrase``, ``select``, ``gather``, ``assemble``: one iteration's stages."""
+"""``spanaug constraints``, ``select``, ``gather``, ``assemble``: one iteration's stages around the
+paraphraser (``spanaug paraphrase`` is in :mod:`spanaug.cli.paraphraser`)."""
 
 from __future__ import annotations
 
@@ -6,56 +7,42 @@ import logging
 from typing import Literal
 
 from spanaug.cli.options import command
-from spanaug.core.config import ConstraintSettings, DecodeSettings, Runtime
+from spanaug.core.config import ConstraintSettings
 from spanaug.core.settings import setting, settings
 
 log = logging.getLogger(__name__)
 
 
 @settings
-class ConstraintFiles:
+class ConstraintOptions:
     chain: str = setting(help="iteration i-1's outputs (a CHAIN shard)")
     out: str = setting(help="iteration i's requests (a REQUESTS shard)")
     iteration: int = setting(help="i, the iteration the requests produce")
 
 
 @command("constraints", help="expand constraints: chain shard -> requests")
-def constraints(files: ConstraintFiles, constraints: ConstraintSettings) -> None:
+def constraints(options: ConstraintOptions, constraints: ConstraintSettings) -> None:
     from spanaug.pipeline.constraints import expand_stage
 
-    n = expand_stage(files.chain, files.out, files.iteration, constraints)
-    log.info("iteration %d: %d requests", files.iteration, n)
+    n = expand_stage(options.chain, options.out, options.iteration, constraints)
+    log.info("iteration %d: %d requests", options.iteration, n)
 
 
 @settings
-class ParaphraseFiles:
-    requests: str = setting(help="a REQUESTS shard")
-    out: str = setting(help="the PARAPHRASES shard to write")
-    stats: str | None = setting(None, "decoding statistics (JSON): outputs, constraint violations dropped")
-
-
-@command("paraphrase", help="constrained decoding: requests -> paraphrases")
-def paraphrase(files: ParaphraseFiles, decode: DecodeSettings, runtime: Runtime) -> None:
-    from spanaug.pipeline.paraphraser.stage import paraphrase_stage
-
-    paraphrase_stage(files.requests, files.out, decode, runtime.device, stats_path=files.stats)
-
-
-@settings
-class SelectFiles:
+class SelectOptions:
     aligned: str = setting(help="an ALIGNED shard")
     out: str = setting(help="the iteration's CHAIN shard")
 
 
 @command("select", help="keep the best-aligned beam per seed")
-def select(files: SelectFiles) -> None:
+def select(options: SelectOptions) -> None:
     from spanaug.pipeline.iterations import select_stage
 
-    select_stage(files.aligned, files.out)
+    select_stage(options.aligned, options.out)
 
 
 @settings
-class GatherFiles:
+class GatherOptions:
     inputs: list[str] = setting(help="shards of one artifact type")
     out: str = setting(help="the merged artifact")
     schema: Literal["sentences", "chain", "augmented", "scored", "requests", "paraphrases", "aligned", "examples"] = (
@@ -64,22 +51,22 @@ class GatherFiles:
 
 
 @command("gather", help="merge shards of one artifact type")
-def gather(files: GatherFiles) -> None:
+def gather(options: GatherOptions) -> None:
     from spanaug.core import artifacts
     from spanaug.pipeline.iterations import gather
 
-    n = gather(files.inputs, files.out, artifacts.SCHEMAS[files.schema])
-    log.info("gathered %d rows into %s", n, files.out)
+    n = gather(options.inputs, options.out, artifacts.SCHEMAS[options.schema])
+    log.info("gathered %d rows into %s", n, options.out)
 
 
 @settings
-class AssembleFiles:
+class AssembleOptions:
     inputs: list[str] = setting(help="every iteration's CHAIN outputs")
     out: str = setting(help="the augmented dataset (AUGMENTED Parquet)")
 
 
 @command("assemble", help="the augmented dataset from every iteration's outputs")
-def assemble(files: AssembleFiles) -> None:
+def assemble(options: AssembleOptions) -> None:
     from spanaug.pipeline.iterations import assemble
 
-    log.info("augmented dataset: %d rows in %s", assemble(files.inputs, files.out), files.out)
+    log.info("augmented dataset: %d rows in %s", assemble(options.inputs, options.out), options.out)

@@ -12,13 +12,14 @@ from spanaug.cli import (
     baseline,
     config,
     data,
-    evaluation,
     export,
+    filtering,
     frameid,
     human,
     iterations,
     paraphraser,
     report,
+    stats,
 )
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
 from spanaug.core.errors import ConfigError, SpanaugError
@@ -26,7 +27,21 @@ from spanaug.core.errors import ConfigError, SpanaugError
 log = logging.getLogger("spanaug")
 
 #: The command modules, in the order ``spanaug --help`` lists them.
-MODULES = (data, iterations, paraphraser, align, baseline, evaluation, human, augment, frameid, report, export, config)
+MODULES = (
+    data,
+    iterations,
+    paraphraser,
+    align,
+    baseline,
+    stats,
+    filtering,
+    human,
+    augment,
+    frameid,
+    report,
+    export,
+    config,
+)
 
 
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.

@@ -8,13 +8,14 @@ from typing import Any
 from spanaug.cli.options import command, group
 from spanaug.core.config import ReportSettings
 from spanaug.core.settings import inherit, setting, settings
+from spanaug.report.summary import SummaryInputs
 
 log = logging.getLogger(__name__)
 group("report", "pages of the HTML report: tables, example chains, warnings, summary")
 
 
 @settings
-class TablesFiles:
+class TablesOptions:
     inputs: list[str] = setting(help="CSV or JSON results")
     outputs: list[str] = setting(help="one HTML page per input, in the same order")
     titles: list[str] = setting(factory=list, help="page titles, one per input (default: the file names)")
@@ -22,14 +23,14 @@ class TablesFiles:
 
 
 @command("report", "tables", help="render CSV/JSON results as HTML tables (the raw file a download on the page)")
-def tables(files: TablesFiles) -> None:
+def tables(options: TablesOptions) -> None:
     from spanaug.report.tables import render_tables
 
-    render_tables(files.inputs, files.outputs, files.titles, files.max_rows)
+    render_tables(options.inputs, options.outputs, options.max_rows, options.titles)
 
 
 @settings
-class ChainsFiles:
+class ChainsOptions:
     augmented: str = setting(help="the augmented dataset")
     seeds: str = setting(help="the run's seeds")
     out: str = setting(help="the example-chains page (HTML)")
@@ -39,15 +40,15 @@ class ChainsFiles:
 
 
 @command("report", "chains", help="example chains: sampled seeds with every iteration's aligned paraphrase")
-def chains(files: ChainsFiles) -> None:
+def chains(options: ChainsOptions) -> None:
     from spanaug.report.chains import chains_page
     from spanaug.report.html import write_page
 
-    write_page(chains_page(files.augmented, files.seeds, files.chains, files.seed, files.demo), files.out)
+    write_page(chains_page(options.augmented, options.seeds, options.chains, options.seed, options.demo), options.out)
 
 
 @settings
-class WarningsFiles:
+class WarningsOptions:
     out_json: str = setting(help="every warning (JSON)")
     out_html: str = setting(help="the warnings page")
     summaries: list[str] = setting(factory=list, help="stage summaries (JSON) whose 'warnings' lists are collected")
@@ -64,32 +65,34 @@ class WarningsFiles:
     simulated_judgments: str | None = setting(None, "the human-evaluation summary, when its judgments are simulated")
     base: str | None = setting(None, "the run's folder: sources are shown relative to it")
     demo: bool = setting(False, "say that the run is the demo (tiny models)")
+    max_rows: int = inherit(ReportSettings, "max_rows")
 
 
 @command("report", "warnings", help="every stage that yielded nothing or ran degraded, on one page")
-def warnings(files: WarningsFiles) -> None:
+def warnings_page(options: WarningsOptions) -> None:
     from spanaug.core.files import write_csv
     from spanaug.report import warnings as w
     from spanaug.report.html import write_page
     from spanaug.report.tables import table_page
 
     records, para_rows = w.collect(
-        files.summaries,
-        files.paraphrase_stats,
-        files.width,
-        files.aligner,
-        files.per_iteration,
-        files.curves,
-        files.simulated_judgments,
-        files.base,
-        files.comparison,
+        options.summaries,
+        options.paraphrase_stats,
+        options.width,
+        options.aligner,
+        options.per_iteration,
+        options.curves,
+        options.simulated_judgments,
+        options.base,
+        options.comparison,
     )
-    w.write_warnings(records, files.out_json, files.out_html, files.demo)
-    if files.out_paraphrase_csv:
-        write_csv(para_rows, files.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
-        if files.out_paraphrase_html:
+    w.write_warnings(records, options.out_json, options.out_html, options.demo)
+    if options.out_paraphrase_csv:
+        write_csv(para_rows, options.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
+        if options.out_paraphrase_html:
             write_page(
-                table_page(files.out_paraphrase_csv, "Paraphrase stage per iteration"), files.out_paraphrase_html
+                table_page(options.out_paraphrase_csv, options.max_rows, "Paraphrase stage per iteration"),
+                options.out_paraphrase_html,
             )
     for r in records:
         log.warning("%s [%s]: %s", r["stage"], r["kind"], r["message"])
@@ -97,41 +100,20 @@ def warnings(files: WarningsFiles) -> None:
 
 
 @settings
-class SummaryFiles:
+class SummaryOptions(SummaryInputs):
     run: dict[str, Any] = setting(
         help="what ran (JSON): run_name, inputs, paraphraser, encoder, iterations, n_shards, demo, simulated_judgments"
     )
-    stats: str = setting(help="the intrinsic statistics (JSON)")
-    per_iteration: str = setting(help="outputs per iteration (CSV)")
-    filters: str = setting(help="the filters summary (JSON)")
     warnings: str = setting(help="the run's warnings (JSON of spanaug report warnings)")
     out_html: str = setting(help="the summary page")
     out_fragment: str = setting(help="the same as a fragment for the report's landing page")
     out_json: str = setting(help="the headline numbers (JSON)")
-    paraphrase: str | None = setting(None, "the decoding statistics per iteration (CSV)")
-    ablation: str | None = setting(None, "the aligner's Table 2 summary (JSON)")
-    comparison: str | None = setting(None, "the word-aligner comparison (JSON)")
-    human_eval: str | None = setting(None, "the human-evaluation summary (JSON)")
-    curves: str | None = setting(None, "the Frame ID curves (CSV)")
-    frameid_baseline: str | None = setting(None, "the Frame ID lexicon baseline (JSON)")
 
 
 @command("report", "summary", help="the landing summary: what ran, in fitting words, and its headline numbers")
-def summary(files: SummaryFiles) -> None:
+def summary(options: SummaryOptions) -> None:
     from spanaug.report import warnings as w
     from spanaug.report.summary import summary_body, write_summary
 
-    body, numbers = summary_body(
-        files.run,
-        files.stats,
-        files.per_iteration,
-        files.filters,
-        w.load(files.warnings),
-        files.paraphrase,
-        files.ablation,
-        files.comparison,
-        files.human_eval,
-        files.curves,
-        files.frameid_baseline,
-    )
-    write_summary(body, numbers, files.out_html, files.out_fragment, files.out_json)
+    body, numbers = summary_body(options.run, options, w.load(options.warnings))
+    write_summary(body, numbers, options.out_html, options.out_fragment, options.out_json)

@@ -6,6 +6,7 @@ Part of the run configuration (``core.config``): each default, help and bound is
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Literal
 
 from spanaug.core.settings import Settings, inherit, setting, settings
@@ -202,12 +203,19 @@ class AblationSettings(Settings):
     )
     epochs: int = inherit(AlignerTrainSettings, "epochs")
     seed: int = setting(0, "split and training seed")
+    dev_share: float = setting(
+        0.1, "share of the sentence pairs held out as dev (the null threshold)", minimum=0, exclusiveMaximum=1
+    )
+    test_share: float = setting(
+        0.2, "share of the sentence pairs held out as test", exclusiveMinimum=0, exclusiveMaximum=1
+    )
     finetune_layers: int = setting(0, "> 0: add a row with the encoder's top N layers tuned", minimum=0)
     extra_reversed: bool = setting(False, "add a row trained with reversed instances too")
 
 
-#: Rows of ``spanaug align systems`` (evaluation.aligner_systems.SYSTEMS says how each is trained).
-ALIGNER_SYSTEMS = (
+#: A row of ``spanaug align systems``: the one list of their names (``evaluation.aligner_systems.SYSTEMS``
+#: says how each is trained).
+AlignerSystem = Literal[
     "paper",
     "paper-untuned",
     "paper-holdout",
@@ -223,7 +231,8 @@ ALIGNER_SYSTEMS = (
     "cross+phrases+reversed",
     "cross+reversed+synthetic",
     "cross+all",
-)
+]
+ALIGNER_SYSTEMS: tuple[str, ...] = typing.get_args(AlignerSystem)
 
 
 @settings
@@ -231,7 +240,7 @@ class AlignerSystemsSettings(Settings):
     """Aligner kinds and data sources on one held-out split (``aligner.systems``; ``spanaug align systems``)."""
 
     data: str | None = setting(None, "span-alignment JSONL, split by pair (null: as aligner.evaluation.data)")
-    rows: list[Literal[ALIGNER_SYSTEMS]] = setting(
+    rows: list[AlignerSystem] = setting(
         factory=lambda: ["paper", "paper-holdout", "cross"],
         help="systems to train and test",
         minItems=1,
@@ -241,6 +250,8 @@ class AlignerSystemsSettings(Settings):
     synthetic: str | None = setting(None, "pre-training instances (spanaug align synthetic): the synthetic rows")
     epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
     seed: int = setting(0, "split and training seed")
+    dev_share: float = inherit(AblationSettings, "dev_share")
+    test_share: float = inherit(AblationSettings, "test_share")
     phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
     phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
     phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
@@ -306,6 +317,8 @@ class BaselinesSection(Settings):
     )
     epochs: int = inherit(AlignerTrainSettings, "epochs")
     seed: int = setting(0, "split and training seed")
+    dev_share: float = inherit(AblationSettings, "dev_share")
+    test_share: float = inherit(AblationSettings, "test_share")
     fastalign: FastAlignSettings = setting(factory=FastAlignSettings, help="FastAlign's settings")
 
 

@@ -324,12 +324,6 @@ def iter_batches(path: Path | str, schema: pa.Schema, batch_size: int = 8192) ->
         yield table
 
 
-def iter_records(path: Path | str, schema: pa.Schema, batch_size: int = 8192) -> Iterator[dict[str, Any]]:
-    """Stream an artifact's rows as dicts."""
-    for table in iter_batches(path, schema, batch_size):
-        yield from table.to_pylist()
-
-
 def read_columns(path: Path | str, schema: pa.Schema, columns: Sequence[str]) -> pa.Table:
     """Some columns of an artifact (its schema checked for them), for checks that need no more."""
     _check(pa.schema([schema.field(c) for c in columns]), read_schema(path), path)

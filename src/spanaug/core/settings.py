@@ -42,6 +42,16 @@ def inherit(cls: type, name: str, **changes: Any) -> Any:
     return dataclasses.field(default=default, default_factory=factory, metadata={**metadata, **changes})
 
 
+def default_of(cls: type, name: str) -> Any:
+    """A setting's default, for a library function whose argument stands for that setting (so the
+    value is written once, in the dataclass)."""
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    value = _default(field)
+    if value is dataclasses.MISSING:
+        raise TypeError(f"{cls.__name__}.{name} has no default")
+    return value
+
+
 class Settings:
     """Base of every settings dataclass: values are checked against the generated schema when made; a
     nested section given as a mapping (an option holding JSON, such as ``--cross``) becomes its dataclass."""

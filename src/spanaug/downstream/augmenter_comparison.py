@@ -61,35 +61,52 @@ def examples_for(
     return examples_to_sentences(r for r in examples if r["seed_key"] in keys)
 
 
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One point of Figure 8: an augmenter (or none) on a sample of the training sentences."""
+
+    augmenter: str
+    fraction: float
+    seed: int  # the sample's and the training's
+
+
+@dataclasses.dataclass
+class PointData:
+    """What a point trains and tests on: the pool sampled from, the fixed test split, and optionally
+    dev sentences, the augmenter's examples (paraphrastic, lexsub) and the lexicon of frames."""
+
+    pool: Sequence[Sentence]
+    test: Sequence[Sentence]
+    dev: Sequence[Sentence] | None = None
+    examples: Sequence[Mapping[str, Any]] | None = None
+    lexicon: dict[str, set[str]] | None = None
+
+
 def run_point(
-    pool: Sequence[Sentence],
-    test: Sequence[Sentence],
-    fraction: float,
-    seed: int,
-    augmenter: str,
+    point: Point,
+    data: PointData,
     encoder: str,
     tcfg: FrameIdTrainConfig,
-    examples: Sequence[Mapping[str, Any]] | None = None,
-    dev: Sequence[Sentence] | None = None,
-    lexicon: dict[str, set[str]] | None = None,
     geca: GecaConfig | None = None,
     device: str | None = "auto",
 ) -> dict[str, Any]:
-    """Train on a sample (plus the augmenter's examples of it) and score on ``test``.
+    """Train on a sample (plus the augmenter's examples of it) and score on ``data.test``.
 
-    Without ``dev``, train_frameid holds out a share of the sampled (full-text) sentences for early
-    stopping, as ``frameid train`` does; their augmenter examples stay in training.
+    Without ``data.dev``, train_frameid holds out a share of the sampled (full-text) sentences for
+    early stopping, as ``frameid train`` does; their augmenter examples stay in training.
     """
-    sample = sample_sentences(pool, fraction, seed)
-    extra = examples_for(sample, augmenter, examples, geca)
+    augmenter, fraction, seed = point.augmenter, point.fraction, point.seed
+    test = data.test
+    sample = sample_sentences(data.pool, fraction, seed)
+    extra = examples_for(sample, augmenter, data.examples, geca)
     model, summary = train_frameid(
         sample + extra,
         encoder,
         dataclasses.replace(tcfg, seed=seed),
-        dev=dev,
+        dev=data.dev,
         device=device,
         progress=False,
-        lexicon=lexicon,
+        lexicon=data.lexicon,
     )
     scores = triple_scores(test, model.predict(test))
     log.info(

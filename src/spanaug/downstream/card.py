@@ -176,23 +176,7 @@ def write_card(
     aligned = table.filter(table.column("aligned_start").is_valid())
     licence, licence_lines = licences(run)
     name = run.get("run_name", "run")
-    front = {
-        "pretty_name": f"spanaug {name}: paraphrastically augmented frame triggers",
-        "language": ["en"],
-        "license": licence,
-        **(
-            {"license_name": "framenet-cc-by", "license_link": "https://framenet.icsi.berkeley.edu/"}
-            if any("FrameNet (Berkeley" in line for line in licence_lines)
-            else {}
-        ),
-        "task_categories": ["token-classification"],
-        "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"],
-        "size_categories": [_size_category(n)],
-        "configs": [
-            {"config_name": "default", "data_files": [{"split": "train", "path": "data/augmented.parquet"}]},
-            {"config_name": "seeds", "data_files": [{"split": "train", "path": "data/seeds.parquet"}]},
-        ],
-    }
+    front = _front_matter(run, n, licence, licence_lines)
     frames = Counter(aligned.column("frame").to_pylist())
     seed_frames = Counter(seed_table.column("frame").to_pylist())
     parts = [
@@ -216,41 +200,8 @@ def write_card(
             "the pipeline's mechanics, not paraphrase quality. Do not train on it.",
             "",
         ]
+    parts += _files_section(n, seed_table.num_rows, aligned.num_rows, conll)
     parts += [
-        "## Files",
-        "",
-        _table(
-            ["file", "rows", "what"],
-            [
-                ["`data/augmented.parquet` (config `default`)", f"{n:,}", "the outputs, one per seed and iteration"],
-                [
-                    "`data/seeds.parquet` (config `seeds`)",
-                    f"{seed_table.num_rows:,}",
-                    "the seed sentences (`sentence_id`, "
-                    "`tokens`, `span_start`/`span_end` inclusive, `frame`, `lexical_unit`, provenance)",
-                ],
-                *(
-                    [
-                        [
-                            f"`{Path(conll).name}`",
-                            f"{aligned.num_rows:,} blocks",
-                            "the aligned outputs in open-SESAME CoNLL "
-                            "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
-                            f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids",
-                        ]
-                    ]
-                    if conll
-                    else []
-                ),
-            ],
-        ),
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        'outputs = load_dataset("path/to/this/folder")["train"]           # or the hub name, once pushed',
-        'seeds = load_dataset("path/to/this/folder", "seeds")["train"]',
-        "```",
-        "",
         "## Fields",
         "",
         _table(["column", "meaning"], [[f"`{a}`", b] for a, b in FIELDS]),
@@ -274,7 +225,77 @@ def write_card(
         "",
     ]
     parts += _filters_section(filters, seed_table.num_rows)
-    parts += [
+    parts += _closing_sections(run, licence_lines)
+    with files.atomic_path(out_dir / "README.md", ".md") as tmp:
+        tmp.write_text("\n".join(parts), encoding="utf-8")
+    return {"outputs": n, "aligned": aligned.num_rows, "seeds": seed_table.num_rows, "frames": len(frames)}
+
+
+def _front_matter(run: dict[str, Any], n: int, licence: str, licence_lines: list[str]) -> dict[str, Any]:
+    """The card's YAML header: the dataset's name, licence, size and its two configs."""
+    name = run.get("run_name", "run")
+    return {
+        "pretty_name": f"spanaug {name}: paraphrastically augmented frame triggers",
+        "language": ["en"],
+        "license": licence,
+        **(
+            {"license_name": "framenet-cc-by", "license_link": "https://framenet.icsi.berkeley.edu/"}
+            if any("FrameNet (Berkeley" in line for line in licence_lines)
+            else {}
+        ),
+        "task_categories": ["token-classification"],
+        "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"],
+        "size_categories": [_size_category(n)],
+        "configs": [
+            {"config_name": "default", "data_files": [{"split": "train", "path": "data/augmented.parquet"}]},
+            {"config_name": "seeds", "data_files": [{"split": "train", "path": "data/seeds.parquet"}]},
+        ],
+    }
+
+
+def _files_section(n: int, n_seeds: int, n_aligned: int, conll: Path | str | None) -> list[str]:
+    """What the folder holds, and how to load it."""
+    return [
+        "## Files",
+        "",
+        _table(
+            ["file", "rows", "what"],
+            [
+                ["`data/augmented.parquet` (config `default`)", f"{n:,}", "the outputs, one per seed and iteration"],
+                [
+                    "`data/seeds.parquet` (config `seeds`)",
+                    f"{n_seeds:,}",
+                    "the seed sentences (`sentence_id`, "
+                    "`tokens`, `span_start`/`span_end` inclusive, `frame`, `lexical_unit`, provenance)",
+                ],
+                *(
+                    [
+                        [
+                            f"`{Path(conll).name}`",
+                            f"{n_aligned:,} blocks",
+                            "the aligned outputs in open-SESAME CoNLL "
+                            "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
+                            f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids",
+                        ]
+                    ]
+                    if conll
+                    else []
+                ),
+            ],
+        ),
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'outputs = load_dataset("path/to/this/folder")["train"]           # or the hub name, once pushed',
+        'seeds = load_dataset("path/to/this/folder", "seeds")["train"]',
+        "```",
+        "",
+    ]
+
+
+def _closing_sections(run: dict[str, Any], licence_lines: list[str]) -> list[str]:
+    """Provenance, the inputs' licences and the citation."""
+    return [
         "## Provenance",
         "",
         *_provenance(run),
@@ -292,9 +313,6 @@ def write_card(
         "```",
         "",
     ]
-    with files.atomic_path(out_dir / "README.md", ".md") as tmp:
-        tmp.write_text("\n".join(parts), encoding="utf-8")
-    return {"outputs": n, "aligned": aligned.num_rows, "seeds": seed_table.num_rows, "frames": len(frames)}
 
 
 def _filters_section(filters: Path | str | None, n_seeds: int) -> list[str]:

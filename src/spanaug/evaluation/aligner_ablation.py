@@ -38,15 +38,17 @@ ABLATIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "Df+Mx+Cue": (("df", "mx", "cue"), "hard"),
     "Df+Mx+Cue+SBCE": (("df", "mx", "cue"), "soft"),
 }
-METRICS = ["soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1", "n"]
 
 
 def split_by_pair(
-    instances: Sequence[Instance], dev: float = 0.1, test: float = 0.2, seed: int = 0
+    instances: Sequence[Instance], *, dev_share: float, test_share: float, seed: int
 ) -> tuple[list[Instance], list[Instance], list[Instance]]:
-    """Train/dev/test split in which all spans of one sentence pair stay together."""
+    """Train/dev/test split in which all spans of one sentence pair stay together (shares of the pairs)."""
     part = assign_parts(
-        (pair_key(i) for i in instances), [("test", test), ("dev", dev), ("train", None)], order="shuffle", seed=seed
+        (pair_key(i) for i in instances),
+        [("test", test_share), ("dev", dev_share), ("train", None)],
+        order="shuffle",
+        seed=seed,
     )
     out: dict[str, list[Instance]] = {"train": [], "dev": [], "test": []}
     for inst in instances:
@@ -120,12 +122,10 @@ def run_ablation(
     model with the encoder's top layers tuned, with reversed training instances added, and with
     extra instances added (a self-training round on paraphrase-chain alignments).
     """
-    unknown = set(systems or ()) - set(ABLATIONS)
-    if unknown:
-        raise ConfigError(f"unknown ablation system(s) {sorted(unknown)}: expected some of {list(ABLATIONS)}")
+    _check_systems(systems or ())
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=cfg.seed)
+    train, dev, test = split_by_pair(instances, dev_share=cfg.dev_share, test_share=cfg.test_share, seed=cfg.seed)
     training = AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed)
     log.info("alignment evaluation: %d train, %d dev, %d test instances", len(train), len(dev), len(test))
     cache: dict = {}
@@ -144,10 +144,7 @@ def run_ablation(
             }
         )
 
-    threshold, _ = tune_threshold([i.target_span for i in dev], cosine_scores(base, dev))
-    cos = [(p if s >= threshold else None, s) for p, s in cosine_scores(base, test)]
-    cos_unseen = [(p if s >= threshold else None, s) for p, s in cosine_scores(base, unseen)]
-    record("cosine (untrained)", cos, cos_unseen)
+    record("cosine (untrained)", *_cosine_baseline(base, dev, test, unseen))
     full_preds = None
     for name in systems or ABLATIONS:
         features, loss = ABLATIONS[name]
@@ -159,28 +156,12 @@ def run_ablation(
         log.info("%s: %s", name, rows[-1])
         if name == "Df+Mx+Cue+SBCE":
             full_preds = [p for p, _ in preds]
-    extensions = []
-    if cfg.extra_reversed:
-        extensions.append(("+SBCE +reversed instances", base_cfg, reverse_instances(train)))
-    if extra_instances:
-        extensions.append((f"+SBCE +{len(extra_instances)} extra instances", base_cfg, list(extra_instances)))
-    if cfg.finetune_layers:
-        extensions.append(
-            (
-                f"+SBCE +tuned top {cfg.finetune_layers} layers",
-                dataclasses.replace(base_cfg, finetune_layers=cfg.finetune_layers),
-                [],
-            )
-        )
-    for name, row_cfg, extra in extensions:
+    for name, row_cfg, extra in _extension_rows(cfg, base_cfg, train, extra_instances):
         # A tuned encoder must not share the frozen one's weights or cache: it gets its own copy.
-        enc = copy.deepcopy(base.encoder) if row_cfg.finetune_layers else base.encoder
+        tuned = bool(row_cfg.finetune_layers)
+        enc = copy.deepcopy(base.encoder) if tuned else base.encoder
         aligner = SpanAligner(
-            row_cfg,
-            encoder=enc,
-            tokenizer=base.tokenizer,
-            device=device,
-            cache=None if row_cfg.finetune_layers else cache,
+            row_cfg, encoder=enc, tokenizer=base.tokenizer, device=device, cache=None if tuned else cache
         )
         aligner, _ = train_aligner(train, row_cfg, training, dev=dev, aligner=aligner, progress=False, extra=extra)
         record(name, aligner.predict(test), aligner.predict(unseen) if unseen else [])
@@ -199,14 +180,51 @@ def run_ablation(
         "warnings": below_baseline(rows),
     }
     if full_preds is not None:
-        by_len = breakdown(test, full_preds, span_length)
-        by_pos = breakdown(test, full_preds, position_difference)
-        files.write_csv(by_len, out_dir / "by_span_length.csv")
-        files.write_csv(by_pos, out_dir / "by_position_difference.csv")
-        plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
+        _write_breakdowns(test, full_preds, out_dir)
     plot_ablation(rows, out_dir / "ablation.png")
     files.write_json(summary, out_dir / "summary.json")
     return summary
+
+
+def _check_systems(systems: Sequence[str]) -> None:
+    unknown = set(systems) - set(ABLATIONS)
+    if unknown:
+        raise ConfigError(f"unknown ablation system(s) {sorted(unknown)}: expected some of {list(ABLATIONS)}")
+
+
+def _cosine_baseline(
+    base: SpanAligner, dev: Sequence[Instance], test: Sequence[Instance], unseen: Sequence[Instance]
+) -> tuple[list[tuple[tuple[int, int] | None, float]], ...]:
+    """The cosine baseline's predictions on the test and unseen instances, its threshold tuned on dev."""
+    threshold, _ = tune_threshold([i.target_span for i in dev], cosine_scores(base, dev))
+    return tuple(
+        [(p if score >= threshold else None, score) for p, score in cosine_scores(base, part)]
+        for part in (test, unseen)
+    )
+
+
+def _extension_rows(
+    cfg: AblationSettings, base_cfg: AlignerConfig, train: Sequence[Instance], extra_instances: Sequence[Instance]
+) -> list[tuple[str, AlignerConfig, list[Instance]]]:
+    """The rows beyond the paper's that ``cfg`` and ``extra_instances`` ask for: name, aligner, extra data."""
+    rows = []
+    if cfg.extra_reversed:
+        rows.append(("+SBCE +reversed instances", base_cfg, reverse_instances(train)))
+    if extra_instances:
+        rows.append((f"+SBCE +{len(extra_instances)} extra instances", base_cfg, list(extra_instances)))
+    if cfg.finetune_layers:
+        tuned = dataclasses.replace(base_cfg, finetune_layers=cfg.finetune_layers)
+        rows.append((f"+SBCE +tuned top {cfg.finetune_layers} layers", tuned, []))
+    return rows
+
+
+def _write_breakdowns(test: Sequence[Instance], preds: Sequence[tuple[int, int] | None], out_dir: Path) -> None:
+    """The full model's scores by span length and by position difference (Figures 4-5)."""
+    by_len = breakdown(test, preds, span_length)
+    by_pos = breakdown(test, preds, position_difference)
+    files.write_csv(by_len, out_dir / "by_span_length.csv")
+    files.write_csv(by_pos, out_dir / "by_position_difference.csv")
+    plot_breakdowns(by_len, by_pos, out_dir / "breakdowns.png")
 
 
 def below_baseline(rows: Sequence[dict[str, Any]], metric: str = "soft_f1") -> list[dict[str, Any]]:

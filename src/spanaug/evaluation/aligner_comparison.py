@@ -39,7 +39,7 @@ def run_comparison(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=cfg.seed)
+    train, dev, test = split_by_pair(instances, dev_share=cfg.dev_share, test_share=cfg.test_share, seed=cfg.seed)
     by_pair = gold_links(gold_pairs)
     test_pairs = pairs_of(test)
     held_out = set(test_pairs) | set(pairs_of(dev))

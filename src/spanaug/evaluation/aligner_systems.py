@@ -22,8 +22,8 @@ import torch
 
 from spanaug.core import files
 from spanaug.core.aligner_settings import (
-    ALIGNER_SYSTEMS,
     AlignerConfig,
+    AlignerSystem,
     AlignerSystemsSettings,
     AlignerTrainSettings,
     CrossTrainSection,
@@ -44,9 +44,8 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class Row:
-    """One system: how it is trained (kind, extra data, threshold handling)."""
+    """How one system is trained (kind, extra data, threshold handling)."""
 
-    name: str
     kind: str  # paper | cross
     extra: tuple[str, ...] = ()  # phrases, reversed, chains
     pretrain: bool = False  # synthetic pre-training (cross only)
@@ -54,110 +53,117 @@ class Row:
     description: str = ""
 
 
-SYSTEMS: dict[str, Row] = {
-    r.name: r
-    for r in [
-        Row("paper", "paper", description="Df+Mx+Cue+SBCE, threshold tuned on the dev pairs"),
-        Row(
-            "paper-untuned",
-            "paper",
-            threshold="untuned",
-            description="no dev file, old default: threshold 0 (never null)",
-        ),
-        Row(
-            "paper-holdout",
-            "paper",
-            threshold="holdout",
-            description="no dev file, new default: threshold on 10% of training pairs held out",
-        ),
-        Row(
-            "paper-holdout-refit",
-            "paper",
-            threshold="holdout-refit",
-            description="as paper-holdout, then retrained on all training pairs",
-        ),
-        Row(
-            "paper+phrases",
-            "paper",
-            ("phrases",),
-            description="+ every phrase pair of the training pairs' word alignments",
-        ),
-        Row("paper+reversed", "paper", ("reversed",), description="+ reversed instances"),
-        Row("cross", "cross", description="cross encoder, dev pairs choose the epoch, temperature and threshold"),
-        Row(
-            "cross-holdout",
-            "cross",
-            threshold="holdout",
-            description="cross encoder, no dev file: 10% of training pairs held out",
-        ),
-        Row(
-            "cross+phrases",
-            "cross",
-            ("phrases",),
-            description="+ every phrase pair of the training pairs' word alignments",
-        ),
-        Row("cross+reversed", "cross", ("reversed",), description="+ reversed instances"),
-        Row(
-            "cross+chains",
-            "cross",
-            ("chains",),
-            description="+ instances composed along chains of shared sentences (graph augmenter)",
-        ),
-        Row("cross+synthetic", "cross", pretrain=True, description="pre-trained on synthetic same-frame rewrites"),
-        Row(
-            "cross+phrases+reversed",
-            "cross",
-            ("phrases", "reversed"),
-            description="+ phrase pairs + reversed instances",
-        ),
-        Row(
-            "cross+reversed+synthetic",
-            "cross",
-            ("reversed",),
-            pretrain=True,
-            description="+ reversed instances, pre-trained on synthetic rewrites: needs no word-aligned corpus",
-        ),
-        Row("cross+all", "cross", ("phrases", "reversed", "chains"), pretrain=True, description="every source"),
-    ]
+#: How each row of the settings' list (``AlignerSystem``) is trained; a test checks that every
+#: name has its recipe.
+SYSTEMS: dict[AlignerSystem, Row] = {
+    "paper": Row("paper", description="Df+Mx+Cue+SBCE, threshold tuned on the dev pairs"),
+    "paper-untuned": Row(
+        "paper",
+        threshold="untuned",
+        description="no dev file, old default: threshold 0 (never null)",
+    ),
+    "paper-holdout": Row(
+        "paper",
+        threshold="holdout",
+        description="no dev file, new default: threshold on 10% of training pairs held out",
+    ),
+    "paper-holdout-refit": Row(
+        "paper",
+        threshold="holdout-refit",
+        description="as paper-holdout, then retrained on all training pairs",
+    ),
+    "paper+phrases": Row(
+        "paper",
+        ("phrases",),
+        description="+ every phrase pair of the training pairs' word alignments",
+    ),
+    "paper+reversed": Row("paper", ("reversed",), description="+ reversed instances"),
+    "cross": Row("cross", description="cross encoder, dev pairs choose the epoch, temperature and threshold"),
+    "cross-holdout": Row(
+        "cross",
+        threshold="holdout",
+        description="cross encoder, no dev file: 10% of training pairs held out",
+    ),
+    "cross+phrases": Row(
+        "cross",
+        ("phrases",),
+        description="+ every phrase pair of the training pairs' word alignments",
+    ),
+    "cross+reversed": Row("cross", ("reversed",), description="+ reversed instances"),
+    "cross+chains": Row(
+        "cross",
+        ("chains",),
+        description="+ instances composed along chains of shared sentences (graph augmenter)",
+    ),
+    "cross+synthetic": Row("cross", pretrain=True, description="pre-trained on synthetic same-frame rewrites"),
+    "cross+phrases+reversed": Row(
+        "cross",
+        ("phrases", "reversed"),
+        description="+ phrase pairs + reversed instances",
+    ),
+    "cross+reversed+synthetic": Row(
+        "cross",
+        ("reversed",),
+        pretrain=True,
+        description="+ reversed instances, pre-trained on synthetic rewrites: needs no word-aligned corpus",
+    ),
+    "cross+all": Row("cross", ("phrases", "reversed", "chains"), pretrain=True, description="every source"),
 }
-assert tuple(SYSTEMS) == ALIGNER_SYSTEMS  # the settings' choices
+
+
+@dataclasses.dataclass
+class _Split:
+    """The held-out split every row shares, and the test spans unseen in training (§4.6)."""
+
+    train: list[Instance]
+    dev: list[Instance]
+    test: list[Instance]
+    unseen_idx: list[int]
+
+    @classmethod
+    def of(cls, instances: Sequence[Instance], cfg: AlignerSystemsSettings) -> _Split:
+        train, dev, test = split_by_pair(instances, dev_share=cfg.dev_share, test_share=cfg.test_share, seed=cfg.seed)
+        unseen_ids = {i.id for i in unseen_in_training(train, test)}
+        return cls(train, dev, test, [n for n, i in enumerate(test) if i.id in unseen_ids])
+
+
+@dataclasses.dataclass
+class _PaperEncoder:
+    """The frozen encoder (and its outputs) that every paper row shares, loaded by the first."""
+
+    device: str | None
+    cache: dict = dataclasses.field(default_factory=dict)
+    base: SpanAligner | None = None
+
+    def aligner(self, config: AlignerConfig) -> SpanAligner:
+        if self.base is None:
+            self.base = SpanAligner(config, device=self.device, cache=self.cache)
+        return SpanAligner(
+            config, encoder=self.base.encoder, tokenizer=self.base.tokenizer, device=self.device, cache=self.cache
+        )
 
 
 def run_systems(
     instances: Sequence[Instance],
     cfg: AlignerSystemsSettings,
-    encoder: str,
+    base_cfg: AlignerConfig,
     out_dir: Path | str,
     sources: DataSources | None = None,
-    k: int = 5,
     device: str | None = "auto",
     resume: bool = False,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Train and test each of ``cfg.rows`` on one split; rows go to ``systems.csv`` (and to
     ``systems.jsonl`` as each finishes, so that with ``resume`` a killed run keeps the rows it
-    has), predictions to ``pred/``. The cross rows train with ``cfg.cross`` (seed: ``cfg.seed``)."""
-    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
-    seed = cfg.seed
-    cross = cfg.cross or CrossTrainSection()
+    has), predictions to ``pred/``. Every row uses ``base_cfg``'s encoder and k; the cross rows
+    train with ``cfg.cross`` (seed: ``cfg.seed``)."""
     sources = sources or DataSources()
     out_dir = Path(out_dir)
     (out_dir / "pred").mkdir(parents=True, exist_ok=True)
-    train, dev, test = split_by_pair(instances, seed=seed)
-    gold = [i.target_span for i in test]
-    unseen_ids = {i.id for i in unseen_in_training(train, test)}
-    unseen_idx = [n for n, i in enumerate(test) if i.id in unseen_ids]
+    split = _Split.of(instances, cfg)
     done_path = out_dir / "systems.jsonl"
-    done = {}
-    if resume and done_path.is_file():
-        for line in done_path.read_text().splitlines():
-            rec = json.loads(line)
-            done[rec["system"]] = rec
-    elif done_path.exists():
-        done_path.unlink()
-    cache: dict = {}
-    base: SpanAligner | None = None
+    done = _finished_rows(done_path, resume)
+    paper = _PaperEncoder(device)
     rows = []
     for name in cfg.rows:
         if name in done:
@@ -165,92 +171,130 @@ def run_systems(
             rows.append(done[name])
             continue
         row = SYSTEMS[name]
-        extra, counts = extra_training_instances(row.extra, train, sources, seed, held_out=dev + test)
-        use_dev = dev if row.threshold == "dev" else None
+        extra, counts = extra_training_instances(
+            row.extra, split.train, sources, cfg.seed, held_out=split.dev + split.test
+        )
         started = time.perf_counter()
-        if row.kind == "paper":
-            if base is None:
-                base = SpanAligner(AlignerConfig(encoder=encoder, k=k), device=device, cache=cache)
-            row_cfg = AlignerConfig(encoder=encoder, k=k)
-            aligner = SpanAligner(row_cfg, encoder=base.encoder, tokenizer=base.tokenizer, device=device, cache=cache)
-            tcfg = AlignerTrainSettings(
-                epochs=cfg.epochs,
-                seed=seed,
-                threshold_holdout=0.0 if row.threshold == "untuned" else 0.1,
-                refit_after_holdout=row.threshold == "holdout-refit",
-            )
-            aligner, summary = train_aligner(
-                train, row_cfg, tcfg, dev=use_dev, aligner=aligner, progress=progress, extra=extra
-            )
-        else:
-            cross_cfg = cross.architecture(encoder, k)
-            cross_tcfg = dataclasses.replace(cross.training(), seed=seed)
-            if row.threshold not in ("dev", "holdout"):
-                raise ConfigError(f"cross systems tune the threshold on dev or held-out pairs, not {row.threshold!r}")
-            pretrain = list(sources.synthetic) if row.pretrain else []
-            if row.pretrain and not pretrain:
-                raise ConfigError(f"system {row.name!r} needs synthetic pre-training instances")
-            aligner, summary = train_cross_aligner(
-                train,
-                cross_cfg,
-                cross_tcfg,
-                dev=use_dev,
-                device=device,
-                progress=progress,
-                extra=extra,
-                pretrain=pretrain,
-            )
-        train_s = time.perf_counter() - started
-        scored = aligner.predict(test)
-        artifacts_rows = [
-            {"id": i.id, "target_span": list(p) if p else None, "score": s} for i, (p, s) in zip(test, scored)
-        ]
-        files.write_jsonl(artifacts_rows, out_dir / "pred" / f"{name}.jsonl")
-        m = prediction_metrics(gold, scored)
-        mu = span_metrics([gold[n] for n in unseen_idx], [scored[n][0] for n in unseen_idx])
+        aligner, summary = _train_row(name, split, extra, cfg, base_cfg, sources, paper, progress)
+        train_s = round(time.perf_counter() - started, 1)
         rec = {
             "system": name,
-            **{key: m[key] for key in ("soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1")},
-            "ece": m["ece"],
-            "pred_null_share": m["pred_null_share"],
-            "gold_null_share": m["gold_null_share"],
-            "unseen_soft_f1": mu["soft_f1"],
-            "unseen_exact_f1": mu["exact_f1"],
-            "n": m["n"],
-            "n_unseen": mu["n"],
+            **_test_scores(name, aligner, split, out_dir, train_s),
             "train_instances": summary["train_instances"],
             "extra": counts,
-            "train_s": round(train_s, 1),
+            "train_s": train_s,
             "threshold": aligner.config.threshold,
             "threshold_source": aligner.config.threshold_source,
             "description": row.description,
-            "summary": {k_: v for k_, v in summary.items() if k_ not in ("loss_history",)},
+            "summary": {key: value for key, value in summary.items() if key != "loss_history"},
         }
         if row.kind == "cross":
             rec["temperature"] = aligner.config.temperature
             rec["config"] = dataclasses.asdict(aligner.config)
-        log.info(
-            "%s: soft F1 %.3f exact F1 %.3f ECE %.3f null %.3f/%.3f (%.0f s)",
-            name,
-            m["soft_f1"],
-            m["exact_f1"],
-            m["ece"],
-            m["pred_null_share"],
-            m["gold_null_share"],
-            train_s,
-        )
         with open(done_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(rec) + "\n")
         rows.append(rec)
         del aligner
-        torch.manual_seed(seed)
+        torch.manual_seed(cfg.seed)
+    return _write_summary(rows, split, base_cfg.encoder, cfg.seed, out_dir)
+
+
+def _finished_rows(done_path: Path, resume: bool) -> dict[str, dict[str, Any]]:
+    """The rows a killed run finished (with ``resume``); otherwise their file is started afresh."""
+    done = {}
+    if resume and done_path.is_file():
+        for line in done_path.read_text().splitlines():
+            rec = json.loads(line)
+            done[rec["system"]] = rec
+    elif done_path.exists():
+        done_path.unlink()
+    return done
+
+
+def _train_row(
+    name: str,
+    split: _Split,
+    extra: list[Instance],
+    cfg: AlignerSystemsSettings,
+    base_cfg: AlignerConfig,
+    sources: DataSources,
+    paper: _PaperEncoder,
+    progress: bool,
+) -> tuple[Any, dict[str, Any]]:
+    """One row's aligner, trained as its recipe says, and its training summary."""
+    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+
+    row = SYSTEMS[name]
+    use_dev = split.dev if row.threshold == "dev" else None
+    if row.kind == "paper":
+        row_cfg = AlignerConfig(encoder=base_cfg.encoder, k=base_cfg.k)
+        tcfg = AlignerTrainSettings(
+            epochs=cfg.epochs, seed=cfg.seed, refit_after_holdout=row.threshold == "holdout-refit"
+        )
+        if row.threshold == "untuned":  # no held-out pairs: the threshold stays at its untuned default
+            tcfg = dataclasses.replace(tcfg, threshold_holdout=0.0)
+        return train_aligner(
+            split.train, row_cfg, tcfg, dev=use_dev, aligner=paper.aligner(row_cfg), progress=progress, extra=extra
+        )
+    cross = cfg.cross or CrossTrainSection()
+    if row.threshold not in ("dev", "holdout"):
+        raise ConfigError(f"cross systems tune the threshold on dev or held-out pairs, not {row.threshold!r}")
+    pretrain = list(sources.synthetic) if row.pretrain else []
+    if row.pretrain and not pretrain:
+        raise ConfigError(f"system {name!r} needs synthetic pre-training instances")
+    return train_cross_aligner(
+        split.train,
+        cross.architecture(base_cfg.encoder, base_cfg.k),
+        dataclasses.replace(cross.training(), seed=cfg.seed),
+        dev=use_dev,
+        device=paper.device,
+        progress=progress,
+        extra=extra,
+        pretrain=pretrain,
+    )
+
+
+def _test_scores(name: str, aligner: Any, split: _Split, out_dir: Path, train_s: float) -> dict[str, Any]:
+    """A trained row's scores on the test part (its predictions written to ``pred/``)."""
+    gold = [i.target_span for i in split.test]
+    scored = aligner.predict(split.test)
+    predictions = [
+        {"id": i.id, "target_span": list(p) if p else None, "score": s} for i, (p, s) in zip(split.test, scored)
+    ]
+    files.write_jsonl(predictions, out_dir / "pred" / f"{name}.jsonl")
+    m = prediction_metrics(gold, scored)
+    mu = span_metrics([gold[n] for n in split.unseen_idx], [scored[n][0] for n in split.unseen_idx])
+    log.info(
+        "%s: soft F1 %.3f exact F1 %.3f ECE %.3f null %.3f/%.3f (%.0f s)",
+        name,
+        m["soft_f1"],
+        m["exact_f1"],
+        m["ece"],
+        m["pred_null_share"],
+        m["gold_null_share"],
+        train_s,
+    )
+    return {
+        **{key: m[key] for key in ("soft_p", "soft_r", "soft_f1", "exact_p", "exact_r", "exact_f1")},
+        "ece": m["ece"],
+        "pred_null_share": m["pred_null_share"],
+        "gold_null_share": m["gold_null_share"],
+        "unseen_soft_f1": mu["soft_f1"],
+        "unseen_exact_f1": mu["exact_f1"],
+        "n": m["n"],
+        "n_unseen": mu["n"],
+    }
+
+
+def _write_summary(rows: list[dict[str, Any]], split: _Split, encoder: str, seed: int, out_dir: Path) -> dict[str, Any]:
+    """``systems.csv`` (the flat columns) and ``systems_summary.json``."""
     table = [{key: value for key, value in r.items() if not isinstance(value, dict)} for r in rows]
     files.write_csv(table, out_dir / "systems.csv")
     summary = {
-        "train": len(train),
-        "dev": len(dev),
-        "test": len(test),
-        "unseen_test": len(unseen_idx),
+        "train": len(split.train),
+        "dev": len(split.dev),
+        "test": len(split.test),
+        "unseen_test": len(split.unseen_idx),
         "encoder": encoder,
         "seed": seed,
         "table": table,

@@ -181,6 +181,45 @@ def precision_recall(passed: Sequence[bool], gold: Sequence[int]) -> dict[str, f
     return {"judged": len(gold), "passed": n_pass, "precision": precision, "recall": recall}
 
 
+def _empty_filter_warnings(
+    rows: Sequence[Mapping[str, Any]], filters: Mapping[str, Mapping[str, float]]
+) -> list[dict[str, Any]]:
+    """A warning for each filter that passes nothing (rows[0] is the unfiltered row)."""
+    warnings: list[dict[str, Any]] = []
+    n_aligned = rows[0]["outputs"]
+    for row in rows[1:]:
+        if row["outputs"] == 0:
+            bounds = ", ".join(f"{k} {v}" for k, v in filters[row["filter"]].items())
+            warn(
+                warnings,
+                "empty",
+                f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
+                "an augmenter or export using it gets nothing",
+                log,
+            )
+    return warnings
+
+
+def _judged_rows(table: pa.Table, judgments: Path | str | None) -> tuple[dict[str, int], list[int], list[int]]:
+    """The judgments, the rows of the judged outputs and their labels."""
+    labels = read_judgments(judgments) if judgments else {}
+    ids = table.column("output_id").to_pylist()
+    judged = [i for i, oid in enumerate(ids) if oid in labels]
+    if labels and not judged:
+        raise InputError(judgments, None, "no judged output id matches this dataset's output_id column")
+    return labels, judged, [labels[ids[i]] for i in judged]
+
+
+def _write_scored(table: pa.Table, classifier_scores: Mapping[str, list[float]], out: Path) -> None:
+    """The dataset with each classifier's score (null where no classifier was trained)."""
+    scored = table
+    for name in ("p_classifier", "r_classifier"):
+        scored = scored.append_column(
+            name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32())
+        )
+    artifacts.write_table(scored, out, artifacts.SCORED)
+
+
 def filter_stage(
     augmented: Path | str,
     seeds: Path | str,
@@ -198,12 +237,7 @@ def filter_stage(
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
     check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))
     n_seeds = seed_table.num_rows
-    labels = read_judgments(judgments) if judgments else {}
-    ids = table.column("output_id").to_pylist()
-    judged = [i for i, oid in enumerate(ids) if oid in labels]
-    if labels and not judged:
-        raise InputError(judgments, None, "no judged output id matches this dataset's output_id column")
-    gold = [labels[ids[i]] for i in judged]
+    labels, judged, gold = _judged_rows(table, judgments)
     rows = []
 
     def record(
@@ -222,18 +256,7 @@ def filter_stage(
         mask_list = mask.to_pylist()
         record(name, mask_list, [mask_list[i] for i in judged], gold)
 
-    warnings: list[dict[str, Any]] = []
-    n_aligned = rows[0]["outputs"]
-    for row in rows[1:]:
-        if row["outputs"] == 0:
-            bounds = ", ".join(f"{k} {v}" for k, v in filters[row["filter"]].items())
-            warn(
-                warnings,
-                "empty",
-                f"filter {row['filter']!r} ({bounds}) passes 0 of {n_aligned} aligned outputs: "
-                "an augmenter or export using it gets nothing",
-                log,
-            )
+    warnings = _empty_filter_warnings(rows, filters)
     classifier_scores: dict[str, list[float]] = {}
     summary: dict[str, Any] = {
         "judged_outputs": len(judged),
@@ -272,12 +295,7 @@ def filter_stage(
             "are not trained (their columns stay null)",
             log,
         )
-    scored = table
-    for name in ("p_classifier", "r_classifier"):
-        scored = scored.append_column(
-            name, pa.array(classifier_scores.get(name, [None] * table.num_rows), pa.float32())
-        )
-    artifacts.write_table(scored, out_dir / "scored.parquet", artifacts.SCORED)
+    _write_scored(table, classifier_scores, out_dir / "scored.parquet")
     files.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows
     files.write_json(summary, out_dir / "filters.json")

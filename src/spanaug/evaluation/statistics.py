@@ -73,9 +73,10 @@ def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
-def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int = 2000, seed: int = 0) -> dict[str, float | None]:
-    """Mean sentence BLEU of outputs to their seed sentence and to the sentence they paraphrase,
-    and self-BLEU within chains (each output against the chain's other outputs)."""
+def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int, seed: int = 0) -> dict[str, float | None]:
+    """Mean sentence BLEU of outputs to their seed sentence and to the sentence they paraphrase, and
+    self-BLEU within chains (each output against the chain's other outputs), over ``sample`` chains
+    (``StatsConfig.bleu_sample``)."""
     import sacrebleu
 
     from spanaug.core.text import detokenize
@@ -372,8 +373,9 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
     }
 
 
-def pos_diversity(table: pa.Table, tagger: Any, sample: int = 5000, seed: int = 0) -> dict[str, Any]:
-    """¬EXT, Jaccard and weighted Jaccard distance between source and aligned spans' POS.
+def pos_diversity(table: pa.Table, tagger: Any, sample: int, seed: int = 0) -> dict[str, Any]:
+    """¬EXT, Jaccard and weighted Jaccard distance between source and aligned spans' POS, over ``sample``
+    aligned outputs (``StatsConfig.pos_sample``).
 
     Per (source span, aligned span) pair: ¬EXT is 1 when the POS sequences differ; Jaccard
     distance compares the sets of tags, weighted Jaccard their counts; each is averaged.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
+from spanaug.core.settings import setting, settings
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json
 
@@ -211,29 +212,34 @@ def warnings_banner(records: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+@settings
+class SummaryInputs:
+    """The result files the summary reads (the optional ones only where their stage ran)."""
+
+    stats: str = setting(help="the intrinsic statistics (JSON)")
+    per_iteration: str = setting(help="outputs per iteration (CSV)")
+    filters: str = setting(help="the filters summary (JSON)")
+    paraphrase: str | None = setting(None, "the decoding statistics per iteration (CSV)")
+    ablation: str | None = setting(None, "the aligner's Table 2 summary (JSON)")
+    comparison: str | None = setting(None, "the word-aligner comparison (JSON)")
+    human_eval: str | None = setting(None, "the human-evaluation summary (JSON)")
+    curves: str | None = setting(None, "the Frame ID curves (CSV)")
+    frameid_baseline: str | None = setting(None, "the Frame ID lexicon baseline (JSON)")
+
+
 def summary_body(
-    run: Mapping[str, Any],
-    stats: Path | str,
-    per_iteration: Path | str,
-    filters: Path | str,
-    warnings: Sequence[Mapping[str, Any]],
-    paraphrase: Path | str | None = None,
-    ablation: Path | str | None = None,
-    comparison: Path | str | None = None,
-    human: Path | str | None = None,
-    curves: Path | str | None = None,
-    frameid_baseline: Path | str | None = None,
+    run: Mapping[str, Any], results: SummaryInputs, warnings: Sequence[Mapping[str, Any]]
 ) -> tuple[str, dict[str, Any]]:
     """The summary's HTML (without page chrome) and its numbers as JSON."""
-    stats_data = read_json(stats)
-    _, iter_rows = read_csv(per_iteration)
-    para_rows = read_csv(paraphrase)[1] if paraphrase else []
-    filters_data = read_json(filters)
-    ablation_data = read_json(ablation) if ablation else None
-    comparison_data = read_json(comparison) if comparison else None
-    human_data = read_json(human) if human else None
-    curve_rows = read_csv(curves)[1] if curves else []
-    baseline = read_json(frameid_baseline) if frameid_baseline else None
+    stats_data = read_json(results.stats)
+    _, iter_rows = read_csv(results.per_iteration)
+    para_rows = read_csv(results.paraphrase)[1] if results.paraphrase else []
+    filters_data = read_json(results.filters)
+    ablation_data = read_json(results.ablation) if results.ablation else None
+    comparison_data = read_json(results.comparison) if results.comparison else None
+    human_data = read_json(results.human_eval) if results.human_eval else None
+    curve_rows = read_csv(results.curves)[1] if results.curves else []
+    baseline = read_json(results.frameid_baseline) if results.frameid_baseline else None
     body = "".join(
         [
             run_description(run),

@@ -42,9 +42,10 @@ def read_json(path: Path | str) -> Any:
         raise InputError(path, None, f"not a readable JSON file ({exc})") from None
 
 
-def table_page(path: Path | str, title: str | None = None, max_rows: int = 200) -> str:
+def table_page(path: Path | str, max_rows: int, title: str | None = None) -> str:
     """The HTML page of one CSV or JSON file: its warnings first (when it records any), then the
-    table (a JSON object: its keys and values, nested objects and row lists as tables)."""
+    table (a JSON object: its keys and values, nested objects and row lists as tables), each cut
+    at ``max_rows`` rows (``report.max_rows``)."""
     path = Path(path)
     title = title or path.name
     link = f'<p class="note small">Raw file: {html.download_link(path)}</p>'
@@ -64,7 +65,7 @@ def table_page(path: Path | str, title: str | None = None, max_rows: int = 200) 
 
 
 def render_tables(
-    inputs: Sequence[Path | str], outputs: Sequence[Path | str], titles: Sequence[str] = (), max_rows: int = 200
+    inputs: Sequence[Path | str], outputs: Sequence[Path | str], max_rows: int, titles: Sequence[str] = ()
 ) -> None:
     """Render each input file into the output page of the same position."""
     if len(inputs) != len(outputs):
@@ -72,4 +73,4 @@ def render_tables(
     if titles and len(titles) != len(inputs):
         raise ConfigError(f"{len(titles)} titles for {len(inputs)} tables")
     for n, (src, out) in enumerate(zip(inputs, outputs)):
-        html.write_page(table_page(src, titles[n] if titles else None, max_rows), out)
+        html.write_page(table_page(src, max_rows, titles[n] if titles else None), out)

@@ -10,7 +10,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from spanaug.core.aligner_settings import AlignerConfig
 from spanaug.core.encoders import frozen_encoder, piece_limit, visible_words, windows
+from spanaug.core.settings import default_of
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +30,7 @@ class PairEncoder:
         encoder=None,
         tokenizer=None,
         device: torch.device | None = None,
-        max_length: int = 512,
+        max_length: int = default_of(AlignerConfig, "max_length"),
         cache: dict | None = None,
     ):
         self.device = device or torch.device("cpu")

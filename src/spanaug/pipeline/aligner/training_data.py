@@ -270,15 +270,6 @@ def synthetic_instances(
     return out
 
 
-def describe(instances: Sequence[Instance]) -> dict[str, Any]:
-    """Counts of a set of instances: all, with no counterpart, sentence pairs."""
-    return {
-        "instances": len(instances),
-        "null": sum(i.target_span is None for i in instances),
-        "pairs": len({pair_key(i) for i in instances}),
-    }
-
-
 # ---------------------------------------------------------------- sources by name
 
 

@@ -227,7 +227,7 @@ class PerSentenceMaxNewTokens(StoppingCriteria):
             raise ValueError("every sentence needs a length limit of at least 1")
         self.limits = torch.tensor(limits, dtype=torch.long, device=device)
         self.prompt_length = prompt_length
-        self.min_limit, self.max_limit = min(limits), max(limits)
+        self.min_limit = min(limits)
 
     def __call__(
         self, input_ids: torch.LongTensor, scores: torch.FloatTensor | None = None, **kwargs

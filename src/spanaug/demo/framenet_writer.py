@@ -85,6 +85,16 @@ def _frame_aset(aset_id: int, start: int, end: int, lu_id: int, lu: str, frame_i
 def write_release(spec: dict[str, Any], root: Path | str) -> Path:
     """Write the release directory for ``spec`` under ``root``; returns ``root``."""
     root = Path(root)
+    frame_ids, lu_ids = _ids(spec)
+    _write_indexes(root, frame_ids, lu_ids)
+    counter = [0]  # annotation sets written so far (their dates follow it)
+    sent_id = _write_frames(root, spec.get("frames", {}), frame_ids, lu_ids, counter, 5000)
+    _write_fulltext(root, spec.get("fulltext", []), frame_ids, lu_ids, counter, sent_id)
+    return root
+
+
+def _ids(spec: dict[str, Any]) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """Frame ids by name, and lexical-unit ids by (frame, lexical unit), exemplar units first."""
     frames: dict[str, Any] = spec.get("frames", {})
     frame_ids = {name: 100 + i for i, name in enumerate(sorted(frames))}
     lu_ids: dict[tuple[str, str], int] = {}
@@ -97,7 +107,11 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
                 if frame not in frame_ids:
                     raise ValueError(f"full-text target names unknown frame {frame!r}")
                 lu_ids.setdefault((frame, lu), 1000 + len(lu_ids))
+    return frame_ids, lu_ids
 
+
+def _write_indexes(root: Path, frame_ids: dict[str, int], lu_ids: dict[tuple[str, str], int]) -> None:
+    """The release's index files (semantic types, frame relations, frames and lexical units)."""
     header = f'xmlns="{NS}"'
     _write(root / "semTypes.xml", f"<semTypes {header}/>")
     _write(
@@ -123,8 +137,17 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
         + "</luIndex>",
     )
 
-    counter = [0]
-    sent_id = 5000
+
+def _write_frames(
+    root: Path,
+    frames: dict[str, Any],
+    frame_ids: dict[str, int],
+    lu_ids: dict[tuple[str, str], int],
+    counter: list[int],
+    sent_id: int,
+) -> int:
+    """Each frame's file and its lexical units' exemplar files; returns the last sentence id used."""
+    header = f'xmlns="{NS}"'
     for fname, fid in frame_ids.items():
         fspec = frames[fname]
         lus_xml = []
@@ -164,9 +187,21 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
             f'<frame {header} cDate="{_fn_date(0)}" name={quoteattr(fname)} ID="{fid}">'
             f"<definition>{escape(fspec.get('definition', ''))}</definition>{''.join(lus_xml)}</frame>",
         )
+    return sent_id
 
+
+def _write_fulltext(
+    root: Path,
+    documents: list[dict[str, Any]],
+    frame_ids: dict[str, int],
+    lu_ids: dict[tuple[str, str], int],
+    counter: list[int],
+    sent_id: int,
+) -> None:
+    """The full-text documents and their index (sentence ids go on from ``sent_id``)."""
+    header = f'xmlns="{NS}"'
     corpora: dict[str, list[tuple[int, str]]] = {}
-    for d, doc in enumerate(spec.get("fulltext", [])):
+    for d, doc in enumerate(documents):
         doc_id = 300 + d
         corpora.setdefault(doc["corpus"], []).append((doc_id, doc["document"]))
         sents = []
@@ -202,7 +237,6 @@ def write_release(spec: dict[str, Any], root: Path | str) -> Path:
         )
         + "</fulltextIndex>",
     )
-    return root
 
 
 #: Characters XML 1.0 cannot hold: a release written with them could not be read back.
