@@ -20,6 +20,7 @@ class ConllOptions:
     pos_tagger: str | None = setting(
         None, "'lexicon' or 'spacy:<model>' fills the lemma and POS columns (universal POS); null leaves them '_'"
     )
+    summary: str | None = setting(None, "counts and warnings (JSON), for the report's warnings page")
 
 
 @command("export", "conll", help="every aligned output as an open-SESAME CoNLL block")
@@ -27,6 +28,10 @@ def conll(options: ConllOptions) -> None:
     from spanaug.downstream.export import export_conll
 
     counts = export_conll(options.augmented, options.out, options.out_ids, options.pos_tagger)
+    if options.summary:
+        from spanaug.core.files import write_json
+
+        write_json(counts, options.summary)
     log.info("%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out)", counts)
 
 

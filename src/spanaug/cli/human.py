@@ -21,6 +21,7 @@ class ExportOptions:
     framenet: str | None = setting(None, "FrameNet release directory for frame definitions")
     n_items: int = inherit(HumanEvalSettings, "n_items")
     seed: int = inherit(HumanEvalSettings, "seed")
+    summary: str | None = setting(None, "counts and warnings (JSON), for the report's warnings page")
 
 
 @command("human", "export", help="an annotation task CSV and its key")
@@ -41,6 +42,10 @@ def export(options: ExportOptions) -> None:
         options.seed,
         definitions,
     )
+    if options.summary:
+        from spanaug.core.files import write_json
+
+        write_json(counts, options.summary)
     log.info("annotation task: %(items)d items (%(skipped_without_controls)d outputs had no gold controls)", counts)
 
 

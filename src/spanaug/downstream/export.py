@@ -12,16 +12,20 @@ The dataset card that goes with the export is :mod:`spanaug.downstream.card`.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts, files
+from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.tagging import load_tagger
 from spanaug.pipeline.constraints import lemma_of
 from spanaug.pipeline.importers import CONLL_COLUMNS
+
+log = logging.getLogger(__name__)
 
 _EXPORT_COLUMNS = [
     "output_id",
@@ -123,7 +127,16 @@ def export_conll(
             n += 1
     if out_ids:
         _write_tsv(ids, out_ids)
-    return {"blocks": n, **counts}
+    warnings: list[dict[str, Any]] = []
+    if not n:
+        warn(
+            warnings,
+            "empty",
+            f"CoNLL export of {augmented}: no aligned output, so {out} holds no block "
+            f"({counts['unaligned_left_out']} outputs without an aligned span)",
+            log,
+        )
+    return {"blocks": n, **counts, "warnings": warnings}
 
 
 def _write_tsv(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:

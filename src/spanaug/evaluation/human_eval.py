@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts, files, plotting
+from spanaug.core.degraded import warn
 from spanaug.core.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,16 @@ def export_task(
         raise InputError(augmented, None, "no output could be paired with gold controls (need two or more frames)")
     files.write_csv(task_rows, out_task)
     files.write_csv(key_rows, out_key)
-    return {"items": len(task_rows), "skipped_without_controls": skipped}
+    warnings: list[dict[str, Any]] = []
+    if len(task_rows) < n_items:
+        warn(
+            warnings,
+            "degraded",
+            f"annotation task: {len(task_rows)} items where {n_items} were asked for ({len(aug)} aligned outputs, "
+            f"{skipped} without gold controls in their frame)",
+            log,
+        )
+    return {"items": len(task_rows), "asked": n_items, "skipped_without_controls": skipped, "warnings": warnings}
 
 
 def simulate_judgments(

@@ -36,6 +36,8 @@ STAGES = {
     "selftrain/summary.json": "span aligner: self-training round",
     "aligner_eval/comparison.json": "word aligners (Tables 1-2)",
     "human_eval/span_agreement.json": "span-alignment task",
+    "human_eval/task_summary.json": "annotation task (human export)",
+    "release/export_conll.json": "release: CoNLL export",
 }
 
 #: Above this share of decoded candidates dropped for breaking a constraint, the paraphraser is
