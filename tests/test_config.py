@@ -29,7 +29,7 @@ def test_every_default_and_bound_comes_from_its_dataclass():
     assert schema["aligner"]["default"]["train"]["epochs"] == 10
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "config/demo.yaml"])
+@pytest.mark.parametrize("path", ["config/config.yaml", "config/demo.yaml"])
 def test_the_config_files_load_with_every_default_filled(path):
     config = load_run_config(yaml.safe_load((REPO / path).read_text()))
     assert isinstance(config, RunConfig)
@@ -48,7 +48,7 @@ def test_a_config_file_holds_no_default_twice():
             elif "default" in prop and value == prop["default"]:
                 yield ".".join((*path, key))
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert list(same_as_default(config, config_schema())) == []
 
 

@@ -28,7 +28,7 @@ def _run(workdir, config, *args, check=True, env=None):
     cmd = [
         SNAKEMAKE,
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow" / "Snakefile"),
         "--directory",
         str(workdir),
         "--configfile",
@@ -335,7 +335,7 @@ def _killed_then_rerun(tmp_path, reference, config, when):
     cmd = [
         SNAKEMAKE,
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow" / "Snakefile"),
         "--directory",
         str(work),
         "--profile",

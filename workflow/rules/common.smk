@@ -24,6 +24,11 @@ def stop(exc):
     sys.exit(1)
 
 
+# This checkout (workflow/rules/ is two folders down): its envs/ and the bundled demo resources.
+# Not workflow.basedir, the main Snakefile's folder, which is another project's when this workflow is
+# used as a module; the user's data and results stay relative to the working directory.
+CHECKOUT = Path(workflow.current_basedir).resolve().parents[1]
+
 # The config is validated against the schema generated from the settings dataclasses
 # (src/spanaug/core/config.py, workflow/schemas/config.schema.yaml), then every setting it leaves out
 # takes its default from them (null sections, "off", included), so rules read config keys without
@@ -44,7 +49,7 @@ config.update(dataclasses.asdict(RUN))
 shell.prefix(
     f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; '
 )
-os.environ.setdefault(envs.SOURCE_VAR, str(Path(workflow.basedir).resolve()))
+os.environ.setdefault(envs.SOURCE_VAR, str(CHECKOUT))
 
 RES = f"{config['results_dir']}/{config['run_name']}"
 CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
@@ -56,9 +61,7 @@ def preflight_check():
     SPANAUG_PREFLIGHT=warn reports the problems without stopping (to plan a run before its data exists).
     """
     has_module = (
-        envs.conda_has_module(Path(workflow.basedir) / "envs")
-        if CONDA
-        else preflight.installed
+        envs.conda_has_module(CHECKOUT / "envs") if CONDA else preflight.installed
     )
     problems = preflight.check_run(RUN, has_module)
     if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
@@ -524,7 +527,7 @@ def summary_options(wildcards, input):
 
 def is_demo():
     """A run on the bundled demo corpus (its report and card say that the numbers are mechanics only)."""
-    demo = (Path(workflow.basedir) / "resources" / "demo").resolve()
+    demo = CHECKOUT / "resources" / "demo"
     inputs = [Path(p).resolve() for p in config["data"]["inputs"]]
     return bool(inputs) and all(p == demo or demo in p.parents for p in inputs)
 

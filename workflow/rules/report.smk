@@ -56,6 +56,7 @@ rule report_warnings:
         f"{LOGS}/report/warnings.log",
     benchmark:
         f"{BENCH}/report/warnings.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -87,6 +88,7 @@ rule report_chains:
         f"{LOGS}/report/chains.log",
     benchmark:
         f"{BENCH}/report/chains.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -115,6 +117,7 @@ rule report_summary:
         f"{LOGS}/report/summary.log",
     benchmark:
         f"{BENCH}/report/summary.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
