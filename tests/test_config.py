@@ -1,6 +1,7 @@
 """The configuration: one dataclass per section, the generated schema, and the config files."""
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -16,6 +17,17 @@ from spanaug.core.evaluation_settings import FilteringSection
 def test_the_committed_schema_is_generated_from_the_dataclasses():
     committed = (REPO / "workflow/schemas/config.schema.yaml").read_text()
     assert committed == schema_text(), "run `make schema` after changing src/spanaug/core/config.py"
+
+
+def test_config_readme_describes_every_top_level_section():
+    """config/README.md (what the workflow catalogue shows) has a paragraph on each section of the schema."""
+    readme = (REPO / "config/README.md").read_text()
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    described = set(re.findall(r"^\*\*`(\w+)`\*\*", readme, re.M)) | set(
+        re.findall(r"^\*\*`\w+`\*\* and \*\*`(\w+)`\*\*", readme, re.M)
+    )
+    assert sorted(set(schema["properties"]) - described) == []
+    assert "spanaug config schema" in readme
 
 
 def test_every_default_and_bound_comes_from_its_dataclass():
