@@ -93,3 +93,19 @@ def test_every_setting_has_help():
     assert len(classes) > 30
     missing = [f"{c.__name__}.{f.name}" for c in classes for f in dataclasses.fields(c) if not f.metadata.get("help")]
     assert missing == []
+
+
+def test_the_systems_cross_rows_train_as_the_runs_cross_aligner():
+    """aligner.systems.cross null: the cross rows take aligner.train.cross, in the filled config itself."""
+    from spanaug.core.aligner_settings import CrossTrainSection
+
+    def _with_aligner(section):
+        return load_run_config({"data": {"inputs": ["corpus"]}, "aligner": section})
+
+    tuned = _with_aligner({"systems": {}, "train": {"cross": {"tune_layers": 3}}})
+    assert tuned.aligner.systems.cross.tune_layers == 3
+    own = _with_aligner({"systems": {"cross": {"tune_layers": 1}}, "train": {"cross": {"tune_layers": 3}}})
+    assert own.aligner.systems.cross.tune_layers == 1
+    assert _with_aligner({"model": "m", "train": None, "systems": {}}).aligner.systems.cross is None
+    # `spanaug align systems` without --cross trains as a run whose aligner.train.cross is left out.
+    assert _with_aligner({"systems": {}}).aligner.systems.cross == CrossTrainSection()

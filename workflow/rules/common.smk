@@ -15,6 +15,7 @@ from spanaug.core.config import load_run_config
 from spanaug.core.overrides import coerce_overrides
 from spanaug.core.errors import SpanaugError
 from spanaug.core.files import remove_stale_temporaries
+from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
 from spanaug.workflow import envs, preflight, rundir
 
 
@@ -539,13 +540,9 @@ def simulated_judgments():
 
 def threshold_description(train):
     """Where the trained aligner's null threshold comes from, as aligner training decides it."""
-    if train["dev"]:
-        return f"tuned on {train['dev']}"
-    if train["threshold_holdout"] > 0:
-        return (
-            f"tuned on {train['threshold_holdout']:.0%} of the training pairs, held out"
-        )
-    return "not tuned: no dev file and threshold_holdout 0"
+    share = train["threshold_holdout"]
+    plan = threshold_plan(bool(train["dev"]), share, n_pairs=None)
+    return describe_plan(plan, train["dev"], share)
 
 
 def run_description():
@@ -712,15 +709,14 @@ def systems_inputs(wildcards):
 
 
 def systems_options(wildcards):
-    """aligner.systems' settings as options; its cross rows train as aligner.train.cross unless it says."""
+    """aligner.systems' settings as options (its cross rows' training filled in from aligner.train.cross
+    when the config leaves it out: spanaug.core.aligner_settings.AlignerSection)."""
     section = config["aligner"]["systems"]
-    train = config["aligner"]["train"]
-    cross = section["cross"] or (train["cross"] if train else None)
     return " ".join(
         [
             flags(section, skip=("data", "gold_pairs", "cross")),
             opt("--gold-pairs", systems_pairs()),
-            opt("--cross", json.dumps(cross) if cross else None),
+            opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
         ]
     )
 
