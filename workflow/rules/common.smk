@@ -13,7 +13,7 @@ from snakemake.utils import update_config
 
 from spanaug.core.config import load_run_config
 from spanaug.core.overrides import coerce_overrides
-from spanaug.core.errors import SpanaugError
+from spanaug.core.errors import SpanaugError, problem_lines
 from spanaug.core.files import remove_stale_temporaries
 from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
 from spanaug.workflow import envs, preflight, rundir
@@ -71,7 +71,7 @@ def preflight_check():
         )
     if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
         logger.warning(
-            "preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems))
+            problem_lines("preflight (SPANAUG_PREFLIGHT=warn): the run would stop", problems)
         )
     elif problems:
         try:
