@@ -71,7 +71,9 @@ def preflight_check():
         )
     if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
         logger.warning(
-            problem_lines("preflight (SPANAUG_PREFLIGHT=warn): the run would stop", problems)
+            problem_lines(
+                "preflight (SPANAUG_PREFLIGHT=warn): the run would stop", problems
+            )
         )
     elif problems:
         try:
