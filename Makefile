@@ -64,7 +64,7 @@ LINT_PY := src tests scripts
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PY)
 	$(BIN)/ruff format --check $(LINT_PY)
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check workflow
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 	$(BIN)/lint-imports
 

@@ -19,6 +19,17 @@ def test_the_committed_schema_is_generated_from_the_dataclasses():
     assert committed == schema_text(), "run `make schema` after changing src/spanaug/core/config.py"
 
 
+def test_config_readme_describes_every_top_level_section():
+    """config/README.md (what the workflow catalogue shows) has a paragraph on each section of the schema."""
+    readme = (REPO / "config/README.md").read_text()
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    described = set(re.findall(r"^\*\*`(\w+)`\*\*", readme, re.M)) | set(
+        re.findall(r"^\*\*`\w+`\*\* and \*\*`(\w+)`\*\*", readme, re.M)
+    )
+    assert sorted(set(schema["properties"]) - described) == []
+    assert "spanaug config schema" in readme
+
+
 def test_every_default_and_bound_comes_from_its_dataclass():
     schema = config_schema()["properties"]
     beam = schema["paraphraser"]["properties"]["beam_size"]
@@ -30,7 +41,7 @@ def test_every_default_and_bound_comes_from_its_dataclass():
     assert schema["aligner"]["default"]["train"]["epochs"] == 10
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "config/demo.yaml"])
+@pytest.mark.parametrize("path", ["config/config.yaml", "config/demo.yaml"])
 def test_the_config_files_load_with_every_default_filled(path):
     config = load_run_config(yaml.safe_load((REPO / path).read_text()))
     assert isinstance(config, RunConfig)
@@ -49,7 +60,7 @@ def test_a_config_file_holds_no_default_twice():
             elif "default" in prop and value == prop["default"]:
                 yield ".".join((*path, key))
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert list(same_as_default(config, config_schema())) == []
 
 
@@ -160,3 +171,19 @@ def test_nested_config_override_out_of_bounds_says_what_a_config_file_says():
             load_run_config(cfg)
         messages.append(str(info.value))
     assert messages[0] == messages[1] == "paraphraser.beam_size: 0 is less than the minimum of 1"
+
+
+def test_the_systems_cross_rows_train_as_the_runs_cross_aligner():
+    """aligner.systems.cross null: the cross rows take aligner.train.cross, in the filled config itself."""
+    from spanaug.core.aligner_settings import CrossTrainSection
+
+    def _with_aligner(section):
+        return load_run_config({"data": {"inputs": ["corpus"]}, "aligner": section})
+
+    tuned = _with_aligner({"systems": {}, "train": {"cross": {"tune_layers": 3}}})
+    assert tuned.aligner.systems.cross.tune_layers == 3
+    own = _with_aligner({"systems": {"cross": {"tune_layers": 1}}, "train": {"cross": {"tune_layers": 3}}})
+    assert own.aligner.systems.cross.tune_layers == 1
+    assert _with_aligner({"model": "m", "train": None, "systems": {}}).aligner.systems.cross is None
+    # `spanaug align systems` without --cross trains as a run whose aligner.train.cross is left out.
+    assert _with_aligner({"systems": {}}).aligner.systems.cross == CrossTrainSection()

@@ -46,7 +46,7 @@ def test_rules_read_the_config_without_fallback_defaults():
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("configfile", ["config.yaml", "config/demo.yaml"])
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/demo.yaml"])
 def test_snakemake_lint_is_clean(configfile):
     snakemake = Path(sys.executable).parent / "snakemake"
     if not snakemake.exists():

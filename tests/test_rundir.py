@@ -103,6 +103,36 @@ def test_a_live_snakemake_keeps_its_locks(tmp_path):
     assert rundir._is_main_snakemake(["/x/python", "/x/.venv/bin/snakemake", "--profile", "profiles/local"])
 
 
+def test_only_a_snakemake_working_in_the_directory_keeps_its_locks(tmp_path):
+    """Live processes that are no Snakemake, or a Snakemake working elsewhere, leave the locks to go."""
+    locks = _locked(tmp_path)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    children = [
+        subprocess.Popen(["sleep", "60"], cwd=tmp_path),  # not a Snakemake, in the directory
+        subprocess.Popen(["bash", "-c", "exec -a snakemake sleep 60"], cwd=elsewhere),  # a Snakemake elsewhere
+        # A job's inner Snakemake in the directory: it holds no lock.
+        subprocess.Popen(
+            ["bash", "-c", f"exec -a snakemake {sys.executable} -c 'import time; time.sleep(60)' --mode remote"],
+            cwd=tmp_path,
+        ),
+    ]
+    try:
+        for _ in range(50):  # until the exec'd names show
+            if rundir.live_snakemakes(elsewhere):
+                break
+            time.sleep(0.1)
+        assert rundir.live_snakemakes(elsewhere) == [children[1].pid]
+        assert all(child.poll() is None for child in children)
+        assert rundir.live_snakemakes(tmp_path) == []
+        assert "removed the locks" in rundir.remove_stale_locks(tmp_path)
+        assert list(locks.iterdir()) == []
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
 def test_another_hosts_registered_snakemake_keeps_its_locks(tmp_path):
     locks = _locked(tmp_path)
     mark = tmp_path / ".snakemake" / rundir.OWNERS / "login2+4242+snakemake"

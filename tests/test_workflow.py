@@ -28,7 +28,7 @@ def _run(workdir, config, *args, check=True, env=None):
     cmd = [
         SNAKEMAKE,
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow" / "Snakefile"),
         "--directory",
         str(workdir),
         "--configfile",
@@ -225,7 +225,10 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
         [SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    warning = "preflight (SPANAUG_PREFLIGHT=warn): data.inputs: data/fndata-1.7: no such directory"
+    # Every problem on a line of its own, as a stopped run lists them.
+    warning = (
+        "preflight (SPANAUG_PREFLIGHT=warn): the run would stop:\n  - data.inputs: data/fndata-1.7: no such directory\n"
+    )
     assert warning in proc.stdout + proc.stderr
     counts = _job_counts(proc.stdout)
     assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
@@ -335,7 +338,7 @@ def _killed_then_rerun(tmp_path, reference, config, when):
     cmd = [
         SNAKEMAKE,
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow" / "Snakefile"),
         "--directory",
         str(work),
         "--profile",

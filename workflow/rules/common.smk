@@ -13,8 +13,9 @@ from snakemake.utils import update_config
 
 from spanaug.core.config import load_run_config
 from spanaug.core.overrides import coerce_overrides
-from spanaug.core.errors import SpanaugError
+from spanaug.core.errors import SpanaugError, problem_lines
 from spanaug.core.files import remove_stale_temporaries
+from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
 from spanaug.workflow import envs, preflight, rundir
 
 
@@ -23,6 +24,11 @@ def stop(exc):
     logger.error(f"spanaug: error: {exc}")
     sys.exit(1)
 
+
+# This checkout (workflow/rules/ is two folders down): its envs/ and the bundled demo resources.
+# Not workflow.basedir, the main Snakefile's folder, which is another project's when this workflow is
+# used as a module; the user's data and results stay relative to the working directory.
+CHECKOUT = Path(workflow.current_basedir).resolve().parents[1]
 
 # The config is validated against the schema generated from the settings dataclasses
 # (src/spanaug/core/config.py, workflow/schemas/config.schema.yaml), then every setting it leaves out
@@ -44,7 +50,7 @@ config.update(dataclasses.asdict(RUN))
 shell.prefix(
     f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; '
 )
-os.environ.setdefault(envs.SOURCE_VAR, str(Path(workflow.basedir).resolve()))
+os.environ.setdefault(envs.SOURCE_VAR, str(CHECKOUT))
 
 RES = f"{config['results_dir']}/{config['run_name']}"
 CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
@@ -56,9 +62,7 @@ def preflight_check():
     SPANAUG_PREFLIGHT=warn reports the problems without stopping (to plan a run before its data exists).
     """
     has_module = (
-        envs.conda_has_module(Path(workflow.basedir) / "envs")
-        if CONDA
-        else preflight.installed
+        envs.conda_has_module(CHECKOUT / "envs") if CONDA else preflight.installed
     )
     problems = preflight.check_run(RUN, has_module)
     if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
@@ -67,7 +71,9 @@ def preflight_check():
         )
     if problems and os.environ.get("SPANAUG_PREFLIGHT") == "warn":
         logger.warning(
-            "preflight (SPANAUG_PREFLIGHT=warn): " + "; ".join(map(str, problems))
+            problem_lines(
+                "preflight (SPANAUG_PREFLIGHT=warn): the run would stop", problems
+            )
         )
     elif problems:
         try:
@@ -524,7 +530,7 @@ def summary_options(wildcards, input):
 
 def is_demo():
     """A run on the bundled demo corpus (its report and card say that the numbers are mechanics only)."""
-    demo = (Path(workflow.basedir) / "resources" / "demo").resolve()
+    demo = CHECKOUT / "resources" / "demo"
     inputs = [Path(p).resolve() for p in config["data"]["inputs"]]
     return bool(inputs) and all(p == demo or demo in p.parents for p in inputs)
 
@@ -536,13 +542,9 @@ def simulated_judgments():
 
 def threshold_description(train):
     """Where the trained aligner's null threshold comes from, as aligner training decides it."""
-    if train["dev"]:
-        return f"tuned on {train['dev']}"
-    if train["threshold_holdout"] > 0:
-        return (
-            f"tuned on {train['threshold_holdout']:.0%} of the training pairs, held out"
-        )
-    return "not tuned: no dev file and threshold_holdout 0"
+    share = train["threshold_holdout"]
+    plan = threshold_plan(bool(train["dev"]), share, n_pairs=None)
+    return describe_plan(plan, train["dev"], share)
 
 
 def run_description():
@@ -709,15 +711,14 @@ def systems_inputs(wildcards):
 
 
 def systems_options(wildcards):
-    """aligner.systems' settings as options; its cross rows train as aligner.train.cross unless it says."""
+    """aligner.systems' settings as options (its cross rows' training filled in from aligner.train.cross
+    when the config leaves it out: spanaug.core.aligner_settings.AlignerSection)."""
     section = config["aligner"]["systems"]
-    train = config["aligner"]["train"]
-    cross = section["cross"] or (train["cross"] if train else None)
     return " ".join(
         [
             flags(section, skip=("data", "gold_pairs", "cross")),
             opt("--gold-pairs", systems_pairs()),
-            opt("--cross", json.dumps(cross) if cross else None),
+            opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
         ]
     )
 

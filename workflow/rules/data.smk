@@ -51,6 +51,7 @@ rule shard_seeds:
         f"{LOGS}/shard_seeds.log",
     benchmark:
         f"{BENCH}/shard_seeds.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS

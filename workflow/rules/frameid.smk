@@ -93,6 +93,7 @@ rule frameid_curves:
         f"{LOGS}/frameid_curves.log",
     benchmark:
         f"{BENCH}/frameid_curves.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS

@@ -35,6 +35,7 @@ rule human_simulate:
         f"{LOGS}/human_simulate.log",
     benchmark:
         f"{BENCH}/human_simulate.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -111,6 +112,7 @@ rule span_task_simulate:
         f"{LOGS}/span_task_simulate.log",
     benchmark:
         f"{BENCH}/span_task_simulate.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS

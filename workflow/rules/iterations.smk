@@ -50,6 +50,7 @@ rule gather_iteration:
         f"{LOGS}/iter{{i}}/gather_iteration.log",
     benchmark:
         f"{BENCH}/iter{{i}}/gather_iteration.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -68,6 +69,7 @@ rule assemble:
         f"{LOGS}/assemble.log",
     benchmark:
         f"{BENCH}/assemble.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS

@@ -56,6 +56,7 @@ rule report_warnings:
         f"{LOGS}/report/warnings.log",
     benchmark:
         f"{BENCH}/report/warnings.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -88,6 +89,7 @@ rule report_chains:
         f"{LOGS}/report/chains.log",
     benchmark:
         f"{BENCH}/report/chains.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -116,6 +118,7 @@ rule report_summary:
         f"{LOGS}/report/summary.log",
     benchmark:
         f"{BENCH}/report/summary.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS

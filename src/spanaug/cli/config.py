@@ -9,7 +9,7 @@ from spanaug.core.settings import setting, settings
 group("config", "the configuration: its schema, checks of a run's config, the rules' environments")
 
 HEADER = """\
-# The JSON schema of spanaug config files (config.yaml, config/demo.yaml), with every default.
+# The JSON schema of spanaug config files (config/config.yaml, config/demo.yaml), with every default.
 # Generated from src/spanaug/core/config.py by `spanaug config schema --out THIS_FILE` (make schema):
 # edit the dataclasses there, not this file.
 """
@@ -43,7 +43,7 @@ def schema(options: SchemaOptions) -> None:
 @settings
 class CheckOptions:
     configfile: list[str] = setting(
-        factory=lambda: ["config.yaml"],
+        factory=lambda: ["config/config.yaml"],
         help="config files, merged in order as Snakemake's --configfile merges them (nested keys too)",
     )
 

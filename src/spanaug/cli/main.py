@@ -22,7 +22,7 @@ from spanaug.cli import (
     stats,
 )
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
-from spanaug.core.errors import ConfigError, SpanaugError
+from spanaug.core.errors import ConfigError, ConfigProblems, SpanaugError
 
 log = logging.getLogger("spanaug")
 
@@ -68,9 +68,8 @@ def run(argv: list[str] | None = None) -> int:
     try:
         args._command.invoke(args)
     except SpanaugError as exc:
-        message = settings_error(exc) if isinstance(exc, ConfigError) else str(exc)
         log.debug("traceback", exc_info=True)
-        print(f"spanaug: error: {one_line(message)}", file=sys.stderr)
+        print(f"spanaug: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:
         # Readers turn bad input into SpanaugErrors where the file is known; what still arrives here
@@ -87,6 +86,14 @@ def unexpected(path: tuple[str, ...], exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror or exc}"
     return f"{' '.join(path)}: {type(exc).__name__}: {exc or '(no message)'} (rerun with -v for the traceback)"
+
+
+def error_text(exc: SpanaugError) -> str:
+    """A user error as printed: a list of problems one per line (as Snakemake's preflight prints it),
+    anything else on one line."""
+    if isinstance(exc, ConfigProblems):
+        return str(exc)
+    return one_line(settings_error(exc) if isinstance(exc, ConfigError) else str(exc))
 
 
 def one_line(message: str) -> str:

@@ -278,6 +278,14 @@ class AlignerSection(Settings):
     systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # The systems' cross rows train as this run's cross aligner unless aligner.systems.cross says
+        # otherwise. Filled in here, so the filled config and the command a rule runs say it (a rule
+        # passes it as --cross; `spanaug align systems` without --cross takes the section's defaults).
+        if self.systems and self.systems.cross is None and self.train and self.train.cross:
+            self.systems.cross = self.train.cross
+
 
 # ---------------------------------------------------------------- word-alignment baselines
 

@@ -202,7 +202,7 @@ class ResourcesSection(Settings):
 
 @settings
 class RunConfig(Settings):
-    """A config file (config.yaml, config/demo.yaml): every section above."""
+    """A config file (config/config.yaml, config/demo.yaml): every section above."""
 
     run_name: str = setting("framenet", "results go to results_dir/run_name", pattern="^[A-Za-z0-9_.-]+$")
     results_dir: str = setting("results", "the folder of every run's results", pattern=r"\S")

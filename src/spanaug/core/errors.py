@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -25,6 +26,20 @@ class ArtifactError(SpanaugError):
 
 class ConfigError(SpanaugError):
     """A configuration value that is missing, unknown or out of range."""
+
+
+class ConfigProblems(ConfigError):
+    """Several problems found at once (the preflight's): a summary line, then one problem per line,
+    which the CLI prints as they are (other errors are joined onto one line)."""
+
+    def __init__(self, summary: str, problems: Sequence[object]):
+        self.problems = [str(p) for p in problems]
+        super().__init__(problem_lines(summary, self.problems))
+
+
+def problem_lines(summary: str, problems: Sequence[object]) -> str:
+    """``summary:`` and an indented ``- problem`` line each (the CLI's and Snakemake's form)."""
+    return f"{summary}:\n" + "\n".join(f"  - {p}" for p in problems)
 
 
 def _where(where: str | int) -> str:

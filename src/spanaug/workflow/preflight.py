@@ -23,7 +23,7 @@ from pathlib import Path
 from spanaug.core import modeldir
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
-from spanaug.core.errors import ConfigError, SpanaugError
+from spanaug.core.errors import ConfigProblems, SpanaugError
 from spanaug.pipeline.paraphraser import model_check
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
@@ -68,11 +68,12 @@ def installed(module: str) -> bool:
 
 
 def preflight(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> None:
-    """Raise a ConfigError listing every problem of the run's config (see :func:`check_run`)."""
+    """Raise ConfigProblems listing every problem of the run's config, one per line (see :func:`check_run`)."""
     problems = check_run(cfg, has_module)
     if problems:
-        lines = "\n".join(f"  - {p}" for p in problems)
-        raise ConfigError(f"the config names things that are missing ({len(problems)}); no job was started:\n{lines}")
+        raise ConfigProblems(
+            f"the config names things that are missing ({len(problems)}); no job was started", problems
+        )
 
 
 def check_run(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> list[Problem]:

@@ -113,13 +113,6 @@ def write_record(config: Mapping[str, Any], results: Path | str) -> None:
 # ---------------------------------------------------------------- stale locks of killed runs
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
 def _is_main_snakemake(argv: list[str]) -> bool:
     """A Snakemake main process: not a job's inner Snakemake (``--mode remote|subprocess``), which locks nothing."""
     if not any(Path(a).name.startswith("snakemake") or a == "snakemake" for a in argv[:3]):
@@ -129,23 +122,20 @@ def _is_main_snakemake(argv: list[str]) -> bool:
 
 def live_snakemakes(workdir: Path | str) -> list[int]:
     """Pids of this host's Snakemake main processes (other than this one and its parents) working in ``workdir``."""
+    import psutil
+
     workdir = Path(workdir).resolve()
-    mine = {os.getpid()}
-    pid = os.getpid()
-    for _ in range(20):  # this process's parents (a wrapper that exec'd Snakemake, make)
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            mine.add(pid)
+    me = psutil.Process()
+    # This process and its parents (a wrapper that exec'd Snakemake, make) are not other Snakemakes.
+    mine = {me.pid, *(p.pid for p in me.parents())}
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in mine:
+    for proc in psutil.process_iter(["pid", "cwd", "cmdline"]):
+        # A process that ended or that this user may not inspect has None for what it could not read.
+        cwd, argv = proc.info["cwd"], proc.info["cmdline"]
+        if proc.pid in mine or not cwd or not argv:
             continue
-        try:
-            cwd = (entry / "cwd").resolve(strict=True)
-        except OSError:
-            continue
-        if cwd == workdir and _is_main_snakemake(_cmdline(int(entry.name))):
-            found.append(int(entry.name))
+        if Path(cwd).resolve() == workdir and _is_main_snakemake(argv):
+            found.append(proc.pid)
     return found
 
 

@@ -23,6 +23,7 @@ from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
 from spanaug.pipeline.aligner.instances import Instance, pair_key, without_pairs
 from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
+from spanaug.pipeline.aligner.threshold_plan import threshold_plan
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,13 @@ def threshold_split(
 ) -> tuple[list[Instance], list[Instance], list[Instance], str]:
     """(train, extra, held out, source): where an aligner's null threshold is tuned. On ``dev`` when
     given; else on ``share`` of the training pairs held out (their extra instances leave with them);
-    else nowhere ('untuned'). Both aligner kinds use it, so they record ``threshold_source`` alike."""
+    else nowhere ('untuned'), as :func:`threshold_plan` decides (the workflow describes the same plan).
+    Both aligner kinds use it, so they record ``threshold_source`` alike."""
     train, extra = list(train), list(extra)
-    if dev:
+    plan = threshold_plan(bool(dev), share, len({pair_key(i) for i in train}))
+    if plan == "dev":
         return train, extra, [], "dev instances"
-    if share > 0 and len({pair_key(i) for i in train}) > 1:
+    if plan == "holdout":
         train, held = holdout_by_pair(train, share, seed)
         return train, without_pairs(extra, held), held, holdout_description(share, held)
     return train, extra, [], "untuned"
