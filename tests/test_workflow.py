@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,8 @@ from conftest import REPO
 from spanaug.core import artifacts
 
 pytestmark = pytest.mark.workflow
+#: The demo's results folder in these tests: a space, a quote and a command substitution.
+RESULTS_DIR = "my results $(touch INJECTED) it's"
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 
 
@@ -43,6 +46,17 @@ def _run(workdir, config, *args, check=True, env=None):
     return proc
 
 
+def _arguments_under(printed: str, prefix: str) -> list[str]:
+    """The arguments of the printed shell commands that start with ``prefix`` (a path with a space, a
+    quote and ``$(...)`` in it stays one argument only when the rule quotes it)."""
+    args = []
+    for line in printed.splitlines():
+        if "spanaug " in line:
+            command = line[line.index("spanaug ") :].split(" > ")[0]
+            args += [a for a in shlex.split(command) if a.startswith(prefix)]
+    return args
+
+
 def _job_counts(output):
     """Rule -> job count from a dry-run's 'Job stats' table."""
     table = output.split("Job stats:")[1].split("total")[0]
@@ -57,7 +71,11 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     config = yaml.safe_load((REPO / "config/demo.yaml").read_text())
     config["run_name"] = "t"
     config["iterations"] = 2
-    config["data"]["inputs"] = [str(REPO / "resources/demo/fndata-demo")]
+    # Paths a shell would split or run: each must reach its command as one argument (rules quote them).
+    config["results_dir"] = RESULTS_DIR
+    corpus = work / "the corpus $(touch INJECTED) it's"
+    corpus.symlink_to(REPO / "resources/demo/fndata-demo")  # still the bundled demo corpus
+    config["data"]["inputs"] = [str(corpus)]
     config["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
     config["paraphraser"].update(model=tiny_paraphraser, train=None, beam_size=3, return_top=2, max_new_tokens=12)
     config["aligner"]["encoder"] = tiny_encoder
@@ -71,7 +89,8 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     _run(work, path)
-    return work, path, work / "results" / "t"
+    assert not list(work.rglob("INJECTED")) and not Path("INJECTED").exists()  # no substitution ran
+    return work, path, work / RESULTS_DIR / "t"
 
 
 def test_outputs_and_schema(run):
@@ -279,13 +298,15 @@ def test_overrides_keep_their_types_and_a_second_configfile_merges(run, tmp_path
         "augmenters=null",
         "run_name=typed",
     )
-    assert "--beam-size 4 --return-top 2" in proc.stdout and "results/typed/" in proc.stdout
+    assert "--beam-size 4 --return-top 2" in proc.stdout and _arguments_under(proc.stdout, f"{RESULTS_DIR}/typed/")
     assert "Figure 8 compares none with geca" in proc.stdout + proc.stderr
     override = tmp_path / "ablation.yaml"
     override.write_text("run_name: k3\naligner: {train: {k: 3}}\n")
     proc = _run(work, [config, override], "-n", "-p")
     train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
-    assert "results/k3/models/aligner" in train and "--k 3" in train and "--epochs 2" in train  # merged, typed
+    assert (
+        _arguments_under(train, f"{RESULTS_DIR}/k3/models/aligner") and "--k 3" in train and "--epochs 2" in train
+    )  # merged, typed
 
 
 def test_cross_aligner_sources_from_config_plan_as_jobs(run, tmp_path):
@@ -308,10 +329,12 @@ def test_cross_aligner_sources_from_config_plan_as_jobs(run, tmp_path):
     counts = _job_counts(proc.stdout)
     assert counts.get("make_synthetic_instances") == 1
     made = proc.stdout.split("rule make_synthetic_instances:")[1].split("rule ")[0]
-    assert f"--sentences results/synth/data/sentences.parquet --lexicon {lexicon}" in made
+    sentences = shlex.quote(f"{RESULTS_DIR}/synth/data/sentences.parquet")
+    assert f"--sentences {sentences} --lexicon {lexicon}" in made
     train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
     assert "--kind cross" in train and "--reversed True" in train and "--phrase-max-per-pair 6" in train
-    assert "--pretrain results/synth/models/aligner_synthetic.jsonl" in train and "--synthetic-lexicon" not in train
+    pretrain = shlex.quote(f"{RESULTS_DIR}/synth/models/aligner_synthetic.jsonl")
+    assert f"--pretrain {pretrain}" in train and "--synthetic-lexicon" not in train
 
 
 def test_a_changed_config_under_the_same_run_name_is_refused(run, tmp_path):
@@ -347,7 +370,7 @@ def _killed_then_rerun(tmp_path, reference, config, when):
         str(path),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    target = work / "results" / config["run_name"] / when
+    target = work / config.get("results_dir", "results") / config["run_name"] / when
     deadline = time.time() + 900
     while not target.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
@@ -357,7 +380,7 @@ def _killed_then_rerun(tmp_path, reference, config, when):
     assert list((work / ".snakemake" / "locks").iterdir())  # what made the next run fail before
     rerun = subprocess.run(cmd, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-6000:]
-    res = work / "results" / config["run_name"]
+    res = work / config.get("results_dir", "results") / config["run_name"]
     rows = artifacts.read_table(res / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
     assert rows == artifacts.read_table(reference / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
     assert not list(res.rglob(".spanaug-tmp"))

@@ -21,8 +21,8 @@ rule make_alignment_instances:
     params:
         bitext=aligner_bitext,
     shell:
-        "spanaug align make-instances --bitext {params.bitext} --out {output.instances} --pairs-out {output.pairs}"
-        " > {log} 2>&1"
+        "spanaug align make-instances --bitext {params.bitext:q} --out {output.instances:q} --pairs-out {output.pairs:q}"
+        " > {log:q} 2>&1"
 
 
 rule make_synthetic_instances:
@@ -42,7 +42,7 @@ rule make_synthetic_instances:
     params:
         lexicon=synthetic_lexicon,
     shell:
-        "spanaug align synthetic --sentences {input.sentences} --lexicon {params.lexicon} --out {output} > {log} 2>&1"
+        "spanaug align synthetic --sentences {input.sentences:q} --lexicon {params.lexicon:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train_aligner:
@@ -72,8 +72,8 @@ rule train_aligner:
         pretrain=aligner_pretrain_option,
         device=config["device"],
     shell:
-        "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder} --out {output}"
-        " {params.options} {params.pretrain} --device {params.device} > {log} 2>&1"
+        "spanaug align train --kind {params.kind} --instances {params.instances:q} --encoder {params.encoder:q} --out {output:q}"
+        " {params.options} {params.pretrain} --device {params.device} > {log:q} 2>&1"
 
 
 rule align:
@@ -97,6 +97,6 @@ rule align:
         batch_size=config["aligner"]["batch_size"],
         device=config["device"],
     shell:
-        "spanaug align paraphrases --model {params.model} --paraphrases {input.paraphrases} --out {output.aligned}"
-        " --stats {output.stats}"
-        " --batch-size {params.batch_size} --device {params.device} > {log} 2>&1"
+        "spanaug align paraphrases --model {params.model:q} --paraphrases {input.paraphrases:q} --out {output.aligned:q}"
+        " --stats {output.stats:q}"
+        " --batch-size {params.batch_size} --device {params.device} > {log:q} 2>&1"

@@ -43,8 +43,8 @@ rule align_ablation:
         rows=ablation_options,
         device=config["device"],
     shell:
-        "spanaug align ablate --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
-        " {params.options} {params.rows} --device {params.device} > {log} 2>&1"
+        "spanaug align ablate --data {params.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
+        " {params.options} {params.rows} --device {params.device} > {log:q} 2>&1"
 
 
 rule compare_aligners:
@@ -79,9 +79,9 @@ rule compare_aligners:
         fastalign=section_options("baselines", "fastalign"),
         device=config["device"],
     shell:
-        "spanaug baseline compare --instances {params.instances} --gold-pairs {params.gold_pairs}"
-        " --encoder {params.encoder} {params.k} --out-dir {params.out_dir} {params.options} {params.fastalign}"
-        " --device {params.device} > {log} 2>&1"
+        "spanaug baseline compare --instances {params.instances:q} --gold-pairs {params.gold_pairs:q}"
+        " --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q} {params.options} {params.fastalign}"
+        " --device {params.device} > {log:q} 2>&1"
 
 
 rule align_systems:
@@ -111,5 +111,5 @@ rule align_systems:
         options=systems_options,
         device=config["device"],
     shell:
-        "spanaug align systems --data {params.data} --encoder {params.encoder} {params.k} --out-dir {params.out_dir}"
-        " {params.options} --device {params.device} > {log} 2>&1"
+        "spanaug align systems --data {params.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
+        " {params.options} --device {params.device} > {log:q} 2>&1"

@@ -21,8 +21,8 @@ rule augment_paraphrastic:
     params:
         filters=augmenter_filter_options("paraphrastic"),
     shell:
-        "spanaug augment paraphrastic --augmented {input.augmented} --seeds {input.seeds} {params.filters}"
-        " --out {output.examples} --counts {output.counts} > {log} 2>&1"
+        "spanaug augment paraphrastic --augmented {input.augmented:q} --seeds {input.seeds:q} {params.filters}"
+        " --out {output.examples:q} --counts {output.counts:q} > {log:q} 2>&1"
 
 
 rule augment_lexsub:
@@ -49,8 +49,8 @@ rule augment_lexsub:
         filters=augmenter_filter_options("lexsub"),
         tagger=section_options("augmenters", "lexsub", skip=("filter",)),
     shell:
-        "spanaug augment lexsub --augmented {input.augmented} --seeds {input.seeds} {params.filters} {params.tagger}"
-        " --out {output.examples} --counts {output.counts} > {log} 2>&1"
+        "spanaug augment lexsub --augmented {input.augmented:q} --seeds {input.seeds:q} {params.filters} {params.tagger}"
+        " --out {output.examples:q} --counts {output.counts:q} > {log:q} 2>&1"
 
 
 rule augment_geca:
@@ -71,8 +71,8 @@ rule augment_geca:
     params:
         options=section_options("augmenters", "geca"),
     shell:
-        "spanaug augment geca --train {input.train} {params.options} --out {output.examples}"
-        " --counts {output.counts} > {log} 2>&1"
+        "spanaug augment geca --train {input.train:q} {params.options} --out {output.examples:q}"
+        " --counts {output.counts:q} > {log:q} 2>&1"
 
 
 rule augment_graph:
@@ -94,5 +94,5 @@ rule augment_graph:
     params:
         filters=augmenter_filter_options("graph"),
     shell:
-        "spanaug augment graph --augmented {input.augmented} --seeds {input.seeds} {params.filters}"
-        " --out {output.instances} --counts {output.counts} > {log} 2>&1"
+        "spanaug augment graph --augmented {input.augmented:q} --seeds {input.seeds:q} {params.filters}"
+        " --out {output.instances:q} --counts {output.counts:q} > {log:q} 2>&1"

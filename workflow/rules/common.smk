@@ -447,6 +447,7 @@ def warning_inputs(wildcards):
         f"{RES}/data/import_stats.json",
         f"{RES}/report/stats.json",
         f"{RES}/filtering/filters.json",
+        f"{RES}/release/export_conll.json",
     ]
     inputs = {
         "paraphrase": paraphrase_stats_files(),
@@ -468,6 +469,8 @@ def warning_inputs(wildcards):
         inputs["curves"] = f"{RES}/frameid/curves.csv"
     if config["human_eval"] and human_results():
         inputs["human_eval"] = f"{RES}/human_eval/human_eval.json"
+    if config["human_eval"]:
+        summaries.append(f"{RES}/human_eval/task_summary.json")
     if config["human_eval"] and span_results():
         summaries.append(f"{RES}/human_eval/span_agreement.json")
     inputs["summaries"] = summaries
@@ -684,7 +687,7 @@ def ablation_inputs(wildcards):
 def ablation_options(wildcards, input):
     """The self-training row: the full model trained with the chain-graph instances added."""
     if wildcards.ablation == "selftrain":
-        return f"--systems Df+Mx+Cue+SBCE --extra-instances {input.extra}"
+        return f"--systems Df+Mx+Cue+SBCE --extra-instances {shlex.quote(str(input.extra))}"
     return ""
 
 
@@ -803,6 +806,10 @@ def _frameid_file(part):
 
 
 def frameid_pool(wildcards=None):
+    """The Frame ID training pool (GECA learns its templates there too); with frameid off, GECA
+    learns from the imported corpus instead."""
+    if not config["frameid"]:
+        return f"{RES}/data/sentences.parquet"
     return _frameid_file("train")
 
 

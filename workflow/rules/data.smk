@@ -17,7 +17,7 @@ rule import_corpus:
     params:
         options=flags(config["data"]),
     shell:
-        "spanaug import --out {output.sentences} --stats {output.stats} {params.options} > {log} 2>&1"
+        "spanaug import --out {output.sentences:q} --stats {output.stats:q} {params.options} > {log:q} 2>&1"
 
 
 rule select_seeds:
@@ -38,8 +38,8 @@ rule select_seeds:
     params:
         options=flags(config["seeds"]),
     shell:
-        "spanaug seeds --sentences {input.sentences} --out {output.seeds} --report {output.report}"
-        " {params.options} > {log} 2>&1"
+        "spanaug seeds --sentences {input.sentences:q} --out {output.seeds:q} --report {output.report:q}"
+        " {params.options} > {log:q} 2>&1"
 
 
 rule shard_seeds:
@@ -58,4 +58,4 @@ rule shard_seeds:
     resources:
         **CPU,
     shell:
-        "spanaug shard --seeds {input.seeds} --out {output} > {log} 2>&1"
+        "spanaug shard --seeds {input.seeds:q} --out {output:q} > {log:q} 2>&1"

@@ -8,6 +8,7 @@ rule export_conll:
     output:
         conll=f"{RES}/release/augmented.conll",
         ids=f"{RES}/release/augmented.conll.ids.tsv",
+        summary=f"{RES}/release/export_conll.json",
     log:
         f"{LOGS}/export_conll.log",
     benchmark:
@@ -18,7 +19,8 @@ rule export_conll:
     resources:
         **CPU,
     shell:
-        "spanaug export conll --augmented {input.augmented} --out {output.conll} --out-ids {output.ids} > {log} 2>&1"
+        "spanaug export conll --augmented {input.augmented:q} --out {output.conll:q} --out-ids {output.ids:q}"
+        " --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule export_card:
@@ -46,5 +48,5 @@ rule export_card:
         out_dir=out_dir,
         run=run_option(),
     shell:
-        "spanaug export card --augmented {input.augmented} --seeds {input.seeds} --out-dir {params.out_dir}"
-        " {params.run} --filters {input.filters} --conll {input.conll} > {log} 2>&1"
+        "spanaug export card --augmented {input.augmented:q} --seeds {input.seeds:q} --out-dir {params.out_dir:q}"
+        " {params.run} --filters {input.filters:q} --conll {input.conll:q} > {log:q} 2>&1"

@@ -25,5 +25,5 @@ rule filter_outputs:
         judgments=judgments_option,
         options=flags(config["filtering"]),
     shell:
-        "spanaug filter --augmented {input.augmented} --seeds {input.seeds} --out-dir {params.out_dir}"
-        " {params.judgments} {params.options} > {log} 2>&1"
+        "spanaug filter --augmented {input.augmented:q} --seeds {input.seeds:q} --out-dir {params.out_dir:q}"
+        " {params.judgments} {params.options} > {log:q} 2>&1"

@@ -22,7 +22,7 @@ rule frameid_split:
         out_dir=out_dir,
         options=section_options("frameid", keys=("parts", "dev_share", "test_share")),
     shell:
-        "spanaug frameid split --sentences {input.sentences} --out-dir {params.out_dir} {params.options} > {log} 2>&1"
+        "spanaug frameid split --sentences {input.sentences:q} --out-dir {params.out_dir:q} {params.options} > {log:q} 2>&1"
 
 
 rule frameid_baseline:
@@ -41,7 +41,7 @@ rule frameid_baseline:
     resources:
         **CPU,
     shell:
-        "spanaug frameid baseline --train {input.train} --test {input.test} --out {output} > {log} 2>&1"
+        "spanaug frameid baseline --train {input.train:q} --test {input.test:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule frameid_point:
@@ -74,9 +74,9 @@ rule frameid_point:
         ),
         device=config["device"],
     shell:
-        "spanaug frameid point --train {input.train} --test {input.test} {params.files} --fraction {wildcards.fraction}"
+        "spanaug frameid point --train {input.train:q} --test {input.test:q} {params.files} --fraction {wildcards.fraction}"
         " --seed {wildcards.seed} --augmenter {wildcards.augmenter} {params.geca_window} {params.options}"
-        " --device {params.device} --out {output} > {log} 2>&1"
+        " --device {params.device} --out {output:q} > {log:q} 2>&1"
 
 
 rule frameid_curves:
@@ -100,4 +100,4 @@ rule frameid_curves:
     resources:
         **CPU,
     shell:
-        "spanaug frameid curves --points {input} --out-table {output.table} --out-plot {output.plot} > {log} 2>&1"
+        "spanaug frameid curves --points {input:q} --out-table {output.table:q} --out-plot {output.plot:q} > {log:q} 2>&1"

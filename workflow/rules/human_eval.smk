@@ -9,6 +9,7 @@ rule human_export:
     output:
         task=f"{RES}/human_eval/task.csv",
         key=f"{RES}/human_eval/task.key.csv",
+        summary=f"{RES}/human_eval/task_summary.json",
     log:
         f"{LOGS}/human_export.log",
     benchmark:
@@ -22,8 +23,8 @@ rule human_export:
         options=section_options("human_eval", keys=("n_items", "seed")),
         framenet=framenet_definitions_option(),
     shell:
-        "spanaug human export --augmented {input.augmented} --sentences {input.sentences} --out-task {output.task}"
-        " --out-key {output.key} {params.options} {params.framenet} > {log} 2>&1"
+        "spanaug human export --augmented {input.augmented:q} --sentences {input.sentences:q} --out-task {output.task:q}"
+        " --out-key {output.key:q} --summary {output.summary:q} {params.options} {params.framenet} > {log:q} 2>&1"
 
 
 rule human_simulate:
@@ -44,7 +45,7 @@ rule human_simulate:
     params:
         options=section_options("human_eval", keys=("raters", "seed")),
     shell:
-        "spanaug human simulate --key {input.key} --out {output} {params.options} > {log} 2>&1"
+        "spanaug human simulate --key {input.key:q} --out {output:q} {params.options} > {log:q} 2>&1"
 
 
 rule human_import:
@@ -72,7 +73,7 @@ rule human_import:
         out_dir=out_dir,
         results=human_results,
     shell:
-        "spanaug human import --results {params.results} --key {input.key} --out-dir {params.out_dir} > {log} 2>&1"
+        "spanaug human import --results {params.results:q} --key {input.key:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # The span-alignment task (§4.1): annotators mark each sampled output's counterpart of the span it
@@ -98,8 +99,8 @@ rule span_task_export:
     params:
         options=section_options("human_eval", keys=("span_items", "seed")),
     shell:
-        "spanaug human span-task export --augmented {input.augmented} --seeds {input.seeds} --out-task {output.task}"
-        " --out-key {output.key} {params.options} > {log} 2>&1"
+        "spanaug human span-task export --augmented {input.augmented:q} --seeds {input.seeds:q} --out-task {output.task:q}"
+        " --out-key {output.key:q} {params.options} > {log:q} 2>&1"
 
 
 rule span_task_simulate:
@@ -121,8 +122,8 @@ rule span_task_simulate:
     params:
         options=section_options("human_eval", keys=("raters", "seed")),
     shell:
-        "spanaug human span-task simulate --task {input.task} --key {input.key} --out {output} {params.options}"
-        " > {log} 2>&1"
+        "spanaug human span-task simulate --task {input.task:q} --key {input.key:q} --out {output:q} {params.options}"
+        " > {log:q} 2>&1"
 
 
 rule span_task_import:
@@ -145,5 +146,5 @@ rule span_task_import:
     params:
         results=span_results,
     shell:
-        "spanaug human span-task import --results {params.results} --task {input.task} --key {input.key}"
-        " --out {output.instances} --out-summary {output.summary} > {log} 2>&1"
+        "spanaug human span-task import --results {params.results:q} --task {input.task:q} --key {input.key:q}"
+        " --out {output.instances:q} --out-summary {output.summary:q} > {log:q} 2>&1"

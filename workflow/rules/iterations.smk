@@ -19,8 +19,8 @@ rule expand_constraints:
     params:
         options=flags(config["constraints"]),
     shell:
-        "spanaug constraints --chain {input.chain} --out {output} --iteration {wildcards.i} {params.options}"
-        " > {log} 2>&1"
+        "spanaug constraints --chain {input.chain:q} --out {output:q} --iteration {wildcards.i} {params.options}"
+        " > {log:q} 2>&1"
 
 
 rule select_best:
@@ -38,7 +38,7 @@ rule select_best:
     resources:
         **CPU,
     shell:
-        "spanaug select --aligned {input.aligned} --out {output} > {log} 2>&1"
+        "spanaug select --aligned {input.aligned:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule gather_iteration:
@@ -57,7 +57,7 @@ rule gather_iteration:
     resources:
         **CPU,
     shell:
-        "spanaug gather --schema chain --inputs {input} --out {output} > {log} 2>&1"
+        "spanaug gather --schema chain --inputs {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule assemble:
@@ -76,4 +76,4 @@ rule assemble:
     resources:
         **CPU,
     shell:
-        "spanaug assemble --inputs {input} --out {output} > {log} 2>&1"
+        "spanaug assemble --inputs {input:q} --out {output:q} > {log:q} 2>&1"

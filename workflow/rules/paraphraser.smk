@@ -19,7 +19,7 @@ rule train_paraphraser:
         options=section_options("paraphraser", "train"),
         device=config["device"],
     shell:
-        "spanaug paraphraser train --out {output} {params.options} --device {params.device} > {log} 2>&1"
+        "spanaug paraphraser train --out {output:q} {params.options} --device {params.device} > {log:q} 2>&1"
 
 
 rule paraphrase:
@@ -43,5 +43,5 @@ rule paraphrase:
         options=flags(config["paraphraser"], skip=("model", "train")),
         device=config["device"],
     shell:
-        "spanaug paraphrase --requests {input.requests} --out {output.paraphrases} --stats {output.stats}"
-        " --model {params.model} {params.options} --device {params.device} > {log} 2>&1"
+        "spanaug paraphrase --requests {input.requests:q} --out {output.paraphrases:q} --stats {output.stats:q}"
+        " --model {params.model:q} {params.options} --device {params.device} > {log:q} 2>&1"

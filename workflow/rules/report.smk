@@ -32,8 +32,8 @@ for page, source, title, caption, category, *subcategory in report_tables():
             title=shlex.quote(title),
             max_rows=config["report"]["max_rows"],
         shell:
-            "spanaug report tables --inputs {input} --outputs {output} --titles {params.title}"
-            " --max-rows {params.max_rows} > {log} 2>&1"
+            "spanaug report tables --inputs {input:q} --outputs {output:q} --titles {params.title}"
+            " --max-rows {params.max_rows} > {log:q} 2>&1"
 
 
 rule report_warnings:
@@ -69,10 +69,10 @@ rule report_warnings:
         demo=is_demo(),
         max_rows=config["report"]["max_rows"],
     shell:
-        "spanaug report warnings --summaries {input.summaries} --paraphrase-stats {input.paraphrase}"
-        " --width {params.width} --per-iteration {input.per_iteration} {params.optional} --base {params.base}"
-        " --demo {params.demo} --max-rows {params.max_rows} --out-json {output.json} --out-html {output.page}"
-        " --out-paraphrase-csv {output.paraphrase} --out-paraphrase-html {output.paraphrase_page} > {log} 2>&1"
+        "spanaug report warnings --summaries {input.summaries:q} --paraphrase-stats {input.paraphrase:q}"
+        " --width {params.width} --per-iteration {input.per_iteration:q} {params.optional} --base {params.base:q}"
+        " --demo {params.demo} --max-rows {params.max_rows} --out-json {output.json:q} --out-html {output.page:q}"
+        " --out-paraphrase-csv {output.paraphrase:q} --out-paraphrase-html {output.paraphrase_page:q} > {log:q} 2>&1"
 
 
 rule report_chains:
@@ -99,8 +99,8 @@ rule report_chains:
         options=flags(config["report"], keys=("chains", "seed")),
         demo=is_demo(),
     shell:
-        "spanaug report chains --augmented {input.augmented} --seeds {input.seeds} {params.options}"
-        " --demo {params.demo} --out {output} > {log} 2>&1"
+        "spanaug report chains --augmented {input.augmented:q} --seeds {input.seeds:q} {params.options}"
+        " --demo {params.demo} --out {output:q} > {log:q} 2>&1"
 
 
 rule report_summary:
@@ -128,6 +128,6 @@ rule report_summary:
         run=run_option(),
         optional=summary_options,
     shell:
-        "spanaug report summary {params.run} --stats {input.stats} --per-iteration {input.per_iteration}"
-        " --filters {input.filters} --warnings {input.warnings} --paraphrase {input.paraphrase} {params.optional}"
-        " --out-html {output.page} --out-fragment {output.fragment} --out-json {output.json} > {log} 2>&1"
+        "spanaug report summary {params.run} --stats {input.stats:q} --per-iteration {input.per_iteration:q}"
+        " --filters {input.filters:q} --warnings {input.warnings:q} --paraphrase {input.paraphrase:q} {params.optional}"
+        " --out-html {output.page:q} --out-fragment {output.fragment:q} --out-json {output.json:q} > {log:q} 2>&1"

@@ -30,5 +30,5 @@ rule intrinsic_stats:
     params:
         options=flags(config["stats"]),
     shell:
-        "spanaug stats --augmented {input.augmented} --seeds {input.seeds} --out-json {output.json}"
-        " --out-csv {output.csv} --out-plot {output.plot} --out-dist-plot {output.dists} {params.options} > {log} 2>&1"
+        "spanaug stats --augmented {input.augmented:q} --seeds {input.seeds:q} --out-json {output.json:q}"
+        " --out-csv {output.csv:q} --out-plot {output.plot:q} --out-dist-plot {output.dists:q} {params.options} > {log:q} 2>&1"
