@@ -23,7 +23,7 @@ def run(tmp_path):
 
 def test_conll_round_trips_through_the_importer(run, tmp_path):
     counts = export_conll(run / "augmented.parquet", tmp_path / "out.conll", tmp_path / "out.ids.tsv")
-    assert counts == {"blocks": 3, "unaligned_left_out": 1}
+    assert counts == {"blocks": 3, "unaligned_left_out": 1, "null_instantiated_fes_left_out": 0}
     lines = [line for line in (tmp_path / "out.conll").read_text().splitlines() if line]
     assert all(len(line.split("\t")) == 15 for line in lines)
     assert lines[1].split("\t") == [

@@ -27,7 +27,11 @@ def conll(files: ConllFiles) -> None:
     from spanaug.downstream.export import export_conll
 
     counts = export_conll(files.augmented, files.out, files.out_ids, files.pos_tagger)
-    log.info("%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out)", counts)
+    log.info(
+        "%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out; "
+        "%(null_instantiated_fes_left_out)d null-instantiated FEs, which CoNLL cannot carry, left out)",
+        counts,
+    )
 
 
 @settings
