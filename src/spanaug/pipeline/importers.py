@@ -533,7 +533,8 @@ def _fn_frame_elements(
     stats: ImportStats,
 ) -> list[dict[str, Any]] | None:
     """FE labels as token spans (over tokens cut at every FE edge), each with its coreness in the
-    frame; a label that overlaps an earlier one (by start) or holds no token is skipped and counted."""
+    frame; a label that overlaps an earlier one (by start, the longer first) or holds no token is
+    skipped and counted."""
     if labels is None:
         return None
     overt, nulls = labels
@@ -544,7 +545,7 @@ def _fn_frame_elements(
         return core if core in CORENESS else None
 
     out, last_end = [], -1
-    for s, e, name in sorted(overt):
+    for s, e, name in sorted(overt, key=lambda label: (label[0], -label[1])):
         span = char_span_tokens(offsets, s, e)
         if span is None:
             stats.fe_empty_skipped += 1
