@@ -207,16 +207,16 @@ FE_SPEC = {
             "frame_elements": {"Buyer": "Core", "Goods": "Core", "Seller": "Core", "Time": "Peripheral"},
             "lexical_units": {
                 "buy.v": [
-                    "{Buyer Abby} [bought] {Goods a car} {Seller:INI} {Time last week} .",
-                    "{Buyer John}'s {Goods pie} [buy] .",
-                    "{Goods The car} , {Buyer Abby} said , was [bought] {Goods cheaply} .",
+                    "<Buyer Abby> [bought] <Goods a car> <Seller:INI> <Time last week> .",
+                    "<Buyer John>'s <Goods pie> [buy] .",
+                    "<Goods The car> , <Buyer Abby> said , was [bought] <Goods cheaply> .",
                     "They [buy] .",
                 ]
             },
         },
         "Level_of_force_exertion": {
             "frame_elements": {"Degree": "Extra-Thematic", "Exerter": "Core"},
-            "lexical_units": {"strong.a": ["Some of the {Degree [strongest]} {Exerter critics of it} ."]},
+            "lexical_units": {"strong.a": ["Some of the <Degree [strongest]> <Exerter critics of it> ."]},
         },
     },
     "fulltext": [
@@ -224,7 +224,7 @@ FE_SPEC = {
             "corpus": "Demo",
             "document": "d1",
             "sentences": [
-                "{Buyer She} [bought|buy.v|Commerce_buy] {Goods bread and milk} {Seller:DNI} .",
+                "<Buyer She> [bought|buy.v|Commerce_buy] <Goods bread and milk> <Seller:DNI> .",
                 "She [bought|buy.v|Commerce_buy] bread and [stopped|stop.v|Activity_stop] .",
             ],
         }
@@ -277,7 +277,7 @@ def test_framenet_fe_edge_inside_a_word_cuts_the_token(tmp_path):
 
 
 def test_framenet_overlapping_fe_labels_are_skipped_and_counted(tmp_path):
-    spec = {"frames": {"Commerce_buy": {"lexical_units": {"buy.v": ["{Buyer {Goods Abby} x} [bought] ."]}}}}
+    spec = {"frames": {"Commerce_buy": {"lexical_units": {"buy.v": ["<Buyer <Goods Abby> x> [bought] ."]}}}}
     stats = ImportStats()
     (row,) = read_framenet(write_release(spec, tmp_path / "fn"), stats=stats)
     assert [f[:2] for f in _fes(row)] == [("Buyer", "Abby x")] and stats.fe_overlapping_skipped == 1
@@ -290,11 +290,11 @@ def test_fe_marks_in_the_corpus_spec_are_checked(tmp_path):
         frame = {"lexical_units": {"buy.v": [line]}, **({"frame_elements": fes} if fes else {})}
         return {"frames": {"Commerce_buy": frame}}
 
-    check_spec(spec("{Buyer Abby} [bought] {Goods:INI} .", {"Buyer": "Core", "Goods": "Core"}), "c.yaml")
+    check_spec(spec("<Buyer Abby> [bought] <Goods:INI> .", {"Buyer": "Core", "Goods": "Core"}), "c.yaml")
     for line, fes, message in [
-        ("{Buyer Abby [bought] .", None, "never closed"),
-        ("{Buyer Abby} [bought] .", {"Goods": "Core"}, "not in the frame's frame_elements"),
-        ("{Buyer {Goods Abby} x} [bought] .", None, "overlap"),
+        ("<Buyer Abby [bought] .", None, "never closed"),
+        ("<Buyer Abby> [bought] .", {"Goods": "Core"}, "not in the frame's frame_elements"),
+        ("<Buyer <Goods Abby> x> [bought] .", None, "overlap"),
         ("[bought] .", {"Goods": "core"}, "frame_elements"),
     ]:
         with pytest.raises(InputError, match=rf"c\.yaml.*{message}"):

@@ -15,9 +15,9 @@ real importer (NLTK's FrameNet reader) is exercised on them. Spec format::
         sentences:
           - She [bought|buy.v|Commerce_buy] bread and [walked|walk.v|Self_motion] home .
 
-Square brackets mark a target; in full text they also carry ``lu|frame``. Braces mark a frame
-element of the sentence's one target: ``{Buyer Abby} [bought] {Goods a car}``; an FE may hold the
-target (``{Degree [strongest]}``), and ``{Seller:INI}`` marks a null instantiation (CNI, DNI, INI).
+Square brackets mark a target; in full text they also carry ``lu|frame``. Angle brackets mark a
+frame element of the sentence's one target: ``<Buyer Abby> [bought] <Goods a car>``; an FE may hold
+the target (``<Degree [strongest]>``), and ``<Seller:INI>`` marks a null instantiation (CNI, DNI, INI).
 A frame may list its FEs with their coreness, ``frame_elements: {Buyer: Core, Time: Peripheral}``.
 """
 
@@ -47,15 +47,16 @@ def _fn_date(n: int) -> str:
     return (_EPOCH + timedelta(hours=n)).strftime("%m/%d/%Y %H:%M:%S PST %a")
 
 
-_FE_OPEN_RE = re.compile(r"\{([A-Za-z][\w-]*) ")
-_FE_NULL_RE = re.compile(r"\{([A-Za-z][\w-]*):(CNI|DNI|INI)\} ?")
+# Angle brackets, not braces: a YAML line may not begin with "{" unquoted.
+_FE_OPEN_RE = re.compile(r"<([A-Za-z][\w-]*) ")
+_FE_NULL_RE = re.compile(r"<([A-Za-z][\w-]*):(CNI|DNI|INI)> ?")
 
 #: An FE mark: (char start, char end, name, None), or (None, None, name, CNI|DNI|INI).
 FEMark = tuple[int | None, int | None, str, str | None]
 
 
 def parse_marked(sentence: str) -> tuple[str, list[tuple[int, int, str | None, str | None]]]:
-    """Remove ``[...]`` and ``{FE ...}`` marks; return the text and (char start, char end, lu, frame)
+    """Remove ``[...]`` and ``<FE ...>`` marks; return the text and (char start, char end, lu, frame)
     per target."""
     text, targets, _ = parse_annotated(sentence)
     return text, targets
@@ -72,14 +73,14 @@ def parse_annotated(sentence: str) -> tuple[str, list[tuple[int, int, str | None
             fes.append((None, None, m.group(1), m.group(2)))
         elif m := _FE_OPEN_RE.match(sentence, i):
             open_fes.append((m.group(1), len(text)))
-        elif sentence[i] == "}" and open_fes:
+        elif sentence[i] == ">" and open_fes:
             name, start = open_fes.pop()
             fes.append((start, len(text), name, None))
         else:
             text += sentence[i]
         i = m.end() if m else i + 1
     if open_fes:
-        raise ValueError(f"frame element {open_fes[-1][0]!r} is never closed with '}}'")
+        raise ValueError(f"frame element {open_fes[-1][0]!r} is never closed with '>'")
     return text, targets, fes
 
 
@@ -300,7 +301,7 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
             _text(frame["definition"], path, where, "the definition")
         fe_defs = frame.get("frame_elements") or {}
         if not isinstance(fe_defs, dict) or not all(
-            isinstance(k, str) and _FE_OPEN_RE.fullmatch("{" + k + " ") and v in CORENESS for k, v in fe_defs.items()
+            isinstance(k, str) and _FE_OPEN_RE.fullmatch("<" + k + " ") and v in CORENESS for k, v in fe_defs.items()
         ):
             raise InputError(
                 path, where, f"'frame_elements' maps FE names (letters, digits, _, -) to one of {', '.join(CORENESS)}"
@@ -336,7 +337,7 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
         for n, line in enumerate(doc["sentences"]):
             text, targets, fes = _parsed(line, path, f"{where}, sentence {n + 1}")
             if fes and len(targets) != 1:
-                raise InputError(path, f"{where}, sentence {n + 1}", "{FE ...} marks need exactly one [target]")
+                raise InputError(path, f"{where}, sentence {n + 1}", "<FE ...> marks need exactly one [target]")
             for start, end, lu, frame in targets:
                 if lu is None or frame not in frames or not text[start:end].strip():
                     raise InputError(
