@@ -58,3 +58,60 @@ def test_streaming_concat(tmp_path):
     assert artifacts.concat_artifacts(paths, out, artifacts.SENTENCES, batch_size=2) == 15
     merged = artifacts.read_table(out, artifacts.SENTENCES).column("sentence_id").to_pylist()
     assert merged == [f"s{k}-{i}" for k in range(3) for i in range(5)]
+
+
+def _fe(name, start=None, end=None, null_type=None, coreness=None):
+    return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness}
+
+
+def test_frame_elements_round_trip_with_null_and_empty_kept_apart(tmp_path):
+    path = tmp_path / "s.parquet"
+    fes = [_fe("Degree", 0, 0, coreness="Extra-Thematic"), _fe("Exerter", 1, 1), _fe("Place", null_type="INI")]
+    rows = [_row(frame_elements=fes), _row(sentence_id="s2", frame_elements=[]), _row(sentence_id="s3")]
+    artifacts.write_table(rows, path, artifacts.SENTENCES)
+    back = artifacts.read_table(path, artifacts.SENTENCES).column("frame_elements").to_pylist()
+    assert back == [fes, [], None]  # an FE may cover the trigger (span [0, 1] here)
+
+
+@pytest.mark.parametrize(
+    "fes, message",
+    [
+        ([_fe("A", 0, 2)], r"FE 'A' at \[0, 2\] is not inside the 2 tokens of 'tokens'"),
+        ([_fe("A", -1, 0)], r"FE 'A' at \[-1, 0\] is not inside"),
+        ([_fe("A", 1, 0)], r"FE 'A' at \[1, 0\] is not inside"),
+        ([_fe("A", None, 1)], r"FE 'A' at \[None, 1\] is not inside"),
+        ([_fe("A", 0, 1), _fe("B", 1, 1)], r"FE 'A' at \[0, 1\] overlaps FE 'B' at \[1, 1\]"),
+        ([_fe("B", 1, 1), _fe("C", null_type="CNI"), _fe("A", 0, 1)], r"FE 'A' at \[0, 1\] overlaps FE 'B'"),
+        ([_fe(" ", 0, 0)], r"an FE's name is ' ' \(expected a non-blank name\)"),
+        ([_fe("\u200b", 0, 0)], r"an FE's name is '\\u200b'"),
+        ([_fe(None, 0, 0)], r"an FE's name is None"),
+        ([_fe("A", 0, 0, null_type="DNI")], r"FE 'A' is null-instantiated \(DNI\) but has a span \[0, 0\]"),
+        ([_fe("A", null_type="XNI")], r"FE 'A' has null_type 'XNI' \(expected one of CNI, DNI, INI"),
+        ([_fe("A", 0, 0, coreness="core")], r"FE 'A' has coreness 'core' \(expected one of Core"),
+        ([None], r"an item is null"),
+    ],
+)
+def test_frame_elements_are_checked_naming_file_and_row(tmp_path, fes, message):
+    rows = [_row(), _row(sentence_id="s2", frame_elements=fes)]
+    with pytest.raises(ArtifactError, match=rf"s\.parquet, row 1: frame_elements: {message}"):
+        artifacts.write_table(rows, tmp_path / "s.parquet", artifacts.SENTENCES)
+
+
+def test_frame_elements_of_requests_index_the_source_tokens(tmp_path):
+    request = {
+        "seed_id": "s",
+        "frame": "F",
+        "lexical_unit": "a.v",
+        "seed_trigger": "a",
+        "iteration": 1,
+        "source_tokens": ["a", "b", "c"],
+        "source_text": "a b c",
+        "source_span_start": 0,
+        "source_span_end": 0,
+        "constraints": ["a"],
+        "source_frame_elements": [_fe("A", 2, 2)],
+    }
+    artifacts.write_table([request], tmp_path / "r.parquet", artifacts.REQUESTS)
+    request["source_frame_elements"] = [_fe("A", 3, 3)]
+    with pytest.raises(ArtifactError, match=r"row 0: source_frame_elements: .*3 tokens of 'source_tokens'"):
+        artifacts.write_table([request], tmp_path / "r.parquet", artifacts.REQUESTS)

@@ -1,6 +1,7 @@
 """The bad inputs of issue 14, one by one: each once crashed, printed a traceback or passed silently."""
 
 import json
+import re
 import shutil
 
 import pyarrow as pa
@@ -434,3 +435,40 @@ def test_a_device_the_machine_lacks_is_named_not_the_model(tmp_path, capsys, mon
     )
     err = capsys.readouterr().err
     assert code == 2 and "device" in err and "CUDA device" in err, err
+
+
+@pytest.mark.parametrize(
+    "fes, message",
+    [
+        ([{"name": "Goods", "start": 2, "end": 5}], r"FE 'Goods' at \[2, 5\] is not inside the 3 tokens"),
+        (
+            [{"name": "Buyer", "start": 0, "end": 1}, {"name": "Goods", "start": 1, "end": 2}],
+            r"FE 'Buyer' at \[0, 1\] overlaps FE 'Goods' at \[1, 2\]",
+        ),
+        ([{"name": "\t", "start": 0, "end": 0}], r"an FE's name is '\\t'"),
+    ],
+)
+def test_seeds_with_bad_frame_elements_are_refused_by_the_cli(tmp_path, capsys, fes, message):
+    """A seeds file of another writer (no spanaug checks) whose FEs are wrong: one line, exit 2."""
+    from spanaug.cli.main import main
+
+    row = {
+        "sentence_id": "s1",
+        "tokens": ["He", "bought", "it"],
+        "text": "He bought it",
+        "span_start": 1,
+        "span_end": 1,
+        "frame": "Commerce_buy",
+        "lexical_unit": "buy.v",
+        "source": "x",
+        "corpus_part": "jsonl",
+        "order": 0,
+        "frame_elements": [{"null_type": None, "coreness": None, **fe} for fe in fes],
+    }
+    loose = pa.schema([f.with_nullable(True) for f in artifacts.SENTENCES])
+    seeds = tmp_path / "seeds.parquet"
+    pq.write_table(pa.Table.from_pylist([row], schema=loose), seeds)
+    assert main(["shard", "--seeds", str(seeds), "--out", str(tmp_path / "c0.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"spanaug: error: {re.escape(str(seeds))}, row 0: frame_elements: {message}.*\n", err), err
+    assert not (tmp_path / "c0.parquet").exists()

@@ -23,7 +23,7 @@ def run(tmp_path):
 
 def test_conll_round_trips_through_the_importer(run, tmp_path):
     counts = export_conll(run / "augmented.parquet", tmp_path / "out.conll", tmp_path / "out.ids.tsv")
-    assert counts == {"blocks": 3, "unaligned_left_out": 1, "warnings": []}
+    assert counts == {"blocks": 3, "unaligned_left_out": 1, "null_instantiated_fes_left_out": 0, "warnings": []}
     lines = [line for line in (tmp_path / "out.conll").read_text().splitlines() if line]
     assert all(len(line.split("\t")) == 15 for line in lines)
     assert lines[1].split("\t") == [
@@ -176,3 +176,37 @@ def test_release_folder_loads_with_datasets(run, tmp_path, monkeypatch):
         "parquet", data_files=str(release / "data/augmented.parquet"), split="train", cache_dir=str(tmp_path / "cache")
     )
     assert direct["paraphrase_tokens"][2] == ["They", "gave", "up", "smoking"]
+
+
+def test_conll_carries_frame_elements_and_the_importer_reads_them_back(tmp_path):
+    """Seeds with FEs become iteration-0 chain rows; as outputs (iteration 1, as aligned FEs will be)
+    they export to column 15 and read back unchanged: an FE on the trigger, a multi-token FE, an FE
+    in two pieces. A null instantiation has no place in CoNLL: left out and counted."""
+    from spanaug.pipeline.iterations import seed_rows
+
+    def fe(name, start=None, end=None, null_type=None):
+        return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": None}
+
+    seeds = [
+        {
+            **seed("s1", ["Some", "of", "the", "strongest", "critics", "of", "it", "."], 3, 3, "Level", "strong.a"),
+            "frame_elements": [fe("Degree", 3, 3), fe("Exerter", 4, 6), fe("Place", null_type="INI")],
+        },
+        {
+            **seed("s2", ["The", "car", ",", "Abby", "said", ",", "was", "bought", "cheaply"], 7, 7, "Buy", "buy.v"),
+            "frame_elements": [fe("Goods", 0, 1), fe("Buyer", 3, 3), fe("Goods", 8, 8)],
+        },
+        {**seed("s3", ["They", "buy", "."], 1, 1, "Buy", "buy.v"), "frame_elements": []},
+        seed("s4", ["We", "buy", "."], 1, 1, "Buy", "buy.v"),
+    ]
+    chain = [{**row, "iteration": 1, "constraints": ["x"]} for row in seed_rows(seeds)]
+    assert [r["frame_elements"] for r in chain] == [s.get("frame_elements") for s in seeds]
+    write_augmented(tmp_path, seeds, chain)
+    counts = export_conll(tmp_path / "augmented.parquet", tmp_path / "out.conll")
+    assert counts == {"blocks": 4, "unaligned_left_out": 0, "null_instantiated_fes_left_out": 1}
+    column_15 = [line.split("\t")[14] for line in (tmp_path / "out.conll").read_text().split("\n\n")[0].splitlines()]
+    assert column_15 == ["O", "O", "O", "B-Degree", "B-Exerter", "I-Exerter", "I-Exerter", "O"]
+    back = list(read_conll(tmp_path / "out.conll"))
+    overt = [[f for f in s.get("frame_elements") or () if f["null_type"] is None] for s in seeds]
+    assert [r["frame_elements"] for r in back] == overt[:3] + [[]]  # no FE annotation: all O, read as none
+    assert [r["tokens"] for r in back] == [s["tokens"] for s in seeds]

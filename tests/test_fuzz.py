@@ -193,6 +193,7 @@ SENTENCE_RECORDS = [
         "text": "He bought it",
         "document": "d1",
         "annotation_date": None,
+        "frame_elements": [{"name": "Buyer", "span": [0, 1], "coreness": "Core"}, {"name": "Goods", "null": "DNI"}],
     },
     {"tokens": ["She", "gave", "up"], "span_start": 1, "span_end": 2, "label": "Giving"},
 ]
@@ -704,13 +705,26 @@ def test_valid_sentences_and_chains_round_trip_through_parquet(sents: list[dict[
 
 SEEDS = [seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "Commerce_buy", "buy.v") for i in range(3)]
 SEEDS[1]["pos_tags"] = ["PRP", "VBD", "PRP", "CD"]
+#: Frame elements: an FE on the trigger next to another, a null instantiation; none; not annotated.
+FES = [
+    {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core"},
+    {"name": "Manner", "start": 1, "end": 1, "null_type": None, "coreness": None},
+    {"name": "Goods", "start": 2, "end": 3, "null_type": None, "coreness": "Core"},
+    {"name": "Seller", "start": None, "end": None, "null_type": "INI", "coreness": "Core"},
+]
+SEEDS[0]["frame_elements"], SEEDS[1]["frame_elements"] = FES, []
 CHAIN = [
     output(f"s{i}", 1, ["They", "acquired", "it", str(i)], 1, 1, "Commerce_buy", "buy.v", "acquire") for i in range(3)
 ]
 CHAIN[2].update(aligned_start=None, aligned_end=None, aligned_text=None, aligned_lemma=None)
+CHAIN[0]["frame_elements"] = FES
 REQUEST = {k: v for k, v in CHAIN[0].items() if k in artifacts.REQUESTS.names}
 REQUEST.update(
-    source_tokens=["They", "bought", "it"], source_text="They bought it", source_span_start=1, source_span_end=1
+    source_tokens=["They", "bought", "it"],
+    source_text="They bought it",
+    source_span_start=1,
+    source_span_end=1,
+    source_frame_elements=FES[:2],
 )
 PARAPHRASES = [
     {
@@ -722,7 +736,10 @@ PARAPHRASES = [
     }
     for r in range(2)
 ]
-ALIGNED = [{**p, "aligned_start": 1, "aligned_end": 1, "aligner_score": 0.9 - p["beam_rank"] / 10} for p in PARAPHRASES]
+ALIGNED = [
+    {**p, "aligned_start": 1, "aligned_end": 1, "aligner_score": 0.9 - p["beam_rank"] / 10, "frame_elements": FES[:2]}
+    for p in PARAPHRASES
+]
 AUGMENTED = [{"output_id": f"{r['seed_id']}#1", **r} for r in CHAIN]
 EXAMPLE_ROWS = [
     {
@@ -774,6 +791,13 @@ def cell_values(field: pa.Field) -> st.SearchStrategy:
         )
     elif pa.types.is_floating(t):
         values = st.floats(width=32) if t == pa.float32() else st.floats()
+    elif pa.types.is_list(t) and pa.types.is_struct(t.value_type):  # frame elements
+        index = st.one_of(st.sampled_from([-1, 0, 1, 2, 3, 4]), st.none())
+        label = st.one_of(st.sampled_from(["", " ", "\u200b", "Buyer", "INI", "Core", "XNI"]), st.none())
+        item = st.fixed_dictionaries(
+            {"name": label, "start": index, "end": index, "null_type": label, "coreness": label}
+        )
+        values = st.lists(st.one_of(item, st.none()), max_size=4)
     elif pa.types.is_list(t):
         values = st.lists(
             st.one_of(st.sampled_from(["", " ", "\t", "a", "b", "bought", "\u2028"]), st.text(max_size=3), st.none()),

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from conftest import REPO, shared_file
 
@@ -6,7 +8,15 @@ from spanaug.core.config import ImportSettings, SeedSettings
 from spanaug.core.errors import InputError
 from spanaug.core.text import tokenize_around_span
 from spanaug.demo.framenet_writer import write_release
-from spanaug.pipeline.importers import ImportStats, import_corpus, read_conll, read_framenet, read_jsonl_sentences
+from spanaug.pipeline.importers import (
+    ImportStats,
+    conll_blocks,
+    conll_frame_elements,
+    import_corpus,
+    read_conll,
+    read_framenet,
+    read_jsonl_sentences,
+)
 from spanaug.pipeline.seeds import select_seeds, shard_of
 
 SPEC = {
@@ -163,3 +173,222 @@ def test_real_conll_dev_split():
     assert stats.rows_read + stats.discontiguous_skipped == 2272
     assert len({r["frame"] for r in rows}) > 300
     assert all(0 <= r["span_start"] <= r["span_end"] < len(r["tokens"]) for r in rows)
+
+
+@pytest.mark.integration
+def test_real_conll_dev_frame_elements(tmp_path):
+    """Every B- tag of the shared dev is one FE: 4,029 over its 2,272 frame annotations, 869 of them
+    on trigger tokens; the blocks with discontiguous triggers (skipped, counted) hold the rest."""
+    path = shared_file("fn1.7.dev.syntaxnet.conll")
+    lines = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    b_tags = sum(cols[14].startswith("B-") for cols in lines)
+    assert b_tags == 4029
+    stats = ImportStats()
+    import_corpus(ImportSettings(format="conll", inputs=[str(path)], max_tokens=None), tmp_path / "s.parquet")
+    rows = list(read_conll(path, stats=stats))
+    assert artifacts.read_table(tmp_path / "s.parquet", artifacts.SENTENCES).num_rows == len(rows)  # all valid
+    every_block = [conll_frame_elements(path, block) for block in conll_blocks(path)]
+    assert len(every_block) == 2272 and sum(map(len, every_block)) == b_tags
+    assert stats.fe_annotated_rows == len(rows) == 2272 - stats.discontiguous_skipped
+    in_skipped = b_tags - stats.fe_overt
+    assert 0 <= in_skipped < 100 and stats.fe_null_instantiated == 0  # CoNLL marks no null instantiation
+    covering = 0
+    for block, fes in zip(conll_blocks(path), every_block):
+        trigger = {i for i, (_, cols) in enumerate(block) if cols[12] != "_"}
+        covering += sum(bool(trigger & set(range(fe["start"], fe["end"] + 1))) for fe in fes)
+    assert covering == 869 and stats.fe_covering_trigger <= covering
+
+
+# ---------------------------------------------------------------- frame elements
+
+FE_SPEC = {
+    "frames": {
+        "Commerce_buy": {
+            "frame_elements": {"Buyer": "Core", "Goods": "Core", "Seller": "Core", "Time": "Peripheral"},
+            "lexical_units": {
+                "buy.v": [
+                    "<Buyer Abby> [bought] <Goods a car> <Seller:INI> <Time last week> .",
+                    "<Buyer John>'s <Goods pie> [buy] .",
+                    "<Goods The car> , <Buyer Abby> said , was [bought] <Goods cheaply> .",
+                    "They [buy] .",
+                ]
+            },
+        },
+        "Level_of_force_exertion": {
+            "frame_elements": {"Degree": "Extra-Thematic", "Exerter": "Core"},
+            "lexical_units": {"strong.a": ["Some of the <Degree [strongest]> <Exerter critics of it> ."]},
+        },
+    },
+    "fulltext": [
+        {
+            "corpus": "Demo",
+            "document": "d1",
+            "sentences": [
+                "<Buyer She> [bought|buy.v|Commerce_buy] <Goods bread and milk> <Seller:DNI> .",
+                "She [bought|buy.v|Commerce_buy] bread and [stopped|stop.v|Activity_stop] .",
+            ],
+        }
+    ],
+}
+FE_SPEC["frames"]["Activity_stop"] = {"lexical_units": {"stop.v": []}}
+
+
+def _fes(row):
+    return [
+        (fe["name"], " ".join(row["tokens"][fe["start"] : fe["end"] + 1]) if fe["start"] is not None else None)
+        + (fe["null_type"], fe["coreness"])
+        for fe in row["frame_elements"]
+    ]
+
+
+def test_framenet_fe_layers_with_coreness_and_null_instantiations(tmp_path):
+    root = write_release(FE_SPEC, tmp_path / "fn")
+    stats = ImportStats()
+    rows = {r["text"]: r for r in read_framenet(root, stats=stats)}
+    assert _fes(rows["Abby bought a car last week ."]) == [
+        ("Buyer", "Abby", None, "Core"),
+        ("Goods", "a car", None, "Core"),
+        ("Time", "last week", None, "Peripheral"),
+        ("Seller", None, "INI", "Core"),
+    ]
+    # An incorporated FE covers the trigger; full text reads the frame file for coreness too.
+    strongest = rows["Some of the strongest critics of it ."]
+    assert _fes(strongest)[0] == ("Degree", "strongest", None, "Extra-Thematic")
+    assert strongest["span_start"] == strongest["frame_elements"][0]["start"]
+    assert _fes(rows["She bought bread and milk ."]) == [
+        ("Buyer", "She", None, "Core"),
+        ("Goods", "bread and milk", None, "Core"),
+        ("Seller", None, "DNI", "Core"),
+    ]
+    # A discontiguous FE stays split: two items of one name.
+    split = _fes(rows["The car , Abby said , was bought cheaply ."])
+    assert [f[:2] for f in split] == [("Goods", "The car"), ("Buyer", "Abby"), ("Goods", "cheaply")]
+    # An FE layer with no label: annotated, none expressed (an empty list, not null).
+    assert rows["They buy ."]["frame_elements"] == []
+    assert stats.fe_discontiguous == 1 and stats.fe_null_instantiated == 2 and stats.fe_covering_trigger == 1
+    assert stats.fe_overt == sum(fe["null_type"] is None for r in rows.values() for fe in r["frame_elements"])
+
+
+def test_framenet_fe_edge_inside_a_word_cuts_the_token(tmp_path):
+    root = write_release(FE_SPEC, tmp_path / "fn")
+    row = next(r for r in read_framenet(root) if r["text"].startswith("John"))
+    assert row["tokens"][:2] == ["John", "'"] and _fes(row)[0] == ("Buyer", "John", None, "Core")
+    assert row["tokens"][row["span_start"]] == "buy"
+
+
+def test_framenet_overlapping_fe_labels_are_skipped_and_counted(tmp_path):
+    spec = {"frames": {"Commerce_buy": {"lexical_units": {"buy.v": ["<Buyer <Goods Abby> x> [bought] ."]}}}}
+    stats = ImportStats()
+    (row,) = read_framenet(write_release(spec, tmp_path / "fn"), stats=stats)
+    assert [f[:2] for f in _fes(row)] == [("Buyer", "Abby x")] and stats.fe_overlapping_skipped == 1
+
+
+def test_fe_marks_in_the_corpus_spec_are_checked(tmp_path):
+    from spanaug.demo.framenet_writer import check_spec
+
+    def spec(line, fes=None):
+        frame = {"lexical_units": {"buy.v": [line]}, **({"frame_elements": fes} if fes else {})}
+        return {"frames": {"Commerce_buy": frame}}
+
+    check_spec(spec("<Buyer Abby> [bought] <Goods:INI> .", {"Buyer": "Core", "Goods": "Core"}), "c.yaml")
+    for line, fes, message in [
+        ("<Buyer Abby [bought] .", None, "never closed"),
+        ("<Buyer Abby> [bought] .", {"Goods": "Core"}, "not in the frame's frame_elements"),
+        ("<Buyer <Goods Abby> x> [bought] .", None, "overlap"),
+        ("[bought] .", {"Goods": "core"}, "frame_elements"),
+    ]:
+        with pytest.raises(InputError, match=rf"c\.yaml.*{message}"):
+            check_spec(spec(line, fes), "c.yaml")
+
+
+def _conll(tags, trigger=(1,)):
+    words = ["Some", "strongest", "critics", "of", "it", "."]
+    lines = []
+    for i, (word, tag) in enumerate(zip(words, tags)):
+        lu, frame = ("strong.a", "Level_of_force_exertion") if i in trigger else ("_", "_")
+        lines.append("\t".join([str(i + 1), word, "_", word, "x", "X", "0", *"_____", lu, frame, tag]))
+    return "\n".join(lines) + "\n"
+
+
+def test_conll_frame_elements_from_bio_tags(tmp_path):
+    path = tmp_path / "x.conll"
+    blocks = [
+        ["O", "B-Degree", "B-Exerter", "I-Exerter", "I-Exerter", "O"],  # an FE on the trigger, a 3-token FE
+        ["B-Exerter", "O", "O", "B-Exerter", "I-Exerter", "O"],  # one FE in two pieces
+        ["O"] * 6,  # annotated, no FE
+        ["_"] * 6,  # no FE annotation
+    ]
+    path.write_text("\n".join(_conll(tags) for tags in blocks))
+    stats = ImportStats()
+    rows = list(read_conll(path, stats=stats))
+    spans = [[(fe["name"], fe["start"], fe["end"]) for fe in r["frame_elements"] or ()] for r in rows]
+    assert spans[:2] == [[("Degree", 1, 1), ("Exerter", 2, 4)], [("Exerter", 0, 0), ("Exerter", 3, 4)]]
+    assert rows[2]["frame_elements"] == [] and rows[3]["frame_elements"] is None
+    assert all(fe["coreness"] is None and fe["null_type"] is None for fe in rows[0]["frame_elements"])
+    assert (stats.fe_annotated_rows, stats.fe_overt, stats.fe_covering_trigger, stats.fe_discontiguous) == (3, 4, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "tags, message",
+    [
+        (["O", "I-Degree", "O", "O", "O", "O"], r"line 2: frame-element tag 'I-Degree' continues no B-Degree"),
+        (["O", "B-Degree", "I-Exerter", "O", "O", "O"], r"line 3: .*'I-Exerter' continues no B-Exerter"),
+        (["O", "O", "Degree", "O", "O", "O"], r"line 3: frame-element tag 'Degree' in column 15"),
+        (["O", "O", "B-", "O", "O", "O"], r"line 3: frame-element tag 'B-'"),
+    ],
+)
+def test_conll_bad_fe_tags_name_the_line(tmp_path, tags, message):
+    path = tmp_path / "x.conll"
+    path.write_text(_conll(tags))
+    with pytest.raises(InputError, match=rf"x\.conll, {message}"):
+        list(read_conll(path))
+
+
+def test_jsonl_frame_elements(tmp_path):
+    path = tmp_path / "in.jsonl"
+    fes = [
+        {"name": "Degree", "span": [1, 1], "coreness": "Extra-Thematic"},
+        {"name": "Exerter", "span": [2, 4]},
+        {"name": "Place", "null": "INI"},
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "tokens": ["Some", "strongest", "critics", "of", "it"],
+                "span": [1, 1],
+                "frame": "F",
+                "frame_elements": fes,
+            }
+        )
+        + "\n"
+        + json.dumps({"tokens": ["a"], "span": [0, 0], "frame": "F"})
+        + "\n"
+        + json.dumps({"tokens": ["a"], "span": [0, 0], "frame": "F", "frame_elements": []})
+        + "\n"
+    )
+    rows = list(read_jsonl_sentences(path))
+    assert rows[0]["frame_elements"] == [
+        {"name": "Degree", "start": 1, "end": 1, "null_type": None, "coreness": "Extra-Thematic"},
+        {"name": "Exerter", "start": 2, "end": 4, "null_type": None, "coreness": None},
+        {"name": "Place", "start": None, "end": None, "null_type": "INI", "coreness": None},
+    ]
+    assert rows[1]["frame_elements"] is None and rows[2]["frame_elements"] == []
+
+
+@pytest.mark.parametrize(
+    "fes, message",
+    [
+        ([{"name": "A", "span": [0, 2]}], "span \\[0, 2\\] out of range for 2 tokens"),
+        ([{"name": "A", "span": [0, 1]}, {"name": "B", "span": [1, 1]}], "'A' \\[0, 1\\] and 'B' \\[1, 1\\] overlap"),
+        ([{"name": " ", "span": [0, 0]}], "expected"),
+        ([{"name": "A", "null": "XNI"}], "'null' is 'XNI'"),
+        ([{"name": "A", "span": [0, 0], "null": "INI"}], "expected"),
+        ([{"name": "A", "span": [0, 0], "coreness": "core"}], "coreness 'core'"),
+        ({"name": "A"}, "expected a list"),
+    ],
+)
+def test_jsonl_bad_frame_elements_name_the_line(tmp_path, fes, message):
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"tokens": ["a", "b"], "span": [0, 0], "frame": "F", "frame_elements": fes}) + "\n")
+    with pytest.raises(InputError, match=rf"in\.jsonl, line 1: .*{message}"):
+        list(read_jsonl_sentences(path))

@@ -183,3 +183,38 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
             # k = 2 around a one-token source span: at most three tokens.
             assert r["aligned_end"] - r["aligned_start"] <= 2
     assert json.dumps(out)  # plain values, no numpy scalars
+
+
+def test_seed_frame_elements_reach_iteration_0_and_the_requests_and_stop_at_select(tmp_path):
+    """This slice carries the seeds' FEs into iteration 0 and, as the source's, into iteration 1's
+    requests; the outputs of iteration 1 hold null (not yet aligned), never an empty list."""
+    fes = [
+        {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core"},
+        {"name": "Seller", "start": None, "end": None, "null_type": "INI", "coreness": "Core"},
+    ]
+    seeds = seeds_table(2)
+    seeds[0]["frame_elements"] = fes
+    artifacts.write_table(seeds, tmp_path / "seeds.parquet", artifacts.SENTENCES)
+    init_shards(tmp_path / "seeds.parquet", [tmp_path / "chain0.parquet"])
+    chain = {r["seed_id"]: r for r in artifacts.read_table(tmp_path / "chain0.parquet", artifacts.CHAIN).to_pylist()}
+    assert chain["s0"]["frame_elements"] == fes and chain["s1"]["frame_elements"] is None
+    expand_stage(tmp_path / "chain0.parquet", tmp_path / "req.parquet", 1, ConstraintSettings())
+    requests = artifacts.read_table(tmp_path / "req.parquet", artifacts.REQUESTS).to_pylist()
+    assert {r["seed_id"]: r["source_frame_elements"] for r in requests} == {"s0": fes, "s1": None}
+    aligned = [
+        {
+            **r,
+            "beam_rank": 0,
+            "paraphrase_tokens": ["They", "purchased", "it"],
+            "paraphrase_text": "They purchased it",
+            "paraphrase_score": 0.5,
+            "aligned_start": 1,
+            "aligned_end": 1,
+            "aligner_score": 0.9,
+        }
+        for r in requests
+    ]
+    artifacts.write_table(aligned, tmp_path / "aligned.parquet", artifacts.ALIGNED)
+    select_stage(tmp_path / "aligned.parquet", tmp_path / "chain1.parquet")
+    outputs = artifacts.read_table(tmp_path / "chain1.parquet", artifacts.CHAIN).to_pylist()
+    assert len(outputs) == 2 and all(r["frame_elements"] is None for r in outputs)

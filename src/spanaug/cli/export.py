@@ -32,7 +32,11 @@ def conll(options: ConllOptions) -> None:
         from spanaug.core.files import write_json
 
         write_json(counts, options.summary)
-    log.info("%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out)", counts)
+    log.info(
+        "%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out; "
+        "%(null_instantiated_fes_left_out)d null-instantiated FEs, which CoNLL cannot carry, left out)",
+        counts,
+    )
 
 
 @settings

@@ -30,6 +30,26 @@ def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
     return pa.field(name, type_, nullable=nullable)
 
 
+#: One frame element of an annotation: its name, and either an inclusive token span (an overt FE)
+#: or the kind of null instantiation (``null_type``, no span). ``coreness`` is null where the input
+#: does not say (CoNLL, JSONL without it); the values allowed are ``validation.NULL_INSTANTIATIONS``
+#: and ``validation.CORENESS``. A discontiguous FE is several items of the same name.
+#: Every child is nullable in the type, so files of other writers read; the checks of
+#: :mod:`spanaug.core.validation` say what must be set.
+FRAME_ELEMENT = pa.struct(
+    [
+        pa.field("name", _STR),
+        pa.field("start", _I32),  # inclusive token index; null for a null instantiation
+        pa.field("end", _I32),  # inclusive token index
+        pa.field("null_type", _STR),  # CNI | DNI | INI, or null for an overt FE
+        pa.field("coreness", _STR),  # one of CORENESS, or null when unknown
+    ]
+)
+
+#: A row's frame elements: null = not annotated, an empty list = annotated, none expressed.
+FRAME_ELEMENTS = pa.list_(FRAME_ELEMENT)
+
+
 #: Span-labelled sentences: the canonical imported corpus and the seed set.
 SENTENCES = pa.schema(
     [
@@ -46,6 +66,7 @@ SENTENCES = pa.schema(
         _f("document", _STR, nullable=True),
         _f("annotation_date", _STR, nullable=True),  # ISO 8601 when known
         _f("order", pa.int64()),  # position in the input, the stand-in for dates
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),  # spans over ``tokens``
     ]
 )
 
@@ -69,6 +90,8 @@ CHAIN = pa.schema(
         _f("aligner_score", _F32, nullable=True),
         _f("beam_rank", _I32, nullable=True),
         _f("constraints", _TOKENS),
+        # Spans over ``paraphrase_tokens``: the seed's at iteration 0; null (not yet aligned) after.
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),
     ]
 )
 
@@ -101,6 +124,7 @@ REQUESTS = pa.schema(
         _f("source_span_start", _I32),
         _f("source_span_end", _I32),
         _f("constraints", _TOKENS),
+        _f("source_frame_elements", FRAME_ELEMENTS, nullable=True),  # the source's, over ``source_tokens``
     ]
 )
 
@@ -124,6 +148,7 @@ ALIGNED = pa.schema(
         _f("aligned_start", _I32, nullable=True),
         _f("aligned_end", _I32, nullable=True),
         _f("aligner_score", _F32),
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),  # aligned, over ``paraphrase_tokens`` (not yet)
     ]
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -42,19 +43,25 @@ def detokenize(tokens: Iterable[str]) -> str:
 
 
 def tokenize_around_span(
-    text: str, char_start: int, char_end: int
+    text: str, char_start: int, char_end: int, cuts: Iterable[int] = ()
 ) -> tuple[list[str], list[tuple[int, int]], int, int]:
-    """Tokenize ``text`` with token boundaries forced at the span's edges.
+    """Tokenize ``text`` with token boundaries forced at the span's edges, and at the character
+    offsets ``cuts`` (the edges of other spans, such as frame elements, that must be whole tokens).
 
     Returns tokens, their offsets and the inclusive token span covering
     ``text[char_start:char_end]``.
     """
-    before = tokenize_with_offsets(text[:char_start], 0)
-    inside = tokenize_with_offsets(text[char_start:char_end], char_start)
-    pieces = before + inside + tokenize_with_offsets(text[char_end:], char_end)
-    n_before, n_span = len(before), len(inside)
-    if n_span == 0:
-        raise ValueError("span holds no token")
-    tokens = [p[0] for p in pieces]
+    points = sorted({0, char_start, char_end, len(text), *(c for c in cuts if 0 < c < len(text))})
+    pieces = [p for a, b in itertools.pairwise(points) for p in tokenize_with_offsets(text[a:b], a)]
     offsets = [(p[1], p[2]) for p in pieces]
-    return tokens, offsets, n_before, n_before + n_span - 1
+    span = char_span_tokens(offsets, char_start, char_end)
+    if span is None:
+        raise ValueError("span holds no token")
+    return [p[0] for p in pieces], offsets, span[0], span[1]
+
+
+def char_span_tokens(offsets: list[tuple[int, int]], char_start: int, char_end: int) -> tuple[int, int] | None:
+    """The inclusive token span of the tokens (given by their offsets) that lie inside
+    ``[char_start, char_end)``, or None when none does."""
+    inside = [i for i, (s, e) in enumerate(offsets) if char_start <= s and e <= char_end]
+    return (inside[0], inside[-1]) if inside else None

@@ -46,6 +46,20 @@ LABEL_COLUMNS = (
     "trigger",
 )
 
+#: (tokens, frame elements): FE lists whose spans index those tokens.
+FRAME_ELEMENT_COLUMNS = (
+    ("tokens", "frame_elements"),
+    ("paraphrase_tokens", "frame_elements"),
+    ("source_tokens", "source_frame_elements"),
+)
+
+#: The kinds of null instantiation FrameNet marks on an FE with no words in the sentence:
+#: constructional, definite and indefinite.
+NULL_INSTANTIATIONS = ("CNI", "DNI", "INI")
+
+#: An FE's coreness in its frame, as FrameNet's frame files give it (``coreType``).
+CORENESS = ("Core", "Core-Unexpressed", "Peripheral", "Extra-Thematic")
+
 #: Scores that are probabilities (null allowed where the schema allows it).
 PROBABILITIES = ("aligner_score", "p_classifier", "r_classifier")
 
@@ -78,11 +92,7 @@ def _token_problems(table: pa.Table, column: str) -> list[Problem]:
         out.append((row, f"column {column!r} is empty (expected at least one token)"))
     flat = pc.list_flatten(tokens)
     if len(flat):
-        # As core.text.is_blank: format characters (Cf) removed, then whitespace trimmed (Python's
-        # str.isspace and Arrow's utf8_trim_whitespace agree on what is whitespace).
-        visible = pc.utf8_trim_whitespace(pc.replace_substring_regex(flat, r"\p{Cf}+", ""))
-        blank = pc.fill_null(pc.equal(visible, ""), True)
-        k = _first(blank)
+        k = _first(_visible_blank(flat))
         if k >= 0:
             ends = np.cumsum(lengths.to_numpy(zero_copy_only=False))
             row = int(np.searchsorted(ends, k, side="right"))
@@ -125,6 +135,93 @@ def _span_problems(table: pa.Table, tokens_col: str, start_col: str, end_col: st
     return out
 
 
+def _visible_blank(strings: Any) -> Any:
+    """Per string: blank as :func:`spanaug.core.text.is_blank` (format characters removed, whitespace
+    trimmed; Python's str.isspace and Arrow's utf8_trim_whitespace agree on whitespace); null is blank."""
+    visible = pc.utf8_trim_whitespace(pc.replace_substring_regex(strings, r"\p{Cf}+", ""))
+    return pc.fill_null(pc.equal(visible, ""), True)
+
+
+def _fe_problems(table: pa.Table, tokens_col: str, fe_col: str) -> list[Problem]:
+    """Every FE named, overt (a span inside the tokens) or null-instantiated (a kind, no span),
+    with a known coreness; no two overt FEs of a row overlapping (an FE may cover the trigger)."""
+    lists = table.column(fe_col).combine_chunks()
+    items = lists.flatten()
+    if not len(items):
+        return []
+    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    # StructArray.flatten: the children with a null item's nulls applied (its slots hold anything).
+    name, start, end, null_type, coreness = items.flatten()
+    lengths = pc.take(pc.list_value_length(table.column(tokens_col)), pa.array(parents))
+    overt = pc.is_null(null_type)
+    inside = pc.and_(pc.and_(pc.greater_equal(start, 0), pc.less_equal(start, end)), pc.less(end, lengths))
+    checks = [
+        (pc.is_null(items), lambda k: "an item is null (expected {name, start, end} or {name, null_type})"),
+        (_visible_blank(name), lambda k: f"an FE's name is {name[k].as_py()!r} (expected a non-blank name)"),
+        (
+            pc.and_(overt, pc.invert(_true(inside))),
+            lambda k: (
+                f"FE {name[k].as_py()!r} at [{start[k].as_py()}, {end[k].as_py()}] "
+                f"is not inside the {lengths[k].as_py()} tokens of {tokens_col!r} "
+                f"(expected 0 <= start <= end < {lengths[k].as_py()})"
+            ),
+        ),
+        (
+            pc.and_(pc.invert(overt), pc.invert(pc.is_in(null_type, pa.array(NULL_INSTANTIATIONS)))),
+            lambda k: (
+                f"FE {name[k].as_py()!r} has null_type {null_type[k].as_py()!r} (expected one of "
+                f"{', '.join(NULL_INSTANTIATIONS)}, or null for an overt FE)"
+            ),
+        ),
+        (
+            pc.and_(pc.invert(overt), pc.or_(pc.is_valid(start), pc.is_valid(end))),
+            lambda k: (
+                f"FE {name[k].as_py()!r} is null-instantiated ({null_type[k].as_py()}) but has a span "
+                f"[{start[k].as_py()}, {end[k].as_py()}] (expected none)"
+            ),
+        ),
+        (
+            pc.and_(pc.is_valid(coreness), pc.invert(pc.is_in(coreness, pa.array(CORENESS)))),
+            lambda k: (
+                f"FE {name[k].as_py()!r} has coreness {coreness[k].as_py()!r} (expected one of "
+                f"{', '.join(CORENESS)}, or null when unknown)"
+            ),
+        ),
+    ]
+    out = []
+    for mask, message in checks:
+        k = _first(mask)
+        if k >= 0:
+            out.append((int(parents[k]), f"{fe_col}: {message(k)}"))
+    out += _fe_overlaps(fe_col, parents, name, start, end, _true(pc.and_(overt, inside)))
+    return out
+
+
+def _fe_overlaps(fe_col: str, parents: np.ndarray, name: Any, start: Any, end: Any, overt: Any) -> list[Problem]:
+    """Two overt FEs of one row sharing a token: sorted by (row, start), some pair overlaps exactly
+    when a consecutive pair does."""
+    keep = np.flatnonzero(overt.to_numpy(zero_copy_only=False))
+    if len(keep) < 2:
+        return []
+    rows = parents[keep]
+    starts = pc.fill_null(start, -1).to_numpy(zero_copy_only=False)[keep]
+    ends = pc.fill_null(end, -1).to_numpy(zero_copy_only=False)[keep]
+    order = np.lexsort((ends, starts, rows))
+    rows, starts, ends, keep = rows[order], starts[order], ends[order], keep[order]
+    clash = np.flatnonzero((rows[1:] == rows[:-1]) & (starts[1:] <= ends[:-1]))
+    if not len(clash):
+        return []
+    i = int(clash[np.argmin(rows[clash])])
+    a, b = int(keep[i]), int(keep[i + 1])
+    return [
+        (
+            int(rows[i]),
+            f"{fe_col}: FE {name[a].as_py()!r} at [{starts[i]}, {ends[i]}] overlaps FE {name[b].as_py()!r} at "
+            f"[{starts[i + 1]}, {ends[i + 1]}] (expected the FEs of one annotation not to overlap)",
+        )
+    ]
+
+
 def _problems(table: pa.Table) -> list[Problem]:
     names = set(table.column_names)
     out: list[Problem] = []
@@ -134,6 +231,9 @@ def _problems(table: pa.Table) -> list[Problem]:
     for tokens_col, start_col, end_col, required in SPANS:
         if {tokens_col, start_col, end_col} <= names:
             out += _span_problems(table, tokens_col, start_col, end_col, required)
+    for tokens_col, fe_col in FRAME_ELEMENT_COLUMNS:
+        if {tokens_col, fe_col} <= names:
+            out += _fe_problems(table, tokens_col, fe_col)
     for column in LABEL_COLUMNS:
         if column in names:
             row = _first(pc.equal(pc.utf8_trim_whitespace(table.column(column)), ""))

@@ -15,11 +15,15 @@ real importer (NLTK's FrameNet reader) is exercised on them. Spec format::
         sentences:
           - She [bought|buy.v|Commerce_buy] bread and [walked|walk.v|Self_motion] home .
 
-Square brackets mark a target; in full text they also carry ``lu|frame``.
+Square brackets mark a target; in full text they also carry ``lu|frame``. Angle brackets mark a
+frame element of the sentence's one target: ``<Buyer Abby> [bought] <Goods a car>``; an FE may hold
+the target (``<Degree [strongest]>``), and ``<Seller:INI>`` marks a null instantiation (CNI, DNI, INI).
+A frame may list its FEs with their coreness, ``frame_elements: {Buyer: Core, Time: Peripheral}``.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,6 +34,7 @@ import yaml
 
 from spanaug.core.errors import InputError
 from spanaug.core.files import read_text
+from spanaug.core.validation import CORENESS
 
 NS = "http://framenet.icsi.berkeley.edu"
 _TARGET_RE = re.compile(r"\[([^\[\]|]+)(?:\|([^\[\]|]+)\|([^\[\]|]+))?\]")
@@ -42,16 +47,41 @@ def _fn_date(n: int) -> str:
     return (_EPOCH + timedelta(hours=n)).strftime("%m/%d/%Y %H:%M:%S PST %a")
 
 
+# Angle brackets, not braces: a YAML line may not begin with "{" unquoted.
+_FE_OPEN_RE = re.compile(r"<([A-Za-z][\w-]*) ")
+_FE_NULL_RE = re.compile(r"<([A-Za-z][\w-]*):(CNI|DNI|INI)> ?")
+
+#: An FE mark: (char start, char end, name, None), or (None, None, name, CNI|DNI|INI).
+FEMark = tuple[int | None, int | None, str, str | None]
+
+
 def parse_marked(sentence: str) -> tuple[str, list[tuple[int, int, str | None, str | None]]]:
-    """Remove ``[...]`` marks; return the text and (char start, char end, lu, frame) per target."""
-    text, targets, last = "", [], 0
-    for m in _TARGET_RE.finditer(sentence):
-        text += sentence[last : m.start()]
-        start = len(text)
-        text += m.group(1)
-        targets.append((start, len(text), m.group(2), m.group(3)))
-        last = m.end()
-    return text + sentence[last:], targets
+    """Remove ``[...]`` and ``<FE ...>`` marks; return the text and (char start, char end, lu, frame)
+    per target."""
+    text, targets, _ = parse_annotated(sentence)
+    return text, targets
+
+
+def parse_annotated(sentence: str) -> tuple[str, list[tuple[int, int, str | None, str | None]], list[FEMark]]:
+    """:func:`parse_marked`, with the FE marks too; an FE left open is a ValueError."""
+    text, targets, fes, open_fes, i = "", [], [], [], 0
+    while i < len(sentence):
+        if m := _TARGET_RE.match(sentence, i):
+            targets.append((len(text), len(text) + len(m.group(1)), m.group(2), m.group(3)))
+            text += m.group(1)
+        elif m := _FE_NULL_RE.match(sentence, i):
+            fes.append((None, None, m.group(1), m.group(2)))
+        elif m := _FE_OPEN_RE.match(sentence, i):
+            open_fes.append((m.group(1), len(text)))
+        elif sentence[i] == ">" and open_fes:
+            name, start = open_fes.pop()
+            fes.append((start, len(text), name, None))
+        else:
+            text += sentence[i]
+        i = m.end() if m else i + 1
+    if open_fes:
+        raise ValueError(f"frame element {open_fes[-1][0]!r} is never closed with '>'")
+    return text, targets, fes
 
 
 def _write(path: Path, body: str) -> None:
@@ -73,12 +103,42 @@ def _annotated_sentence(sent_id: int, text: str, asets: list[str], counter: list
     return f'<sentence ID="{sent_id}" sentNo="1" aPos="0"><text>{escape(text)}</text>{pos}{"".join(asets)}</sentence>'
 
 
-def _frame_aset(aset_id: int, start: int, end: int, lu_id: int, lu: str, frame_id: int, frame: str, date: str) -> str:
+def _fe_label(start: int | None, end: int | None, name: str, null_type: str | None) -> str:
+    if null_type is not None:
+        return f"<label itype={quoteattr(null_type)} name={quoteattr(name)}/>"
+    return _label(start, end, name)
+
+
+def _frame_aset(
+    aset_id: int,
+    start: int,
+    end: int,
+    lu_id: int,
+    lu: str,
+    frame_id: int,
+    frame: str,
+    date: str,
+    fes: list[FEMark] = (),
+) -> str:
     return (
         f'<annotationSet cDate="{date}" luID="{lu_id}" luName={quoteattr(lu)} frameID="{frame_id}" '
         f'frameName={quoteattr(frame)} status="MANUAL" ID="{aset_id}">'
         f'<layer rank="1" name="Target">{_label(start, end, "Target")}</layer>'
-        f'<layer rank="1" name="FE"/></annotationSet>'
+        + (
+            f'<layer rank="1" name="FE">{"".join(_fe_label(*fe) for fe in fes)}</layer>'
+            if fes
+            else '<layer rank="1" name="FE"/>'
+        )
+        + "</annotationSet>"
+    )
+
+
+def _frame_fes(fspec: dict[str, Any], frame_id: int) -> str:
+    """The frame file's FE definitions (name and coreness) from the spec's ``frame_elements``."""
+    return "".join(
+        f'<FE ID="{frame_id * 100 + k}" name={quoteattr(name)} abbrev={quoteattr(name)} '
+        f"coreType={quoteattr(core)}><definition/></FE>"
+        for k, (name, core) in enumerate((fspec.get("frame_elements") or {}).items())
     )
 
 
@@ -167,12 +227,12 @@ def _write_frames(
             )
             sents = []
             for line in fspec.get("lexical_units", {}).get(lu, []):
-                text, targets = parse_marked(line)
+                text, targets, fes = parse_annotated(line)
                 if len(targets) != 1:
                     raise ValueError(f"exemplar of {lu} must mark exactly one target: {line!r}")
                 s, e, _, _ = targets[0]
                 sent_id += 1
-                aset = _frame_aset(sent_id * 10 + 1, s, e, lu_id, lu, fid, fname, _fn_date(counter[0] + 1))
+                aset = _frame_aset(sent_id * 10 + 1, s, e, lu_id, lu, fid, fname, _fn_date(counter[0] + 1), fes)
                 sents.append(_annotated_sentence(sent_id, text, [aset], counter))
             if sents:
                 _write(
@@ -185,7 +245,8 @@ def _write_frames(
         _write(
             root / "frame" / f"{fname}.xml",
             f'<frame {header} cDate="{_fn_date(0)}" name={quoteattr(fname)} ID="{fid}">'
-            f"<definition>{escape(fspec.get('definition', ''))}</definition>{''.join(lus_xml)}</frame>",
+            f"<definition>{escape(fspec.get('definition', ''))}</definition>{_frame_fes(fspec, fid)}"
+            f"{''.join(lus_xml)}</frame>",
         )
     return sent_id
 
@@ -206,7 +267,9 @@ def _write_fulltext(
         corpora.setdefault(doc["corpus"], []).append((doc_id, doc["document"]))
         sents = []
         for line in doc["sentences"]:
-            text, targets = parse_marked(line)
+            text, targets, fes = parse_annotated(line)
+            if fes and len(targets) != 1:
+                raise ValueError(f"frame elements are marked in sentences with one target only: {line!r}")
             sent_id += 1
             asets = [
                 _frame_aset(
@@ -218,6 +281,7 @@ def _write_fulltext(
                     frame_ids[frame],
                     frame,
                     _fn_date(counter[0] + 1),
+                    fes,
                 )
                 for k, (s, e, lu, frame) in enumerate(targets)
             ]
@@ -269,6 +333,13 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
             raise InputError(path, where, "expected a mapping with 'definition' and 'lexical_units'")
         if frame.get("definition") is not None:
             _text(frame["definition"], path, where, "the definition")
+        fe_defs = frame.get("frame_elements") or {}
+        if not isinstance(fe_defs, dict) or not all(
+            isinstance(k, str) and _FE_OPEN_RE.fullmatch("<" + k + " ") and v in CORENESS for k, v in fe_defs.items()
+        ):
+            raise InputError(
+                path, where, f"'frame_elements' maps FE names (letters, digits, _, -) to one of {', '.join(CORENESS)}"
+            )
         lus = frame.get("lexical_units") or {}
         if not isinstance(lus, dict):
             raise InputError(path, where, "'lexical_units' must map 'lemma.pos' names to lists of sentences")
@@ -280,13 +351,14 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
             if not isinstance(sentences, list):
                 raise InputError(path, lu_where, "expected a list of sentences, each with one [target]")
             for n, line in enumerate(sentences):
-                text, targets = parse_marked(_text(line, path, f"{lu_where}, sentence {n + 1}", "the sentence"))
+                text, targets, fes = _parsed(line, path, f"{lu_where}, sentence {n + 1}")
                 if len(targets) != 1 or not text[targets[0][0] : targets[0][1]].strip():
                     raise InputError(
                         path,
                         f"{lu_where}, sentence {n + 1}",
                         f"an exemplar marks exactly one non-blank [target]: {line!r}",
                     )
+                _check_fes(text, fes, frame, path, f"{lu_where}, sentence {n + 1}")
     docs = spec.get("fulltext") or []
     if not isinstance(docs, list):
         raise InputError(path, "fulltext", "expected a list of documents")
@@ -297,7 +369,9 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
         _text(doc.get("corpus"), path, where, "the corpus name", file_name=True)
         _text(doc.get("document"), path, where, "the document name", file_name=True)
         for n, line in enumerate(doc["sentences"]):
-            text, targets = parse_marked(_text(line, path, f"{where}, sentence {n + 1}", "the sentence"))
+            text, targets, fes = _parsed(line, path, f"{where}, sentence {n + 1}")
+            if fes and len(targets) != 1:
+                raise InputError(path, f"{where}, sentence {n + 1}", "<FE ...> marks need exactly one [target]")
             for start, end, lu, frame in targets:
                 if lu is None or frame not in frames or not text[start:end].strip():
                     raise InputError(
@@ -308,7 +382,30 @@ def check_spec(spec: Any, path: Path | str) -> dict[str, Any]:
                 lemma, dot, pos = lu.rpartition(".")
                 if not dot or not lemma.strip() or not pos.strip():
                     raise InputError(path, f"{where}, sentence {n + 1}", f"LU {lu!r} is not 'lemma.pos'")
+                _check_fes(text, fes, frames[frame], path, f"{where}, sentence {n + 1}")
     return spec
+
+
+def _parsed(line: Any, path: Path | str, where: str) -> tuple[str, list, list[FEMark]]:
+    try:
+        return parse_annotated(_text(line, path, where, "the sentence"))
+    except ValueError as exc:
+        raise InputError(path, where, f"{exc}: {line!r}") from None
+
+
+def _check_fes(text: str, fes: list[FEMark], frame: dict[str, Any], path: Path | str, where: str) -> None:
+    """FE marks hold words, name FEs the frame lists (when it lists any) and do not overlap."""
+    known = frame.get("frame_elements") or {}
+    overt = sorted((s, e, name) for s, e, name, null_type in fes if null_type is None)
+    for s, e, name in overt:
+        if not text[s:e].strip():
+            raise InputError(path, where, f"frame element {name!r} marks no words")
+    for _, _, name, _ in fes:
+        if known and name not in known:
+            raise InputError(path, where, f"frame element {name!r} is not in the frame's frame_elements")
+    for (_, e1, a), (s2, _, b) in itertools.pairwise(overt):
+        if s2 < e1:
+            raise InputError(path, where, f"frame elements {a!r} and {b!r} overlap")
 
 
 def write_release_from_yaml(spec_path: Path | str, root: Path | str) -> Path:

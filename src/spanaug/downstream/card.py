@@ -58,6 +58,11 @@ FIELDS = [
         "constraints",
         "the phrases the paraphrase was forbidden to contain (the trigger, its forms and earlier triggers)",
     ),
+    (
+        "frame_elements",
+        "the frame elements in the paraphrase ({name, start, end, null_type, coreness}); null: not aligned "
+        "(FE alignment is not built yet, so null in every output of this version)",
+    ),
 ]
 
 

@@ -3,9 +3,12 @@
 Frame ID and SRL tools (open-SESAME and its successors) read the open-SESAME CoNLL format, so
 every aligned output becomes one CoNLL block: 15 tab-separated columns per token (id, form, ``_``,
 lemma, coarse POS, POS, sentence number, five ``_``, lexical unit, frame, frame-element tag), the
-lexical unit and frame on the trigger tokens, frame-element tags ``O`` (the pipeline aligns the
-trigger only; frame elements are not carried to the paraphrase). The project's own importer
-(:func:`spanaug.pipeline.importers.read_conll`) reads such a file back, one row per output.
+lexical unit and frame on the trigger tokens, and the output's frame elements as BIO tags
+(``B-Name`` on an FE's first token, ``I-Name`` on the others, ``O`` outside any; all ``O`` for an
+output whose FEs are null, i.e. not aligned). The format has no place for null-instantiated FEs
+or coreness: those are left out (and counted). The project's own importer
+(:func:`spanaug.pipeline.importers.read_conll`) reads such a file back, one row per output, with
+the same overt FEs.
 
 The dataset card that goes with the export is :mod:`spanaug.downstream.card`.
 """
@@ -38,6 +41,7 @@ _EXPORT_COLUMNS = [
     "aligned_end",
     "aligned_text",
     "aligned_lemma",
+    "frame_elements",
 ]
 
 
@@ -47,6 +51,21 @@ def output_lexical_unit(aligned_lemma: str | None, aligned_text: str | None, see
     lemma = (aligned_lemma or aligned_text or "").lower()
     pos = seed_lu.rpartition(".")[2] if "." in seed_lu else ""
     return f"{lemma}.{pos}" if pos else lemma
+
+
+def fe_tags(row: Mapping[str, Any], n_tokens: int) -> list[str]:
+    """Column 15: the output's overt FEs as BIO tags (each piece of a discontiguous FE opens with
+    ``B-``, so the importer reads the pieces back apart)."""
+    tags = ["O"] * n_tokens
+    for fe in row.get("frame_elements") or ():
+        if fe["null_type"] is not None:
+            continue
+        if any(c.isspace() for c in fe["name"]):
+            raise ArtifactError(
+                f"output {row['output_id']}: FE name {fe['name']!r} holds whitespace, which CoNLL cannot carry"
+            )
+        tags[fe["start"] : fe["end"] + 1] = [f"B-{fe['name']}"] + [f"I-{fe['name']}"] * (fe["end"] - fe["start"])
+    return tags
 
 
 def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> list[str]:
@@ -59,6 +78,7 @@ def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> li
         )
     tags = tagger.tag(list(tokens)) if tagger is not None else ["_"] * len(tokens)
     lu = output_lexical_unit(row["aligned_lemma"], row["aligned_text"], row["lexical_unit"])
+    roles = fe_tags(row, len(tokens))
     lines = []
     for i, token in enumerate(tokens):
         lemma = lemma_of([token], tags[i]) if tagger is not None else "_"
@@ -78,7 +98,7 @@ def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> li
             "_",
             lu if trigger else "_",
             row["frame"] if trigger else "_",
-            "O",
+            roles[i],
         ]
         lines.append("\t".join(cols))
     assert len(cols) == CONLL_COLUMNS
@@ -110,11 +130,14 @@ def export_conll(
         if tagger is None:
             raise ArtifactError(f"cannot fill the POS columns: {why}")
     n = 0
-    counts: Counter = Counter(unaligned_left_out=0)
+    counts: Counter = Counter(unaligned_left_out=0, null_instantiated_fes_left_out=0)
     ids = []
     with files.atomic_path(out, ".conll") as tmp, open(tmp, "w", encoding="utf-8") as handle:
         for row in iter_aligned(augmented, counts):
             handle.write("\n".join(conll_block(row, n, tagger)) + "\n\n")
+            counts["null_instantiated_fes_left_out"] += sum(
+                fe["null_type"] is not None for fe in row["frame_elements"] or ()
+            )
             ids.append(
                 {
                     "sentence": n,

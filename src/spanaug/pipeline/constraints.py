@@ -136,6 +136,7 @@ def requests_from_chain(
             "source_span_start": start,
             "source_span_end": end,
             "constraints": sorted(set(row["constraints"]) | new),
+            "source_frame_elements": row.get("frame_elements"),  # the source's FEs, for their alignment
         }
 
 

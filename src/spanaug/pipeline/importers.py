@@ -3,6 +3,13 @@
 Every importer yields rows of :data:`spanaug.core.artifacts.SENTENCES`: one row per (sentence,
 contiguous trigger span). Discontiguous triggers and sentences longer than ``max_tokens`` are
 skipped and counted in :class:`ImportStats`.
+
+Each row carries its frame elements (``frame_elements``) where the input has them: null when the
+input does not annotate FEs, an empty list when it does and the annotation has none. A
+discontiguous FE is kept split: one item per piece, all with the FE's name (counted in
+``fe_discontiguous``). Null-instantiated FEs (FrameNet's CNI, DNI, INI) are kept as items without a
+span. An FE may cover the trigger (an incorporated FE); two FEs of one annotation never overlap:
+FrameNet XML labels that would are skipped and counted (``fe_overlapping_skipped``).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +27,8 @@ from spanaug.core import artifacts
 from spanaug.core.config import ImportSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import iter_jsonl, iter_lines
-from spanaug.core.text import detokenize, is_blank, is_token, tokenize_around_span
+from spanaug.core.text import char_span_tokens, detokenize, is_blank, is_token, tokenize_around_span
+from spanaug.core.validation import CORENESS, NULL_INSTANTIATIONS
 from spanaug.pipeline.framenet import framenet_reader, guarded, parse_fn_date
 
 log = logging.getLogger(__name__)
@@ -34,6 +43,19 @@ class ImportStats:
     discontiguous_skipped: int = 0
     too_long_filtered: int = 0
     max_tokens: int | None = None
+    #: Kept rows whose input annotates frame elements (their ``frame_elements`` is not null).
+    fe_annotated_rows: int = 0
+    #: Overt FEs of the kept rows (a discontiguous FE counts once per piece).
+    fe_overt: int = 0
+    #: Null-instantiated FEs (CNI, DNI, INI) of the kept rows.
+    fe_null_instantiated: int = 0
+    #: Overt FEs that share a token with the trigger (incorporated FEs such as Degree = "strongest").
+    fe_covering_trigger: int = 0
+    #: FEs of one annotation in several pieces, kept split (one item per piece, the same name).
+    fe_discontiguous: int = 0
+    #: FrameNet XML FE labels skipped: overlapping an earlier FE of their annotation, or holding no token.
+    fe_overlapping_skipped: int = 0
+    fe_empty_skipped: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -59,7 +81,32 @@ def _keep(row: dict[str, Any], stats: ImportStats, max_tokens: int | None) -> bo
         stats.too_long_filtered += 1
         return False
     stats.rows_kept += 1
+    _count_fes(row, stats)
     return True
+
+
+def _count_fes(row: dict[str, Any], stats: ImportStats) -> None:
+    fes = row.get("frame_elements")
+    if fes is None:
+        return
+    stats.fe_annotated_rows += 1
+    overt = [fe for fe in fes if fe["null_type"] is None]
+    stats.fe_overt += len(overt)
+    stats.fe_null_instantiated += len(fes) - len(overt)
+    stats.fe_covering_trigger += sum(fe["start"] <= row["span_end"] and row["span_start"] <= fe["end"] for fe in overt)
+    pieces = Counter(fe["name"] for fe in overt)
+    stats.fe_discontiguous += sum(n > 1 for n in pieces.values())
+
+
+def frame_element(
+    name: str,
+    start: int | None = None,
+    end: int | None = None,
+    null_type: str | None = None,
+    coreness: str | None = None,
+) -> dict[str, Any]:
+    """One item of a ``frame_elements`` list (:data:`spanaug.core.artifacts.FRAME_ELEMENT`)."""
+    return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness}
 
 
 CONLL_COLUMNS = 15
@@ -142,7 +189,34 @@ def conll_block_row(
         "document": f"sent{sent_no}",
         "annotation_date": None,
         "order": order,
+        "frame_elements": conll_frame_elements(path, block),
     }
+
+
+def conll_frame_elements(path: Path | str, block: list[tuple[int, list[str]]]) -> list[dict[str, Any]] | None:
+    """The FEs of a CoNLL block from column 15's BIO tags (``B-Name`` opens an FE, ``I-Name``
+    continues it, ``O`` is outside any). A block tagged ``_`` throughout annotates no FE (None);
+    elsewhere ``_`` reads as ``O``. Coreness is not in the format. Two pieces of one name are one
+    discontiguous FE, kept split."""
+    tags = [cols[14].strip() for _, cols in block]
+    if all(t == "_" for t in tags):
+        return None
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for i, ((lineno, _), tag) in enumerate(zip(block, tags)):
+        kind, dash, name = tag.partition("-")
+        if tag in ("O", "_"):
+            current = None
+        elif dash and kind == "B" and not is_blank(name):
+            current = frame_element(name, i, i)
+            out.append(current)
+        elif dash and kind == "I" and current is not None and current["name"] == name:
+            current["end"] = i
+        elif dash and kind == "I" and not is_blank(name):
+            raise InputError(path, lineno, f"frame-element tag {tag!r} continues no B-{name} (expected B-{name} first)")
+        else:
+            raise InputError(path, lineno, f"frame-element tag {tag!r} in column 15 (expected O, B-Name or I-Name)")
+    return out
 
 
 def read_jsonl_sentences(
@@ -207,7 +281,55 @@ def _jsonl_row(path: Path, lineno: int, rec: dict[str, Any], label: str) -> dict
         "document": _optional_text(rec, "document", path, lineno),
         "annotation_date": _optional_text(rec, "annotation_date", path, lineno),
         "order": lineno,
+        "frame_elements": _jsonl_frame_elements(rec.get("frame_elements"), len(tokens), path, lineno),
     }
+
+
+_JSONL_FE = '{"name", "span": [s, e]} or {"name", "null": "CNI"|"DNI"|"INI"}, with an optional "coreness"'
+
+
+def _jsonl_frame_elements(value: Any, n_tokens: int, path: Path, lineno: int) -> list[dict[str, Any]] | None:
+    """A JSONL record's optional ``frame_elements``: absent or null is not annotated; overt FEs must
+    lie inside the tokens and not overlap each other (several items of one name: a discontiguous FE)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(path, lineno, f"'frame_elements' is {value!r} (expected a list of {_JSONL_FE})")
+    out = [_jsonl_frame_element(item, n_tokens, path, lineno) for item in value]
+    overt = sorted((fe["start"], fe["end"], fe["name"]) for fe in out if fe["null_type"] is None)
+    for (s1, e1, a), (s2, e2, b) in itertools.pairwise(overt):
+        if s2 <= e1:
+            raise InputError(
+                path, lineno, f"frame elements {a!r} [{s1}, {e1}] and {b!r} [{s2}, {e2}] overlap (expected none to)"
+            )
+    return out
+
+
+def _jsonl_frame_element(item: Any, n_tokens: int, path: Path, lineno: int) -> dict[str, Any]:
+    if not (isinstance(item, dict) and is_token(item.get("name")) and ("span" in item) != ("null" in item)):
+        raise InputError(path, lineno, f"frame element {item!r} (expected {_JSONL_FE})")
+    coreness = item.get("coreness")
+    if coreness is not None and coreness not in CORENESS:
+        raise InputError(
+            path, lineno, f"frame element coreness {coreness!r} (expected one of {', '.join(CORENESS)}, or null)"
+        )
+    if "null" in item:
+        if item["null"] not in NULL_INSTANTIATIONS:
+            raise InputError(
+                path, lineno, f"frame element 'null' is {item['null']!r} (expected {', '.join(NULL_INSTANTIATIONS)})"
+            )
+        return frame_element(item["name"], null_type=item["null"], coreness=coreness)
+    span = item["span"]
+    if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
+        raise InputError(path, lineno, f"frame element {item['name']!r}: 'span' is {span!r} (expected [start, end])")
+    if not 0 <= span[0] <= span[1] < n_tokens:
+        raise InputError(
+            path,
+            lineno,
+            f"frame element {item['name']!r}: span {span} out of range for {n_tokens} tokens "
+            f"(expected 0 <= start <= end < {n_tokens})",
+        )
+    return frame_element(item["name"], span[0], span[1], coreness=coreness)
 
 
 def _numbered(
@@ -279,10 +401,9 @@ def _lu_rows(
         rows.append(
             _fn_row(
                 sent,
-                asets[0].Target,
-                lu.frame.name,
+                asets[0],
+                lu.frame,
                 lu.name,
-                asets[0].get("cDate"),
                 f"framenet:{lu_path.relative_to(root)}:sentence {sent.ID}",
                 "exemplar",
                 None,
@@ -312,10 +433,9 @@ def _doc_rows(
             rows.append(
                 _fn_row(
                     sent,
-                    aset.Target,
-                    aset.frameName,
+                    aset,
+                    _frame_of(reader, sent, aset, doc_path),
                     aset.luName,
-                    aset.get("cDate"),
                     f"framenet:{doc_path.relative_to(root)}:sentence {sent.ID}",
                     "fulltext",
                     str(meta.filename).removesuffix(".xml"),
@@ -327,12 +447,20 @@ def _doc_rows(
     return rows
 
 
+def _frame_of(reader, sent, aset, path: Path):
+    """The frame a full-text annotation set names (for its FEs' coreness)."""
+    where = f"sentence {sent.get('ID')}"
+    if not isinstance(aset.get("frameName"), str) or not aset.frameName.strip():
+        raise InputError(path, where, "annotation set has no frame name")
+    # Loading the frame may fail on a frame file or an unknown name: guarded() names the file at fault.
+    return reader.frame_by_name(aset.frameName)
+
+
 def _fn_row(
     sent,
-    target_spans,
-    frame: str,
+    aset,
+    frame,
     lu: str,
-    cdate: str | None,
     source: str,
     part: str,
     document: str | None,
@@ -344,10 +472,10 @@ def _fn_row(
     text = sent.get("text")
     if not isinstance(text, str) or not text.strip():
         raise InputError(path, where, "sentence has no text")
-    for name, value in (("frame", frame), ("lexical unit", lu)):
+    for name, value in (("frame", frame.get("name")), ("lexical unit", lu)):
         if not isinstance(value, str) or not value.strip():
             raise InputError(path, where, f"annotation set has no {name} name")
-    spans = sorted(target_spans)
+    spans = sorted(aset.Target)
     if not spans or not all(len(sp) == 2 and all(isinstance(x, int) for x in sp) for sp in spans):
         raise InputError(path, where, f"target labels {spans!r} (expected character offsets)")
     start, end = spans[0][0], spans[-1][1]
@@ -358,8 +486,10 @@ def _fn_row(
             return None
     if not (0 <= start < end <= len(text)):
         raise InputError(path, where, f"target [{start}, {end}) out of range for {len(text)} characters")
+    labels = _fe_labels(aset, text, path, where)
     try:
-        tokens, offsets, span_start, span_end = tokenize_around_span(text, start, end)
+        cuts = [x for s, e, _ in (labels[0] if labels else ()) for x in (s, e)]
+        tokens, offsets, span_start, span_end = tokenize_around_span(text, start, end, cuts)
     except ValueError:
         raise InputError(path, where, f"target {text[start:end]!r} holds no token") from None
     return {
@@ -368,15 +498,64 @@ def _fn_row(
         "text": text,
         "span_start": span_start,
         "span_end": span_end,
-        "frame": frame,
+        "frame": frame.name,
         "lexical_unit": lu,
         "pos_tags": _fn_pos(sent, offsets),
         "source": source,
         "corpus_part": part,
         "document": document,
-        "annotation_date": parse_fn_date(cdate),
+        "annotation_date": parse_fn_date(aset.get("cDate")),
         "order": 0,
+        "frame_elements": _fn_frame_elements(labels, offsets, frame, stats),
     }
+
+
+def _fe_labels(aset, text: str, path: Path, where: str) -> tuple[list[tuple[int, int, str]], dict[str, str]] | None:
+    """An annotation set's FE layer (rank 1) as NLTK reads it: overt labels (character start, end
+    exclusive, name) and null instantiations (name -> CNI|DNI|INI); None without an FE layer."""
+    layer = aset.get("FE")
+    if layer is None:
+        return None
+    overt, nulls = layer
+    for s, e, name in overt:
+        if not (isinstance(name, str) and not is_blank(name) and 0 <= s < e <= len(text)):
+            raise InputError(path, where, f"FE label {name!r} at [{s}, {e}) (expected a name and offsets in the text)")
+    for name, kind in nulls.items():
+        if kind not in NULL_INSTANTIATIONS or is_blank(name):
+            raise InputError(path, where, f"FE {name!r} null-instantiated as {kind!r} (expected CNI, DNI or INI)")
+    return overt, nulls
+
+
+def _fn_frame_elements(
+    labels: tuple[list[tuple[int, int, str]], dict[str, str]] | None,
+    offsets: list[tuple[int, int]],
+    frame,
+    stats: ImportStats,
+) -> list[dict[str, Any]] | None:
+    """FE labels as token spans (over tokens cut at every FE edge), each with its coreness in the
+    frame; a label that overlaps an earlier one (by start, the longer first) or holds no token is
+    skipped and counted."""
+    if labels is None:
+        return None
+    overt, nulls = labels
+    fes = frame.get("FE") or {}
+
+    def coreness(name: str) -> str | None:
+        core = fes[name].get("coreType") if name in fes else None
+        return core if core in CORENESS else None
+
+    out, last_end = [], -1
+    for s, e, name in sorted(overt, key=lambda label: (label[0], -label[1])):
+        span = char_span_tokens(offsets, s, e)
+        if span is None:
+            stats.fe_empty_skipped += 1
+        elif span[0] <= last_end:
+            stats.fe_overlapping_skipped += 1
+        else:
+            out.append(frame_element(name, span[0], span[1], coreness=coreness(name)))
+            last_end = span[1]
+    out += [frame_element(name, null_type=kind, coreness=coreness(name)) for name, kind in sorted(nulls.items())]
+    return out
 
 
 def _fn_pos(sent, offsets: list[tuple[int, int]]) -> list[str] | None:

@@ -36,7 +36,8 @@ def _span_fields(tokens: list[str], start: int | None, end: int | None, lexical_
 
 
 def seed_rows(sentences: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Iteration-0 CHAIN rows: each seed sentence with its gold span as the 'aligned' span."""
+    """Iteration-0 CHAIN rows: each seed sentence with its gold span as the 'aligned' span, and its
+    frame elements (null where the input annotates none)."""
     for s in sentences:
         yield {
             "seed_id": s["sentence_id"],
@@ -51,6 +52,7 @@ def seed_rows(sentences: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             "aligner_score": None,
             "beam_rank": None,
             "constraints": [],
+            "frame_elements": s.get("frame_elements"),
         }
 
 
@@ -101,6 +103,8 @@ def chain_row(row: dict[str, Any]) -> dict[str, Any]:
         "aligner_score": row["aligner_score"],
         "beam_rank": row["beam_rank"],
         "constraints": row["constraints"],
+        # FEs are not aligned into paraphrases yet: null says "not annotated", never "none".
+        "frame_elements": None,
     }
 
 
