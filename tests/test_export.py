@@ -203,7 +203,7 @@ def test_conll_carries_frame_elements_and_the_importer_reads_them_back(tmp_path)
     assert [r["frame_elements"] for r in chain] == [s.get("frame_elements") for s in seeds]
     write_augmented(tmp_path, seeds, chain)
     counts = export_conll(tmp_path / "augmented.parquet", tmp_path / "out.conll")
-    assert counts == {"blocks": 4, "unaligned_left_out": 0, "null_instantiated_fes_left_out": 1}
+    assert counts == {"blocks": 4, "unaligned_left_out": 0, "null_instantiated_fes_left_out": 1, "warnings": []}
     column_15 = [line.split("\t")[14] for line in (tmp_path / "out.conll").read_text().split("\n\n")[0].splitlines()]
     assert column_15 == ["O", "O", "O", "B-Degree", "B-Exerter", "I-Exerter", "I-Exerter", "O"]
     back = list(read_conll(tmp_path / "out.conll"))

@@ -107,16 +107,26 @@ def export_task(
         raise InputError(augmented, None, "no output could be paired with gold controls (need two or more frames)")
     files.write_csv(task_rows, out_task)
     files.write_csv(key_rows, out_key)
+    return {
+        "items": len(task_rows),
+        "asked": n_items,
+        "skipped_without_controls": skipped,
+        "warnings": _shortfall(len(task_rows), n_items, len(aug), skipped),
+    }
+
+
+def _shortfall(items: int, asked: int, aligned: int, skipped: int) -> list[dict[str, Any]]:
+    """A warning for the report's warnings page when the task holds fewer items than asked for."""
     warnings: list[dict[str, Any]] = []
-    if len(task_rows) < n_items:
+    if items < asked:
         warn(
             warnings,
             "degraded",
-            f"annotation task: {len(task_rows)} items where {n_items} were asked for ({len(aug)} aligned outputs, "
+            f"annotation task: {items} items where {asked} were asked for ({aligned} aligned outputs, "
             f"{skipped} without gold controls in their frame)",
             log,
         )
-    return {"items": len(task_rows), "asked": n_items, "skipped_without_controls": skipped, "warnings": warnings}
+    return warnings
 
 
 def simulate_judgments(
