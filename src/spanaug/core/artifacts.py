@@ -264,9 +264,12 @@ def read_provenance(path: Path | str) -> dict[str, Any] | None:
     return value
 
 
-def derived(path: Path | str, stage: str, **changes: Any) -> dict[str, Any] | None:
-    """The provenance of what a stage writes from ``path``: the input's, with its own stage."""
-    source = read_provenance(path)
+def derived(
+    path: Path | str, stage: str, source: dict[str, Any] | None = None, **changes: Any
+) -> dict[str, Any] | None:
+    """The provenance of what a stage writes from ``path``: the input's (``source`` when already
+    read), with its own stage."""
+    source = read_provenance(path) if source is None else source
     return None if source is None else {**source, "stage": stage, **changes}
 
 

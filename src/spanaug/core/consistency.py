@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug.core.artifacts import read_provenance
 from spanaug.core.errors import ArtifactError
+from spanaug.core.validation import output_ids
 
 
 def iterations_in(table: pa.Table) -> list[int]:
@@ -39,9 +39,7 @@ def check_unique_outputs(
 ) -> None:
     """No (seed, iteration) output in two rows of ``paths``: the same chain (or shard) given twice
     would release every one of its outputs twice under one ``output_id``."""
-    keys = [
-        pc.binary_join_element_wise(s, pc.cast(i, pa.string()), "#") for s, i in zip(seed_ids, iterations, strict=True)
-    ]
+    keys = [output_ids(s, i) for s, i in zip(seed_ids, iterations, strict=True)]
     counts = pc.value_counts(pa.chunked_array([c for k in keys for c in k.chunks], pa.string()))
     twice = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
     if len(twice):
@@ -112,9 +110,9 @@ def check_seeds_cover(seeds_path: Path | str, seeds: pa.Table, path: Path | str,
 # ---------------------------------------------------------------- provenance (the files' metadata)
 
 
-def check_provenance_iteration(path: Path | str, expected: int, what: str) -> None:
-    """The iteration ``path``'s metadata records (when it has provenance) is ``expected``."""
-    recorded = (read_provenance(path) or {}).get("iteration")
+def check_provenance_iteration(path: Path | str, provenance: dict[str, Any] | None, expected: int, what: str) -> None:
+    """The iteration ``path``'s metadata records (``provenance``, when it has one) is ``expected``."""
+    recorded = (provenance or {}).get("iteration")
     if recorded is not None and recorded != expected:
         raise ArtifactError(f"{path}: is an output of iteration {recorded} where {what} needs iteration {expected}")
 

@@ -267,9 +267,7 @@ def _problems(table: pa.Table) -> list[Problem]:
     out += _duplicate_problems(table, names)
     if {"output_id", "seed_id", "iteration"} <= names:
         # The released id is seed_id#iteration; judgments and filters refer to outputs by it.
-        expected = pc.binary_join_element_wise(
-            table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()), "#"
-        )
+        expected = output_ids(table.column("seed_id"), table.column("iteration"))
         row = _first(pc.not_equal(table.column("output_id"), expected))
         if row >= 0:
             out.append(
@@ -296,6 +294,11 @@ def _problems(table: pa.Table) -> list[Problem]:
         if row >= 0:
             out.append((row, "paraphrase_score is NaN (expected a number)"))
     return out
+
+
+def output_ids(seed_ids: Any, iterations: Any) -> Any:
+    """The released id of each output, ``seed_id#iteration`` (Arrow arrays in, an Arrow array out)."""
+    return pc.binary_join_element_wise(seed_ids, pc.cast(iterations, pa.string()), "#")
 
 
 def _key_columns(names: set[str]) -> list[str]:

@@ -145,8 +145,9 @@ def expand_stage(chain_path: Path | str, out: Path | str, iteration: int, cfg: C
 
     A shard whose chains have all ended (none aligned) gives an empty shard: legitimate, and said."""
     rows_in = 0
-    check_provenance_iteration(chain_path, iteration - 1, f"iteration {iteration}'s constraint expansion")
-    provenance = artifacts.derived(chain_path, "requests", iteration=iteration)
+    source = artifacts.read_provenance(chain_path)
+    check_provenance_iteration(chain_path, source, iteration - 1, f"iteration {iteration}'s constraint expansion")
+    provenance = artifacts.derived(chain_path, "requests", source, iteration=iteration)
     with artifacts.open_writer(out, artifacts.REQUESTS, provenance) as writer:
         for table in artifacts.iter_batches(chain_path, artifacts.CHAIN):
             check_iteration(chain_path, table, iteration - 1, f"iteration {iteration}'s constraint expansion")

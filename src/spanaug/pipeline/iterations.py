@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core import artifacts, consistency
+from spanaug.core.validation import output_ids
 from spanaug.pipeline.constraints import lemma_of, lu_upos
 from spanaug.pipeline.seeds import shard_table
 
@@ -133,22 +134,18 @@ def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 81
     return writer.rows
 
 
-def _iterations_and_seeds(paths: Sequence[Path | str], schema: pa.Schema) -> tuple[list[list[int]], list[pa.Array]]:
-    tables = [artifacts.read_columns(p, schema, ["iteration", "seed_id"]) for p in paths]
-    return [consistency.iterations_in(t) for t in tables], [t.column("seed_id") for t in tables]
-
-
-def _iteration_columns(paths: Sequence[Path | str]) -> list[pa.ChunkedArray]:
-    return [artifacts.read_columns(p, artifacts.CHAIN, ["iteration"]).column("iteration") for p in paths]
+def _keys(paths: Sequence[Path | str], schema: pa.Schema) -> list[pa.Table]:
+    """Each file's ``iteration`` and ``seed_id`` columns, read once for the checks."""
+    return [artifacts.read_columns(p, schema, ["iteration", "seed_id"]) for p in paths]
 
 
 def gather(shard_paths: Sequence[Path | str], out: Path | str, schema: pa.Schema) -> int:
     """The shards of one iteration merged into ``out``; they must be one iteration's, each shard once
     (a seed in two shards is a shard given twice). Returns the row count."""
     if "iteration" in schema.names and "seed_id" in schema.names:
-        iterations, seed_ids = _iterations_and_seeds(shard_paths, schema)
-        consistency.check_same_iteration(shard_paths, iterations, "gather")
-        consistency.check_no_shared_seeds(shard_paths, seed_ids, "gather")
+        keys = _keys(shard_paths, schema)
+        consistency.check_same_iteration(shard_paths, [consistency.iterations_in(k) for k in keys], "gather")
+        consistency.check_no_shared_seeds(shard_paths, [k.column("seed_id") for k in keys], "gather")
     provenance = consistency.check_shards(shard_paths, [artifacts.read_provenance(p) for p in shard_paths])
     return artifacts.concat_artifacts(shard_paths, out, schema, provenance=provenance)
 
@@ -157,9 +154,11 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
     """The released dataset: every iteration's outputs (iteration >= 1), in one AUGMENTED table.
 
     No output may come twice (the same chain given twice) and no iteration may be missing."""
-    iterations, seed_ids = _iterations_and_seeds(iteration_paths, artifacts.CHAIN)
-    consistency.check_unique_outputs(iteration_paths, seed_ids, _iteration_columns(iteration_paths))
-    present = sorted({i for found in iterations for i in found if i > 0})
+    keys = _keys(iteration_paths, artifacts.CHAIN)
+    consistency.check_unique_outputs(
+        iteration_paths, [k.column("seed_id") for k in keys], [k.column("iteration") for k in keys]
+    )
+    present = sorted({i for k in keys for i in consistency.iterations_in(k) if i > 0})
     consistency.check_contiguous(iteration_paths, present, 1, "assemble")
     run = consistency.check_one_run(iteration_paths, [artifacts.read_provenance(p) for p in iteration_paths])
     provenance = {"run": run, "stage": "augmented"} if run else None
@@ -167,9 +166,7 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
                 table = table.filter(pc.greater(table.column("iteration"), 0))
-                ids = pc.binary_join_element_wise(
-                    table.column("seed_id"), pc.cast(table.column("iteration"), pa.string()), "#"
-                )
+                ids = output_ids(table.column("seed_id"), table.column("iteration"))
                 writer.write(table.append_column("output_id", ids))
     if not writer.rows:
         log.warning("no output in %d iteration file(s): the augmented dataset is empty", len(iteration_paths))
