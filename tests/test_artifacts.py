@@ -60,8 +60,8 @@ def test_streaming_concat(tmp_path):
     assert merged == [f"s{k}-{i}" for k in range(3) for i in range(5)]
 
 
-def _fe(name, start=None, end=None, null_type=None, coreness=None):
-    return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness}
+def _fe(name, start=None, end=None, null_type=None, coreness=None, score=None):
+    return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness, "score": score}
 
 
 def test_frame_elements_round_trip_with_null_and_empty_kept_apart(tmp_path):
@@ -85,7 +85,9 @@ def test_frame_elements_round_trip_with_null_and_empty_kept_apart(tmp_path):
         ([_fe(" ", 0, 0)], r"an FE's name is ' ' \(expected a non-blank name\)"),
         ([_fe("\u200b", 0, 0)], r"an FE's name is '\\u200b'"),
         ([_fe(None, 0, 0)], r"an FE's name is None"),
-        ([_fe("A", 0, 0, null_type="DNI")], r"FE 'A' is null-instantiated \(DNI\) but has a span \[0, 0\]"),
+        ([_fe("A", 0, 0, null_type="DNI")], r"FE 'A' is marked DNI but has a span \[0, 0\]"),
+        ([_fe("A", null_type="LOST")], r"FE 'A' has null_type 'LOST' \(expected one of CNI, DNI, INI, or null"),
+        ([_fe("A", 0, 0, score=1.5)], r"FE 'A' has score 1.5 \(expected 0 <= score <= 1"),
         ([_fe("A", null_type="XNI")], r"FE 'A' has null_type 'XNI' \(expected one of CNI, DNI, INI"),
         ([_fe("A", 0, 0, coreness="core")], r"FE 'A' has coreness 'core' \(expected one of Core"),
         ([None], r"an item is null"),

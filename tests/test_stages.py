@@ -185,12 +185,12 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
     assert json.dumps(out)  # plain values, no numpy scalars
 
 
-def test_seed_frame_elements_reach_iteration_0_and_the_requests_and_stop_at_select(tmp_path):
-    """This slice carries the seeds' FEs into iteration 0 and, as the source's, into iteration 1's
-    requests; the outputs of iteration 1 hold null (not yet aligned), never an empty list."""
+def test_seed_frame_elements_reach_iteration_0_the_requests_and_the_outputs(tmp_path):
+    """The seeds' FEs go into iteration 0 and, as the source's, into iteration 1's requests; select
+    carries each beam's placed FEs into the outputs (here: the beams hold none, null, never [])."""
     fes = [
-        {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core"},
-        {"name": "Seller", "start": None, "end": None, "null_type": "INI", "coreness": "Core"},
+        {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core", "score": None},
+        {"name": "Seller", "start": None, "end": None, "null_type": "INI", "coreness": "Core", "score": None},
     ]
     seeds = seeds_table(2)
     seeds[0]["frame_elements"] = fes
@@ -218,3 +218,9 @@ def test_seed_frame_elements_reach_iteration_0_and_the_requests_and_stop_at_sele
     select_stage(tmp_path / "aligned.parquet", tmp_path / "chain1.parquet")
     outputs = artifacts.read_table(tmp_path / "chain1.parquet", artifacts.CHAIN).to_pylist()
     assert len(outputs) == 2 and all(r["frame_elements"] is None for r in outputs)
+    carried = [{**fes[0], "score": 0.5}, fes[1]]  # exact in float32
+    aligned[0]["frame_elements"] = carried
+    artifacts.write_table(aligned, tmp_path / "aligned.parquet", artifacts.ALIGNED)
+    select_stage(tmp_path / "aligned.parquet", tmp_path / "chain1.parquet")
+    outputs = artifacts.read_table(tmp_path / "chain1.parquet", artifacts.CHAIN).to_pylist()
+    assert {r["seed_id"]: r["frame_elements"] for r in outputs} == {"s0": carried, "s1": None}

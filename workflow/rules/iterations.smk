@@ -27,7 +27,8 @@ rule select_best:
     input:
         aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
     output:
-        f"{RES}/iterations/iter{{i}}/shard{{j}}.chain.parquet",
+        chain=f"{RES}/iterations/iter{{i}}/shard{{j}}.chain.parquet",
+        stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.select_stats.json",
     log:
         f"{LOGS}/iter{{i}}/select_best.shard{{j}}.log",
     benchmark:
@@ -37,8 +38,11 @@ rule select_best:
     threads: CPU_THREADS
     resources:
         **CPU,
+    params:
+        frame_elements=flags(config["frame_elements"], keys=("select", "require")),
     shell:
-        "spanaug select --aligned {input.aligned:q} --out {output:q} > {log:q} 2>&1"
+        "spanaug select --aligned {input.aligned:q} --out {output.chain:q} --stats {output.stats:q}"
+        " {params.frame_elements} > {log:q} 2>&1"
 
 
 rule gather_iteration:

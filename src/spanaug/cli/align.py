@@ -15,7 +15,7 @@ from spanaug.core.aligner_settings import (
     AlignerSystemsSettings,
     AlignerTrainSection,
 )
-from spanaug.core.config import Runtime
+from spanaug.core.config import FrameElementSettings, Runtime
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -151,14 +151,15 @@ class AlignStageOptions:
     batch_size: int = inherit(AlignerSection, "batch_size")
 
 
-@command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard")
-def align_paraphrases(options: AlignStageOptions, runtime: Runtime) -> None:
+@command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard (and its FEs)")
+def align_paraphrases(options: AlignStageOptions, runtime: Runtime, frame_elements: FrameElementSettings) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(
         options.model,
         options.paraphrases,
         options.out,
+        frame_elements,
         encoder=options.encoder,
         device=runtime.device,
         batch_size=options.batch_size,

@@ -7,7 +7,7 @@ import logging
 from typing import Literal
 
 from spanaug.cli.options import command
-from spanaug.core.config import ConstraintSettings
+from spanaug.core.config import ConstraintSettings, FrameElementSettings
 from spanaug.core.settings import setting, settings
 
 log = logging.getLogger(__name__)
@@ -32,13 +32,16 @@ def constraints(options: ConstraintOptions, constraints: ConstraintSettings) -> 
 class SelectOptions:
     aligned: str = setting(help="an ALIGNED shard")
     out: str = setting(help="the iteration's CHAIN shard")
+    stats: str | None = setting(
+        None, "selection statistics (JSON): requests, outputs, chains ended by require, outputs keeping every FE"
+    )
 
 
 @command("select", help="keep the best-aligned beam per seed")
-def select(options: SelectOptions) -> None:
+def select(options: SelectOptions, frame_elements: FrameElementSettings) -> None:
     from spanaug.pipeline.iterations import select_stage
 
-    select_stage(options.aligned, options.out)
+    select_stage(options.aligned, options.out, frame_elements, options.stats)
 
 
 @settings

@@ -31,18 +31,21 @@ def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
 
 
 #: One frame element of an annotation: its name, and either an inclusive token span (an overt FE)
-#: or the kind of null instantiation (``null_type``, no span). ``coreness`` is null where the input
-#: does not say (CoNLL, JSONL without it); the values allowed are ``validation.NULL_INSTANTIATIONS``
-#: and ``validation.CORENESS``. A discontiguous FE is several items of the same name.
+#: or why it has none (``null_type``): FrameNet's null instantiations, or ``LOST`` where a paraphrase
+#: lost an FE its source had (``validation.LOST``, only in outputs). ``coreness`` is null where the
+#: input does not say (CoNLL, JSONL without it); the values allowed are ``validation.NULL_INSTANTIATIONS``
+#: and ``validation.CORENESS``. ``score`` is how sure the carrying was (the aligner's score, 1.0 for a
+#: verbatim match); null in the seeds. A discontiguous FE is several items of the same name.
 #: Every child is nullable in the type, so files of other writers read; the checks of
 #: :mod:`spanaug.core.validation` say what must be set.
 FRAME_ELEMENT = pa.struct(
     [
         pa.field("name", _STR),
-        pa.field("start", _I32),  # inclusive token index; null for a null instantiation
+        pa.field("start", _I32),  # inclusive token index; null without a span
         pa.field("end", _I32),  # inclusive token index
-        pa.field("null_type", _STR),  # CNI | DNI | INI, or null for an overt FE
+        pa.field("null_type", _STR),  # CNI | DNI | INI | LOST, or null for an overt FE
         pa.field("coreness", _STR),  # one of CORENESS, or null when unknown
+        pa.field("score", _F32),  # the carrying's score in [0, 1]; null in the seeds
     ]
 )
 
@@ -90,7 +93,8 @@ CHAIN = pa.schema(
         _f("aligner_score", _F32, nullable=True),
         _f("beam_rank", _I32, nullable=True),
         _f("constraints", _TOKENS),
-        # Spans over ``paraphrase_tokens``: the seed's at iteration 0; null (not yet aligned) after.
+        # Spans over ``paraphrase_tokens``: the seed's at iteration 0, carried after (frame_elements.mode;
+        # null when it is off or the seed has none).
         _f("frame_elements", FRAME_ELEMENTS, nullable=True),
     ]
 )
@@ -148,7 +152,7 @@ ALIGNED = pa.schema(
         _f("aligned_start", _I32, nullable=True),
         _f("aligned_end", _I32, nullable=True),
         _f("aligner_score", _F32),
-        _f("frame_elements", FRAME_ELEMENTS, nullable=True),  # aligned, over ``paraphrase_tokens`` (not yet)
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),  # carried, over ``paraphrase_tokens``
     ]
 )
 

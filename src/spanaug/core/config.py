@@ -74,6 +74,27 @@ class ConstraintSettings(Settings):
     inflections: bool = setting(True, "forbid every inflection of the span's head lemma (lemminflect)")
 
 
+@settings
+class FrameElementSettings(Settings):
+    """Frame elements carried across each paraphrase (config: ``frame_elements``; ``spanaug align
+    paraphrases`` places them, ``spanaug select`` weighs and requires them)."""
+
+    mode: Literal["off", "align", "keep"] = setting(
+        "off",
+        "off: outputs carry no FEs (the paper); align: the span aligner places every FE of every beam; "
+        "keep: an FE is found where its words occur verbatim",
+    )
+    select: Literal["trigger", "joint"] = setting(
+        "trigger", "beam selection by the trigger's aligner score, or by the mean of it and every FE's (lost: 0)"
+    )
+    require: Literal["none", "core", "all"] = setting(
+        "none", "beams kept when an FE is lost: any, those keeping every core FE (unknown coreness: core), or all"
+    )
+    candidates: int = setting(
+        5, "align: candidate spans per FE among which the best consistent placement is searched", minimum=1
+    )
+
+
 # ---------------------------------------------------------------- the paraphraser
 
 
@@ -214,6 +235,9 @@ class RunConfig(Settings):
         Runtime, "device", help="device of every model job: auto (CUDA when present), cpu, cuda, cuda:N or mps"
     )
     constraints: ConstraintSettings = setting(factory=ConstraintSettings, help="constraint expansion")
+    frame_elements: FrameElementSettings = setting(
+        factory=FrameElementSettings, help="frame elements carried across each paraphrase"
+    )
     paraphraser: ParaphraserSection = setting(factory=ParaphraserSection, help="the constrained paraphraser")
     aligner: AlignerSection = setting(factory=AlignerSection, help="the span aligner")
     baselines: BaselinesSection | None = setting(None, "word aligners against the span aligner (null: off)")

@@ -46,16 +46,21 @@ LABEL_COLUMNS = (
     "trigger",
 )
 
-#: (tokens, frame elements): FE lists whose spans index those tokens.
+#: (tokens, frame elements, whether it may hold LOST FEs): FE lists whose spans index those tokens.
+#: An imported sentence's FEs are annotations; a paraphrase's (and a request's source) are carried.
 FRAME_ELEMENT_COLUMNS = (
-    ("tokens", "frame_elements"),
-    ("paraphrase_tokens", "frame_elements"),
-    ("source_tokens", "source_frame_elements"),
+    ("tokens", "frame_elements", False),
+    ("paraphrase_tokens", "frame_elements", True),
+    ("source_tokens", "source_frame_elements", True),
 )
 
 #: The kinds of null instantiation FrameNet marks on an FE with no words in the sentence:
 #: constructional, definite and indefinite.
 NULL_INSTANTIATIONS = ("CNI", "DNI", "INI")
+
+#: The ``null_type`` of an FE that a paraphrase lost: its source had it overt, and no span of the
+#: output carries it (spanaug's own mark; it is no null instantiation, and never in an import).
+LOST = "LOST"
 
 #: An FE's coreness in its frame, as FrameNet's frame files give it (``coreType``).
 CORENESS = ("Core", "Core-Unexpressed", "Peripheral", "Extra-Thematic")
@@ -142,19 +147,21 @@ def _visible_blank(strings: Any) -> Any:
     return pc.fill_null(pc.equal(visible, ""), True)
 
 
-def _fe_problems(table: pa.Table, tokens_col: str, fe_col: str) -> list[Problem]:
-    """Every FE named, overt (a span inside the tokens) or null-instantiated (a kind, no span),
-    with a known coreness; no two overt FEs of a row overlapping (an FE may cover the trigger)."""
+def _fe_problems(table: pa.Table, tokens_col: str, fe_col: str, carried: bool) -> list[Problem]:
+    """Every FE named, overt (a span inside the tokens) or null-instantiated (a kind, no span; LOST
+    too where ``carried``), with a known coreness and a score in [0, 1]; no two overt FEs of a row
+    overlapping (an FE may cover the trigger)."""
     lists = table.column(fe_col).combine_chunks()
     items = lists.flatten()
     if not len(items):
         return []
     parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
     # StructArray.flatten: the children with a null item's nulls applied (its slots hold anything).
-    name, start, end, null_type, coreness = items.flatten()
+    name, start, end, null_type, coreness, score = items.flatten()
     lengths = pc.take(pc.list_value_length(table.column(tokens_col)), pa.array(parents))
     overt = pc.is_null(null_type)
     inside = pc.and_(pc.and_(pc.greater_equal(start, 0), pc.less_equal(start, end)), pc.less(end, lengths))
+    kinds = NULL_INSTANTIATIONS + ((LOST,) if carried else ())
     checks = [
         (pc.is_null(items), lambda k: "an item is null (expected {name, start, end} or {name, null_type})"),
         (_visible_blank(name), lambda k: f"an FE's name is {name[k].as_py()!r} (expected a non-blank name)"),
@@ -167,18 +174,22 @@ def _fe_problems(table: pa.Table, tokens_col: str, fe_col: str) -> list[Problem]
             ),
         ),
         (
-            pc.and_(pc.invert(overt), pc.invert(pc.is_in(null_type, pa.array(NULL_INSTANTIATIONS)))),
+            pc.and_(pc.invert(overt), pc.invert(pc.is_in(null_type, pa.array(kinds)))),
             lambda k: (
                 f"FE {name[k].as_py()!r} has null_type {null_type[k].as_py()!r} (expected one of "
-                f"{', '.join(NULL_INSTANTIATIONS)}, or null for an overt FE)"
+                f"{', '.join(kinds)}, or null for an overt FE)"
             ),
         ),
         (
             pc.and_(pc.invert(overt), pc.or_(pc.is_valid(start), pc.is_valid(end))),
             lambda k: (
-                f"FE {name[k].as_py()!r} is null-instantiated ({null_type[k].as_py()}) but has a span "
+                f"FE {name[k].as_py()!r} is marked {null_type[k].as_py()} but has a span "
                 f"[{start[k].as_py()}, {end[k].as_py()}] (expected none)"
             ),
+        ),
+        (
+            pc.or_(pc.less(score, 0), pc.greater(score, 1)),
+            lambda k: f"FE {name[k].as_py()!r} has score {score[k].as_py()} (expected 0 <= score <= 1, or null)",
         ),
         (
             pc.and_(pc.is_valid(coreness), pc.invert(pc.is_in(coreness, pa.array(CORENESS)))),
@@ -231,9 +242,9 @@ def _problems(table: pa.Table) -> list[Problem]:
     for tokens_col, start_col, end_col, required in SPANS:
         if {tokens_col, start_col, end_col} <= names:
             out += _span_problems(table, tokens_col, start_col, end_col, required)
-    for tokens_col, fe_col in FRAME_ELEMENT_COLUMNS:
+    for tokens_col, fe_col, carried in FRAME_ELEMENT_COLUMNS:
         if {tokens_col, fe_col} <= names:
-            out += _fe_problems(table, tokens_col, fe_col)
+            out += _fe_problems(table, tokens_col, fe_col, carried)
     for column in LABEL_COLUMNS:
         if column in names:
             row = _first(pc.equal(pc.utf8_trim_whitespace(table.column(column)), ""))

@@ -9,6 +9,7 @@ previous iteration, so shards run as independent jobs and a lost shard is rebuil
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug.core import artifacts, consistency
+from spanaug.core import artifacts, consistency, files
+from spanaug.core.config import FrameElementSettings
 from spanaug.core.validation import output_ids
+from spanaug.pipeline import frame_elements as fe_rules
 from spanaug.pipeline.constraints import lemma_of, lu_upos
 from spanaug.pipeline.seeds import shard_table
 
@@ -78,15 +81,23 @@ def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int
     return counts
 
 
-def best_beams(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per request, the beam with the highest aligner score (ties: the better-ranked beam)."""
-    best: dict[str, dict[str, Any]] = {}
+def best_beams(rows: Iterable[dict[str, Any]], fe: FrameElementSettings | None = None) -> list[dict[str, Any]]:
+    """Per request, the beam with the highest score (ties: the better-ranked beam): the aligner's
+    score of the trigger, or with ``fe.select: joint`` the mean of it and the FEs' (lost: 0). Beams
+    that lose an FE ``fe.require`` asks for are never chosen; a request left with none ends its chain."""
+    fe = fe or FrameElementSettings()
+    best: dict[str, tuple[tuple[float, int], dict[str, Any]]] = {}
     for row in rows:
+        if not fe_rules.meets(row["frame_elements"], fe.require):
+            continue
+        score = row["aligner_score"]
+        if fe.select == "joint":
+            score = fe_rules.joint_score(score, row["frame_elements"])
+        key = (score, -row["beam_rank"])
         cur = best.get(row["seed_id"])
-        key = (row["aligner_score"], -row["beam_rank"])
-        if cur is None or key > (cur["aligner_score"], -cur["beam_rank"]):
-            best[row["seed_id"]] = row
-    return list(best.values())
+        if cur is None or key > cur[0]:
+            best[row["seed_id"]] = (key, row)
+    return [row for _, row in best.values()]
 
 
 def chain_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -104,17 +115,25 @@ def chain_row(row: dict[str, Any]) -> dict[str, Any]:
         "aligner_score": row["aligner_score"],
         "beam_rank": row["beam_rank"],
         "constraints": row["constraints"],
-        # FEs are not aligned into paraphrases yet: null says "not annotated", never "none".
-        "frame_elements": None,
+        "frame_elements": row["frame_elements"],  # null: FEs off, or the seed has none annotated
     }
 
 
-def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 8192) -> int:
-    """CLI stage: an ALIGNED shard -> the iteration's CHAIN shard (best beam per seed).
+def select_stage(
+    aligned_path: Path | str,
+    out: Path | str,
+    fe: FrameElementSettings | None = None,
+    stats_path: Path | str | None = None,
+    chunk_rows: int = 8192,
+) -> int:
+    """CLI stage: an ALIGNED shard -> the iteration's CHAIN shard (best beam per seed, see
+    :func:`best_beams`); its statistics count the requests, the outputs, the chains ``require``
+    ended and the outputs that carry every FE of their source.
 
     All beams of one request are contiguous in the shard (the paraphrase stage writes them
     together), so the shard is streamed and each request's beams are held only briefly.
     """
+    stats: Counter[str] = Counter(requests=0, outputs=0)
     provenance = artifacts.derived(aligned_path, "chain")
     with artifacts.open_writer(out, artifacts.CHAIN, provenance) as writer:
         pending: list[dict[str, Any]] = []
@@ -126,12 +145,34 @@ def select_stage(aligned_path: Path | str, out: Path | str, chunk_rows: int = 81
             cut = len(rows)
             while cut > 0 and rows[cut - 1]["seed_id"] == rows[-1]["seed_id"]:
                 cut -= 1
-            writer.write([chain_row(r) for r in best_beams(rows[:cut])])
+            writer.write(_selected(rows[:cut], fe, stats))
             pending = rows[cut:]
-        writer.write([chain_row(r) for r in best_beams(pending)])
+        writer.write(_selected(pending, fe, stats))
     if not writer.rows:
         log.warning("%s holds no aligned beam (every chain of this shard has ended): empty shard", aligned_path)
+    if stats["ended_by_require"]:
+        log.warning(
+            "%s: %d of %d request(s) had no beam keeping the frame elements required (%s): their chains end",
+            aligned_path,
+            stats["ended_by_require"],
+            stats["requests"],
+            (fe or FrameElementSettings()).require,
+        )
+    if stats_path:
+        files.write_json(dict(stats), stats_path)
     return writer.rows
+
+
+def _selected(rows: list[dict[str, Any]], fe: FrameElementSettings | None, stats: Counter[str]) -> list[dict[str, Any]]:
+    """The chosen beams of whole requests as CHAIN rows, counted into ``stats``."""
+    chosen = [chain_row(r) for r in best_beams(rows, fe)]
+    n_requests = len({r["seed_id"] for r in rows})
+    stats["requests"] += n_requests
+    stats["outputs"] += len(chosen)
+    stats["ended_by_require"] += n_requests - len(chosen)
+    stats["outputs_with_frame_elements"] += sum(bool(r["frame_elements"]) for r in chosen)
+    stats["outputs_keeping_every_frame_element"] += sum(fe_rules.every_fe_kept(r["frame_elements"]) for r in chosen)
+    return chosen
 
 
 def _keys(paths: Sequence[Path | str], schema: pa.Schema) -> list[pa.Table]:

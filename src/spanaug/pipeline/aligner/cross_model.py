@@ -44,7 +44,8 @@ from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.model import encoder_layers
+from spanaug.pipeline.aligner.interface import Candidates
+from spanaug.pipeline.aligner.model import encoder_layers, top_indices
 
 log = logging.getLogger(__name__)
 
@@ -391,6 +392,29 @@ class CrossAligner:
         assert best is not None
         return best[0], best[2]
 
+    def ranked(
+        self,
+        raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
+        top_k: int,
+        threshold: float | None = None,
+    ) -> list[Candidates]:
+        """Per instance, its ``top_k`` most probable spans (Platt-scaled probabilities, best first),
+        none when the null option's probability reaches the threshold, and the best span's probability."""
+        threshold = self.config.threshold if threshold is None else threshold
+        out: list[Candidates] = []
+        for item in raw:
+            if item is None or item[0].shape[0] == 0:
+                out.append(([], 0.0))
+                continue
+            cands, logits = item
+            probs = torch.softmax(logits / self.config.temperature, dim=0)
+            top = top_indices(probs[1:], top_k)
+            spans = [
+                ((int(cands[n, 0]), int(cands[n, 1])), platt(float(probs[1 + n]), self.config.calibration)) for n in top
+            ]
+            out.append((spans if float(probs[0]) < threshold else [], spans[0][1]))
+        return out
+
     def predict(
         self,
         instances: Sequence[Instance],
@@ -401,6 +425,19 @@ class CrossAligner:
         """Predicted target span (None: no counterpart) and its probability per instance."""
         raw = self.raw_scores(instances, batch_size or self.predict_batch_size, progress)
         return self.decide(raw, threshold=threshold)
+
+    def predict_candidates(
+        self,
+        instances: Sequence[Instance],
+        top_k: int,
+        batch_size: int | None = None,
+        progress: bool = False,
+        threshold: float | None = None,
+    ) -> list[Candidates]:
+        """Per instance, up to ``top_k`` accepted spans with their probabilities, best first, and the
+        best probability (each (pair, span) is its own encoder input: the span is marked in it)."""
+        raw = self.raw_scores(instances, batch_size or self.predict_batch_size, progress)
+        return self.ranked(raw, top_k, threshold)
 
 
 # ---------------------------------------------------------------- calibration

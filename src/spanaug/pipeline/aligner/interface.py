@@ -18,6 +18,15 @@ from spanaug.pipeline.aligner.instances import Instance
 #: One prediction: the target span (inclusive word indices; None: no counterpart) and its score.
 Prediction = tuple[tuple[int, int] | None, float]
 
+#: One instance's candidates: the target spans the aligner accepts, best first, each with its score
+#: (empty: no counterpart), and the best score of all (what a null prediction reports).
+Candidates = tuple[list[tuple[tuple[int, int], float]], float]
+
+
+def best_predictions(candidates: Sequence[Candidates]) -> list[Prediction]:
+    """Each instance's best accepted span (None when it has none) and the best score: ``predict``."""
+    return [(accepted[0][0] if accepted else None, best) for accepted, best in candidates]
+
 
 class AlignerModelConfig(Protocol):
     """The settings every kind's config has (``AlignerConfig``, ``CrossAlignerConfig``)."""
@@ -70,6 +79,18 @@ class SpanAlignerModel(Protocol):
     ) -> list[Prediction]:
         """(span or None, score) per instance; ``batch_size`` None: the kind's default; ``threshold``
         None: the config's."""
+
+    def predict_candidates(
+        self,
+        instances: Sequence[Instance],
+        top_k: int,
+        batch_size: int | None = None,
+        progress: bool = False,
+        threshold: float | None = None,
+    ) -> list[Candidates]:
+        """Per instance, up to ``top_k`` accepted target spans, best first, and the best score: what a
+        search over several spans' joint consistency (frame elements) chooses among. ``predict`` is
+        its first span."""
 
     def limit_stats(self) -> dict[str, int]:
         """Inputs over the encoder's limit so far (for the align stage's statistics)."""

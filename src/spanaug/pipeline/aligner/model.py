@@ -21,6 +21,7 @@ from spanaug.core.aligner_settings import AlignerConfig
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.instances import Instance, pair_key
+from spanaug.pipeline.aligner.interface import Candidates, Prediction, best_predictions
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 
 FEATURES = ("df", "mx", "cue")
@@ -218,11 +219,21 @@ class SpanAligner:
                 col += widths[name]
         return blocks
 
-    @torch.inference_mode()
     def score_spans(
         self, items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]], chunk: int = 16
     ) -> list[tuple[tuple[int, int] | None, float]]:
-        """Best candidate and its score for each (word vectors, source span).
+        """Best candidate and its score for each (word vectors, source span); (None, 0.0) where the
+        target has no candidate."""
+        return [ranked[0] if ranked else (None, 0.0) for ranked in self.rank_spans(items, 1, chunk)]
+
+    @torch.inference_mode()
+    def rank_spans(
+        self,
+        items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
+        top_k: int,
+        chunk: int = 16,
+    ) -> list[list[tuple[tuple[int, int], float]]]:
+        """The ``top_k`` best candidates and their scores for each (word vectors, source span), best first.
 
         Computes the same scores as ``scorer(features(...))`` with less work: the candidates of
         ``chunk`` items at a time are scored as one batch (small enough to stay in cache), and
@@ -230,15 +241,16 @@ class SpanAligner:
         is linear), so only Mx needs a matmul per candidate.
         """
         self.scorer.eval()
-        out: list[tuple[tuple[int, int] | None, float]] = []
+        out: list[list[tuple[tuple[int, int], float]]] = []
         for start in range(0, len(items), chunk):
-            out.extend(self._score_chunk(items[start : start + chunk]))
+            out.extend(self._score_chunk(items[start : start + chunk], top_k))
         return out
 
     def _score_chunk(
         self,
         items: Sequence[tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]],
-    ) -> list[tuple[tuple[int, int] | None, float]]:
+        top_k: int,
+    ) -> list[list[tuple[tuple[int, int], float]]]:
         cfg, dev = self.config, self.device
         targets: dict[int, int] = {}  # id(target vectors) -> offset into the stacked prefix sums
         prefix_parts, src_means, cand_parts, row_item, offsets = [], [], [], [], []
@@ -294,18 +306,8 @@ class SpanAligner:
                 dim=1,
             )
             z += cue @ blocks["cue"].T
-        scores = torch.sigmoid(self.scorer.out(self.scorer.norm(self.scorer.act(z))).squeeze(-1)).cpu()
-        cands = cands.cpu()
-        out: list[tuple[tuple[int, int] | None, float]] = []
-        offset = 0
-        for c in row_item:
-            if c == 0:
-                out.append((None, 0.0))
-                continue
-            best = offset + int(scores[offset : offset + c].argmax())
-            out.append(((int(cands[best, 0]), int(cands[best, 1])), float(scores[best])))
-            offset += c
-        return out
+        scores = torch.sigmoid(self.scorer.out(self.scorer.norm(self.scorer.act(z))).squeeze(-1))
+        return _top_candidates(scores, cands, row_item, top_k)
 
     @torch.inference_mode()
     def score_spans_reference(
@@ -331,13 +333,25 @@ class SpanAligner:
         batch_size: int | None = None,
         progress: bool = False,
         threshold: float | None = None,
-    ) -> list[tuple[tuple[int, int] | None, float]]:
+    ) -> list[Prediction]:
         """Predicted target span (None under the threshold) and its score per instance."""
+        return best_predictions(self.predict_candidates(instances, 1, batch_size, progress, threshold))
+
+    def predict_candidates(
+        self,
+        instances: Sequence[Instance],
+        top_k: int,
+        batch_size: int | None = None,
+        progress: bool = False,
+        threshold: float | None = None,
+    ) -> list[Candidates]:
+        """Per instance, its ``top_k`` best target spans whose score reaches the threshold (best first;
+        none: no counterpart) and the best score of all."""
         threshold = self.config.threshold if threshold is None else threshold
         batch_size = batch_size or self.predict_batch_size
-        out: list[tuple[tuple[int, int] | None, float]] = []
+        out: list[Candidates] = []
         # Encode a chunk of sentence pairs at a time so memory stays flat on large inputs;
-        # each pair is encoded once for all of its spans.
+        # each pair is encoded once for all of its spans (a trigger and its frame elements).
         chunk = batch_size * 16
         for start in tqdm(range(0, len(instances), chunk), desc="align", unit="chunk", disable=not progress):
             part = instances[start : start + chunk]
@@ -345,9 +359,35 @@ class SpanAligner:
             vecs = dict(zip(pairs, self.encode_pairs(pairs, batch_size)))
             for j in range(0, len(part), batch_size):
                 sub = part[j : j + batch_size]
-                scored = self.score_spans([(vecs[pair_key(i)], i.source_span) for i in sub])
-                out.extend((span if span is not None and score >= threshold else None, score) for span, score in scored)
+                ranked = self.rank_spans([(vecs[pair_key(i)], i.source_span) for i in sub], top_k)
+                out.extend(([c for c in r if c[1] >= threshold], r[0][1] if r else 0.0) for r in ranked)
         return out
+
+
+def top_indices(scores: torch.Tensor, k: int) -> list[int]:
+    """The indices of the ``k`` highest scores, best first; the first is argmax's (the first of equal
+    scores), so the best of a ranking is always the single prediction's."""
+    best = int(scores.argmax())
+    if k == 1:
+        return [best]
+    rest = torch.topk(scores, min(k, scores.shape[0])).indices.tolist()
+    return [best] + [n for n in rest if n != best][: k - 1]
+
+
+def _top_candidates(
+    scores: torch.Tensor, cands: torch.Tensor, counts: Sequence[int], top_k: int
+) -> list[list[tuple[tuple[int, int], float]]]:
+    """Each item's ``top_k`` best (span, score) from its ``counts`` rows of ``scores`` and ``cands``
+    (one transfer to the host for the whole chunk)."""
+    scores, cands = scores.cpu(), cands.cpu()
+    out: list[list[tuple[tuple[int, int], float]]] = []
+    offset = 0
+    for c in counts:
+        part = scores[offset : offset + c]
+        top = top_indices(part, top_k) if c else []
+        out.append([((int(cands[offset + n, 0]), int(cands[offset + n, 1])), float(part[n])) for n in top])
+        offset += c
+    return out
 
 
 def encoder_layers(encoder: nn.Module) -> nn.ModuleList:

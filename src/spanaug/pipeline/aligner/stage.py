@@ -1,13 +1,23 @@
-"""The align stage: every beam of a PARAPHRASES shard aligned, as an ALIGNED shard."""
+"""The align stage: every beam of a PARAPHRASES shard aligned, as an ALIGNED shard.
+
+Each beam's trigger is aligned, and with ``frame_elements.mode`` its source's frame elements are
+carried too (:mod:`spanaug.pipeline.frame_elements`): in ``align`` mode the FEs' instances go to the
+aligner in the same call as the triggers, so a paper-kind aligner encodes each sentence pair once
+for the trigger and all of its FEs, and no model is loaded twice.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts, files
+from spanaug.core.config import FrameElementSettings
+from spanaug.pipeline import frame_elements as fe_rules
 from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.loading import AutoAligner
 
 log = logging.getLogger(__name__)
@@ -17,6 +27,7 @@ def align_stage(
     model: Path | str,
     paraphrases_path: Path | str,
     out: Path | str,
+    fe: FrameElementSettings | None = None,
     encoder: str | None = None,
     device: str | None = "auto",
     chunk_rows: int = 4096,
@@ -25,36 +36,93 @@ def align_stage(
 ) -> int:
     """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam).
 
-    Its statistics count the beams aligned and not, and the sentence pairs too long for the
-    encoder, which were encoded one sentence at a time (see ``PairEncoder.encode_batch``). An
-    empty shard is legitimate (every chain of the shard has ended) and is said so.
+    Its statistics count the beams aligned and not, the sentence pairs too long for the encoder,
+    which were encoded one sentence at a time (see ``PairEncoder.encode_batch``), and with FEs on,
+    the FEs carried and lost. An empty shard is legitimate (every chain of the shard has ended)
+    and is said so.
     """
+    fe = fe or FrameElementSettings()
     aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder)  # either kind
-    stats: dict[str, Any] = {"beams": 0, "aligned": 0, "unaligned": 0}
+    stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
     with artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
         for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
             rows = table.to_pylist()
-            insts = [
-                Instance(
-                    f"{r['seed_id']}:{r['beam_rank']}",
-                    r["source_tokens"],
-                    r["paraphrase_tokens"],
-                    (r["source_span_start"], r["source_span_end"]),
-                )
-                for r in rows
-            ]
-            for row, (span, score) in zip(rows, aligner.predict(insts, batch_size=batch_size)):
-                row["aligned_start"], row["aligned_end"] = span if span is not None else (None, None)
-                row["aligner_score"] = score
-                stats["aligned" if span is not None else "unaligned"] += 1
+            align_rows(aligner, rows, fe, batch_size)
+            for row in rows:
+                stats["aligned" if row["aligned_start"] is not None else "unaligned"] += 1
+                if fe.mode != "off":
+                    stats.update(fe_counts(row["source_frame_elements"], row["frame_elements"]))
             stats["beams"] += len(rows)
             writer.write(rows)
-    stats.update(aligner.limit_stats())
-    stats["empty_shard"] = stats["beams"] == 0
-    if stats["empty_shard"]:
+    summary: dict[str, Any] = {**stats, **aligner.limit_stats(), "frame_elements_mode": fe.mode}
+    summary["empty_shard"] = stats["beams"] == 0
+    if summary["empty_shard"]:
         log.warning("%s holds no paraphrase (every chain of this shard has ended): empty shard", paraphrases_path)
-    log.info("align %s: %s", paraphrases_path, stats)
+    log.info("align %s: %s", paraphrases_path, summary)
     if stats_path:
-        files.write_json(stats, stats_path)
+        files.write_json(summary, stats_path)
     return writer.rows
+
+
+def align_rows(
+    aligner: SpanAlignerModel, rows: list[dict[str, Any]], fe: FrameElementSettings, batch_size: int
+) -> None:
+    """Set each PARAPHRASES row's aligned span, score and carried FEs (ALIGNED columns), in place.
+
+    A beam's trigger instance and its FEs' follow one another, so one aligner call (one encoding of
+    each pair, for the paper kind) serves them all; the cost grows with the FE count.
+    """
+    instances: list[Instance] = []
+    owners: list[tuple[int, int | None]] = []  # (row, FE index; None for the trigger)
+    for n, row in enumerate(rows):
+        trigger = (row["source_span_start"], row["source_span_end"])
+        beam = f"{row['seed_id']}:{row['beam_rank']}"
+        instances.append(Instance(beam, row["source_tokens"], row["paraphrase_tokens"], trigger))
+        owners.append((n, None))
+        if fe.mode == "align":
+            for k in fe_rules.to_place(row["source_frame_elements"], trigger):
+                span = row["source_frame_elements"][k]["start"], row["source_frame_elements"][k]["end"]
+                instances.append(Instance(f"{beam}:fe{k}", row["source_tokens"], row["paraphrase_tokens"], span))
+                owners.append((n, k))
+    top_k = fe.candidates if fe.mode == "align" else 1
+    candidates: list[dict[int, list[fe_rules.Candidate]]] = [{} for _ in rows]
+    for (n, k), (accepted, best) in zip(owners, aligner.predict_candidates(instances, top_k, batch_size=batch_size)):
+        if k is None:
+            rows[n]["aligned_start"], rows[n]["aligned_end"] = accepted[0][0] if accepted else (None, None)
+            rows[n]["aligner_score"] = best
+        else:
+            candidates[n][k] = accepted
+    for row, found in zip(rows, candidates):
+        row["frame_elements"] = None if fe.mode == "off" else carry(row, found if fe.mode == "align" else None)
+
+
+def carry(row: dict[str, Any], found: dict[int, list[fe_rules.Candidate]] | None) -> list[dict[str, Any]] | None:
+    """The beam's FEs: placed among the aligner's candidates ``found``, or (None: ``keep`` mode) among
+    the places where each FE's words occur verbatim."""
+    fes = row["source_frame_elements"]
+    trigger = (row["source_span_start"], row["source_span_end"])
+    if found is None:
+        found = {
+            k: fe_rules.verbatim_candidates(
+                row["source_tokens"], (fes[k]["start"], fes[k]["end"]), row["paraphrase_tokens"]
+            )
+            for k in fe_rules.to_place(fes, trigger)
+        }
+    aligned = (row["aligned_start"], row["aligned_end"]) if row["aligned_start"] is not None else None
+    return fe_rules.place(fes, trigger, aligned, row["aligner_score"], found)
+
+
+def fe_counts(source: list[dict[str, Any]] | None, carried: list[dict[str, Any]] | None) -> Counter[str]:
+    """What one beam did with its source's FEs, for the stage's statistics."""
+    if not source or carried is None:
+        return Counter()
+    to_carry = sum(fe_rules.has_span(fe) for fe in source)
+    kept = sum(fe_rules.has_span(fe) for fe in carried)
+    return Counter(
+        beams_with_frame_elements=1,
+        frame_elements_to_carry=to_carry,
+        frame_elements_carried=kept,
+        frame_elements_lost=to_carry - kept,
+        beams_keeping_every_frame_element=int(to_carry > 0 and kept == to_carry),
+    )
