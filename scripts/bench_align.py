@@ -8,6 +8,12 @@ Target: at least 100 sentence pairs/s on 2 CPU cores. Two workloads: every insta
 source spans per pair; the paper's aligner encodes a pair once for all its spans), and one span per
 pair, the shape of the pipeline's align stage (each paraphrase beam is a pair with one span).
 
+With the shared FN1.7 dev CoNLL, a third workload is the align stage itself (``align_rows``) on its
+frame annotations, with the frame elements off (trigger only) and on (``frame_elements.mode: align``):
+outputs/s of each, their ratio, and the time per output by its number of FEs to place, which must
+grow at most linearly. The "paraphrase" of each annotation is its sentence with the trigger's words
+replaced (the FEs' words stay), so the workload has the dev's real FE counts and lengths.
+
     .venv/bin/python scripts/bench_align.py [--threads 2] [--kinds paper,cross] [--limit N]
 """
 
@@ -72,6 +78,71 @@ def main() -> None:
                 "(target >= 100 pairs/s)",
                 flush=True,
             )
+        conll = REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll"
+        if conll.is_file():
+            time_stage(aligner, kind, stage_rows(conll, args.limit), batch, args.threads)
+
+
+def stage_rows(conll: Path, limit: int | None) -> list[dict]:
+    """PARAPHRASES-shaped rows from the dev's frame annotations (see the module's doc)."""
+    from spanaug.pipeline.importers import read_conll
+
+    rows = []
+    for n, s in enumerate(read_conll(conll)):
+        if limit and n >= limit:
+            break
+        tokens = list(s["tokens"])
+        target = (
+            tokens[: s["span_start"]] + ["xyzzy"] * (s["span_end"] - s["span_start"] + 1) + tokens[s["span_end"] + 1 :]
+        )
+        rows.append(
+            {
+                "seed_id": s["sentence_id"],
+                "beam_rank": 0,
+                "source_tokens": tokens,
+                "source_span_start": s["span_start"],
+                "source_span_end": s["span_end"],
+                "source_frame_elements": s["frame_elements"],
+                "paraphrase_tokens": target,
+            }
+        )
+    return rows
+
+
+def time_stage(aligner: SpanAlignerModel, kind: str, rows: list[dict], batch: int, threads: int) -> None:
+    """Outputs/s with FEs off and on, and seconds per output by FE count."""
+    from collections import defaultdict
+
+    from spanaug.core.config import FrameElementSettings
+    from spanaug.pipeline import frame_elements as fe_rules
+    from spanaug.pipeline.aligner.stage import align_rows
+
+    rate = {}
+    for mode in ("off", "align"):
+        work = [dict(r) for r in rows]
+        start = time.perf_counter()
+        align_rows(aligner, work, FrameElementSettings(mode=mode), batch)
+        rate[mode] = len(rows) / (time.perf_counter() - start)
+    n_fes = [
+        len(fe_rules.to_place(r["source_frame_elements"], (r["source_span_start"], r["source_span_end"]))) for r in rows
+    ]
+    print(
+        f"{kind} aligner, align stage on {len(rows)} FN1.7 dev annotations ({sum(n_fes) / len(rows):.2f} FEs to place "
+        f"per output) on {threads} threads: trigger only {rate['off']:.1f} outputs/s, with FEs {rate['align']:.1f} "
+        f"outputs/s ({rate['off'] / rate['align']:.2f}x the time)",
+        flush=True,
+    )
+    groups = defaultdict(list)
+    for row, n in zip(rows, n_fes):
+        groups[min(n, 4)].append(dict(row))
+    cells = []
+    for n, group in sorted(groups.items()):
+        start = time.perf_counter()
+        align_rows(aligner, group, FrameElementSettings(mode="align"), batch)
+        cells.append(
+            f"{n}{'+' if n == 4 else ''} FEs: {1000 * (time.perf_counter() - start) / len(group):.1f} ms ({len(group)})"
+        )
+    print(f"{kind} aligner, milliseconds per output by FEs to place (outputs): " + ", ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def test_every_missing_thing_is_reported_at_once_with_its_key(tmp_path):
         paraphraser={"train": None, "model": str(tmp_path / "no-model")},
         aligner={
             "encoder": str(tmp_path),
-            "train": {"bitext": None, "instances": "nope.jsonl", "dev": "x.jsonl"},
+            "train": {"bitext": None, "bitext_phrases": False, "instances": "nope.jsonl", "dev": "x.jsonl"},
             "evaluation": {"data": None},
         },
         baselines={"instances": "i.jsonl", "gold_pairs": None, "fastalign": {"fast_align_bin": "no-such-binary"}},
@@ -191,3 +191,11 @@ def test_extra_aligner_training_files_are_checked(tmp_path):
     assert text.count("only the cross aligner pre-trains") == 2  # the demo trains the paper's aligner
     lexicon = str(REPO / "resources/demo/fndata-demo")
     assert check_run(_demo(aligner={"kind": "cross", "train": {"synthetic_lexicon": lexicon}})) == []
+
+
+def test_bitext_phrases_need_the_bitext_made_instances(tmp_path):
+    (tmp_path / "i.jsonl").write_text("")
+    problems = check_run(_demo(aligner={"train": {"instances": str(tmp_path / "i.jsonl")}}))
+    assert _keys(problems) == ["aligner.train.bitext_phrases"]
+    assert "name phrase_pairs instead" in str(problems[0])
+    assert check_run(_demo(aligner={"train": {"bitext_phrases": False, "instances": str(tmp_path / "i.jsonl")}})) == []

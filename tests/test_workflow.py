@@ -114,6 +114,11 @@ def test_outputs_and_schema(run):
         assert name in table.column_names
     row = table.to_pylist()[0]
     assert row["constraints"] and row["seed_trigger"] in row["constraints"]
+    # frame_elements.mode align (demo.yaml): every output of an annotated seed carries its FEs, placed or
+    # LOST (the read above checked each is inside its tokens and none overlaps another).
+    assert all(fes is not None for fes in table.column("frame_elements").to_pylist())
+    select = json.loads((res / "iterations/iter1/shard000.select_stats.json").read_text())
+    assert select["outputs_with_frame_elements"] == select["outputs"] > 0
     assert (res / "report/stats.json").is_file() and (res / "report/per_iteration.png").is_file()
     assert (res / "filtering/filters.csv").is_file() and (res / "human_eval/human_eval.json").is_file()
     systems = [line.split(",")[0] for line in (res / "aligner_eval/comparison.csv").read_text().splitlines()[1:]]
@@ -335,6 +340,9 @@ def test_cross_aligner_sources_from_config_plan_as_jobs(run, tmp_path):
     assert "--kind cross" in train and "--reversed True" in train and "--phrase-max-per-pair 6" in train
     pretrain = shlex.quote(f"{RESULTS_DIR}/synth/models/aligner_synthetic.jsonl")
     assert f"--pretrain {pretrain}" in train and "--synthetic-lexicon" not in train
+    # demo.yaml's bitext_phrases: the phrase pairs are the bitext's diff alignment, made in the run.
+    pairs = shlex.quote(f"{RESULTS_DIR}/synth/models/aligner_pairs.json")
+    assert f"--phrase-pairs {pairs}" in train and "--phrase-keep-identical True" in train
 
 
 def test_a_changed_config_under_the_same_run_name_is_refused(run, tmp_path):

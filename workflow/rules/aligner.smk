@@ -67,13 +67,21 @@ rule train_aligner:
         options=section_options(
             "aligner",
             "train",
-            skip=("instances", "bitext", "pretrain", "synthetic_lexicon"),
+            skip=(
+                "instances",
+                "bitext",
+                "bitext_phrases",
+                "phrase_pairs",
+                "pretrain",
+                "synthetic_lexicon",
+            ),
         ),
+        phrase_pairs=aligner_phrase_pairs_option,
         pretrain=aligner_pretrain_option,
         device=config["device"],
     shell:
         "spanaug align train --kind {params.kind} --instances {params.instances:q} --encoder {params.encoder:q} --out {output:q}"
-        " {params.options} {params.pretrain} --device {params.device} > {log:q} 2>&1"
+        " {params.options} {params.phrase_pairs} {params.pretrain} --device {params.device} > {log:q} 2>&1"
 
 
 rule align:

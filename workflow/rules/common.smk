@@ -647,9 +647,23 @@ def aligner_training_instances(wildcards=None):
 
 
 def aligner_training_input(wildcards):
-    """Made instances when none are given. External files (dev, phrase pairs, extra and pre-training
-    instances) are params, not inputs, as the comment of aligner.smk says."""
-    return [] if config["aligner"]["train"]["instances"] else [made_instances()]
+    """Made instances (and their pairs, for bitext_phrases) when none are given. External files (dev,
+    phrase pairs, extra and pre-training instances) are params, not inputs, as the comment of
+    aligner.smk says."""
+    if config["aligner"]["train"]["instances"]:
+        return []
+    return [made_instances()] + (
+        [made_pairs()] if config["aligner"]["train"]["bitext_phrases"] else []
+    )
+
+
+def aligner_phrase_pairs_option(wildcards):
+    """--phrase-pairs: the config's word-aligned pairs, or with bitext_phrases the bitext's diff alignment."""
+    train = config["aligner"]["train"]
+    return opt(
+        "--phrase-pairs",
+        made_pairs() if train["bitext_phrases"] else train["phrase_pairs"],
+    )
 
 
 def made_synthetic():

@@ -79,12 +79,18 @@ def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) ->
     none on a dev pair."""
     from spanaug.pipeline.aligner.training_data import extra_training_instances, read_sources
 
-    names = (["phrases"] if train.phrase_pairs else []) + (["reversed"] if train.reversed else [])
+    phrases = train.phrase_pairs or (train.bitext_phrases and train.bitext)
+    names = (["phrases"] if phrases else []) + (["reversed"] if train.reversed else [])
     if not names:
         return [], {}
-    made, counts = extra_training_instances(
-        names, instances, read_sources(train, train.phrase_pairs), seed=train.seed, held_out=dev
-    )
+    sources = read_sources(train, train.phrase_pairs)
+    if phrases and not train.phrase_pairs:  # the bitext's own diff alignment (the workflow passes it as a file)
+        from spanaug.pipeline.aligner.instances import iter_pairs_from_bitext
+        from spanaug.pipeline.aligner.word_aligned import pairs_from_bitext
+
+        stem = Path(train.bitext).stem
+        sources.gold_pairs = pairs_from_bitext(iter_pairs_from_bitext(train.bitext), prefix=stem)
+    made, counts = extra_training_instances(names, instances, sources, seed=train.seed, held_out=dev)
     log.info("extra training instances: %s", ", ".join(f"{counts[n]} {n}" for n in names))
     return made, counts
 

@@ -161,6 +161,11 @@ class AlignerTrainSection(AlignerTrainSettings):
         "the training instances' word-aligned pairs (Edinburgh++ JSON): also "
         "train on every consistent phrase pair of a training pair",
     )
+    bitext_phrases: bool = setting(
+        False,
+        "bitext: also train on every consistent phrase pair of its token-difference alignment (made in the "
+        "run; the phrase_* settings apply): with phrase_keep_identical, copies for frame elements",
+    )
     phrase_max_len: int = setting(4, "phrase pairs: longest source phrase", minimum=1)
     phrase_max_per_pair: int | None = setting(
         None, "phrase pairs: a seeded sample of N per sentence pair (null: all)", minimum=1

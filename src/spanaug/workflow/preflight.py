@@ -214,6 +214,11 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         yield from _files("aligner.train.extra_instances", a.train.extra_instances)
         if a.train.phrase_pairs:
             yield from _files("aligner.train.phrase_pairs", [a.train.phrase_pairs])
+        if a.train.bitext_phrases and (a.train.instances or not a.train.bitext):
+            yield Problem(
+                "aligner.train.bitext_phrases",
+                "needs the instances made from aligner.train.bitext (instances unset): name phrase_pairs instead",
+            )
         yield from _files("aligner.train.pretrain", a.train.pretrain)
         for key, given in (("pretrain", a.train.pretrain), ("synthetic_lexicon", a.train.synthetic_lexicon)):
             if given and a.kind != "cross":
