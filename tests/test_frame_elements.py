@@ -236,8 +236,9 @@ def test_the_trigger_is_aligned_alike_with_fes_on_and_off(copy_aligner, tmp_path
     beams = [SOURCE, ["Robin", "sold", "a", "car", "to", "Abby"], ["Abby", "got", "it"]]
     on, _ = run_align(copy_aligner, tmp_path, beams, FrameElementSettings(mode="align"))
     off, _ = run_align(copy_aligner, tmp_path, beams, FrameElementSettings(mode="off"))
-    key = ("aligned_start", "aligned_end", "aligner_score")
-    assert [[r[k] for k in key] for r in on] == [[r[k] for k in key] for r in off]
+    assert [(r["aligned_start"], r["aligned_end"]) for r in on] == [(r["aligned_start"], r["aligned_end"]) for r in off]
+    # The FEs' instances share the trigger's scoring batches, whose shapes change the float sums' order.
+    assert [r["aligner_score"] for r in on] == pytest.approx([r["aligner_score"] for r in off], abs=1e-5)
 
 
 def test_keep_mode_finds_fes_by_their_words():
@@ -327,3 +328,25 @@ def test_a_lost_fe_is_refused_in_an_import_but_carried_in_outputs(tmp_path):
     with pytest.raises(ArtifactError, match="null_type 'LOST'"):
         artifacts.write_table([row], tmp_path / "s.parquet", artifacts.SENTENCES)
     artifacts.write_table([aligned_beam(0, 0.5, [fe("X", null_type=LOST)])], tmp_path / "a.parquet", artifacts.ALIGNED)
+
+
+@pytest.mark.parametrize("kind", ["paper", "cross"])
+def test_a_span_longer_than_the_output_by_more_than_k_has_no_candidate(tiny_encoder, kind):
+    """A long FE in a short paraphrase: no candidate length fits the window (it once crashed the stage)."""
+    from spanaug.core.aligner_settings import CrossAlignerConfig
+    from spanaug.pipeline.aligner.cross_model import CrossAligner
+    from spanaug.pipeline.aligner.instances import Instance
+    from spanaug.pipeline.aligner.model import SpanAligner
+
+    aligner = (
+        SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=8), device="cpu")
+        if kind == "paper"
+        else CrossAligner(CrossAlignerConfig(encoder=tiny_encoder, k=2), device="cpu")
+    )
+    long_fe = Instance(
+        "a", ["The", "children", "walked", "to", "school", "in", "the", "rain"], ["Abby", "walked"], (3, 7)
+    )
+    short = Instance("b", ["Abby", "bought", "a", "car"], ["Abby", "purchased", "a", "car"], (1, 1))
+    candidates = aligner.predict_candidates([long_fe, short], 3)
+    assert candidates[0] == ([], 0.0) and len(candidates[1][0]) == 3
+    assert aligner.predict([long_fe])[0] == (None, 0.0)

@@ -48,7 +48,10 @@ class SpanScorer(nn.Module, PyTorchModelHubMixin):
 
 def candidate_spans(n_target: int, source_len: int, k: int, device: torch.device | None = None) -> torch.Tensor:
     """All target spans [a, b] (inclusive) with |length - source_len| <= k, as a [C, 2] tensor."""
-    lengths = torch.arange(max(1, source_len - k), min(n_target, source_len + k) + 1, device=device)
+    shortest, longest = max(1, source_len - k), min(n_target, source_len + k)
+    if shortest > longest:  # a source span (a long frame element) more than k words longer than the target
+        return torch.zeros(0, 2, dtype=torch.long, device=device)
+    lengths = torch.arange(shortest, longest + 1, device=device)
     starts = [torch.arange(0, n_target - length + 1, device=device) for length in lengths.tolist()]
     if not starts:
         return torch.zeros(0, 2, dtype=torch.long, device=device)
