@@ -14,6 +14,7 @@ from spanaug.core.aligner_settings import (
     AlignerSection,
     AlignerSystemsSettings,
     AlignerTrainSection,
+    LongSpanSettings,
 )
 from spanaug.core.config import FrameElementSettings, Runtime
 from spanaug.core.settings import inherit, setting, settings
@@ -229,6 +230,34 @@ def systems(options: SystemsOptions, systems: AlignerSystemsSettings, runtime: R
         resume=options.resume,
     )
     print(format_table(summary["table"]))
+
+
+@settings
+class LongSpanOptions:
+    instances: list[str] = setting(help="span-alignment JSONL of the word-aligned pairs (split by pair; trained on)")
+    gold_pairs: list[str] = setting(help="the instances' word-aligned pairs (Edinburgh++ JSON): the phrase pairs")
+    out_dir: str = setting(help="long_spans.csv and long_spans.json")
+    kinds: list[Literal["paper", "cross"]] = setting(factory=lambda: ["paper", "cross"], help="aligner kinds")
+    encoder: str = inherit(AlignerConfig, "encoder")
+    k: int = inherit(AlignerConfig, "k")
+
+
+@command("align", "long-spans", help="both aligner kinds on held-out phrase pairs of several words, by length")
+def long_spans(options: LongSpanOptions, setup: LongSpanSettings, runtime: Runtime) -> None:
+    from spanaug.evaluation.long_spans import format_table, run_long_spans
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+    rows = run_long_spans(
+        [i for path in options.instances for i in read_instances(path)],
+        [p for path in options.gold_pairs for p in read_aligned_json(path)],
+        setup,
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.kinds,
+        options.out_dir,
+        device=runtime.device,
+    )
+    print(format_table(rows))
 
 
 @settings

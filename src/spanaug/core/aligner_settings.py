@@ -345,3 +345,24 @@ class DiscAlignTrainSettings(Settings):
     dev_share: float = setting(
         0.1, "gold pairs held out to tune the threshold (0: keep --threshold)", minimum=0, maximum=1
     )
+
+
+# ---------------------------------------------------------------- long spans (frame elements)
+
+
+@settings
+class LongSpanSettings(Settings):
+    """Both aligner kinds on held-out phrase pairs of several words (``spanaug align long-spans``)."""
+
+    min_len: int = setting(3, "shortest test phrase (source words)", minimum=1)
+    max_len: int = setting(
+        8, "longest test phrase, and the longest phrase pair trained on by the +phrases rows", minimum=1
+    )
+    per_pair: int | None = setting(
+        6, "test (and trained) phrase pairs per sentence pair, a seeded sample (null: all)", minimum=1
+    )
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split, sample and training seed")
+    dev_share: float = inherit(AblationSettings, "dev_share")
+    test_share: float = inherit(AblationSettings, "test_share")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training, as JSON (null: its defaults)")
