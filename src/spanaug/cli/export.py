@@ -34,7 +34,8 @@ def conll(options: ConllOptions) -> None:
         write_json(counts, options.summary)
     log.info(
         "%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out; "
-        "%(null_instantiated_fes_left_out)d null-instantiated FEs, which CoNLL cannot carry, left out)",
+        "%(null_instantiated_fes_left_out)d null-instantiated FEs and %(lost_fes_left_out)d FEs the paraphrases "
+        "lost, which have no words to tag, left out)",
         counts,
     )
 
