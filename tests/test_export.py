@@ -255,3 +255,39 @@ def test_lost_fes_leave_nothing_in_column_15_and_are_counted_apart(tmp_path):
         assert all(f["null_type"] is None for f in read["frame_elements"])
         assert read["tokens"] == row["paraphrase_tokens"]
     assert [len(r["frame_elements"]) for r in back] == [4, 3, 2, 0]
+
+
+def test_card_gives_fe_retention_per_iteration_and_the_fe_settings(tmp_path):
+    write_fe_chains(tmp_path)
+    run_info = {
+        "run_name": "fe",
+        "inputs": ["resources/demo/fndata-demo"],
+        "frame_elements": {"mode": "align", "select": "joint", "require": "none"},
+    }
+    write_card(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "release", run_info)
+    text = (tmp_path / "release/README.md").read_text()
+    section = text.split("## Frame elements")[1].split("\n## ")[0]
+    assert "The seeds hold 6 overt frame elements in 2 of 3 seeds (and 1 null instantiations)" in section
+    assert "placed by the span aligner" in section and "mode align, select joint, require none" in section
+    # iteration, outputs with FEs, seed FEs, carried, lost, retention: all, core, non-core, unknown coreness
+    assert "| 1 | 2 | 6 | 6 | 0 | 100.0% | 100.0% | 100.0% | 100.0% | 2 | 0.750 |" in section
+    assert "| 2 | 2 | 6 | 3 | 3 | 50.0% | 66.7% | 100.0% | 0.0% | 0 | 0.750 |" in section
+    assert "- frame elements: mode align, select joint, require none" in text  # provenance
+
+
+def test_card_says_when_the_outputs_carry_no_fes(tmp_path):
+    import pyarrow as pa
+
+    write_fe_chains(tmp_path)
+    table = artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED)
+    off = table.set_column(
+        table.schema.get_field_index("frame_elements"),
+        "frame_elements",
+        pa.array([None] * table.num_rows, artifacts.FRAME_ELEMENTS),
+    )
+    artifacts.write_table(off, tmp_path / "off.parquet", artifacts.AUGMENTED)
+    run_info = {"run_name": "off", "inputs": ["x"], "frame_elements": {"mode": "off", "select": "trigger"}}
+    write_card(tmp_path / "off.parquet", tmp_path / "seeds.parquet", tmp_path / "release", run_info)
+    section = (tmp_path / "release/README.md").read_text().split("## Frame elements")[1].split("\n## ")[0]
+    assert "6 overt frame elements" in section and "`frame_elements.mode` was off" in section
+    assert "retention" not in section.lower()

@@ -583,6 +583,9 @@ def run_description():
         "decoding": decoding,
         "aligner": aligner,
         "encoder": a["encoder"],
+        "frame_elements": {
+            k: config["frame_elements"][k] for k in ("mode", "select", "require")
+        },
         "demo": is_demo(),
         "simulated_judgments": simulated_judgments(),
     }

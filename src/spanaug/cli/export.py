@@ -46,7 +46,8 @@ class CardOptions:
     seeds: str = setting(help="the run's seeds")
     out_dir: str = setting(help="the release folder: README.md and data/*.parquet are written there")
     run: dict[str, Any] = setting(
-        help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, ... (the workflow passes it)"
+        help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, frame_elements (mode, select, "
+        "require), ... (the workflow passes it)"
     )
     filters: str | None = setting(None, "the filters summary (JSON of spanaug filter)")
     conll: str | None = setting(None, "the CoNLL export in the same folder, to list it")
