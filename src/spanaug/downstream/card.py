@@ -429,8 +429,8 @@ def _frame_elements_section(table: Any, seeds: Any, fe: dict[str, Any] | None) -
         f"{held} Each output carries its seed's frame elements ({_fe_settings(fe) or 'settings unknown'}; each FE "
         f"{how}): an FE with a span and the carrying's score, or `null_type: LOST` where a paraphrase lost it (an FE "
         "lost stays lost in later iterations; an output whose trigger did not align loses all). **Retention** is the "
-        "share of the seeds' overt FEs that an iteration's outputs still carry (chains that ended earlier are not "
-        "counted; their outputs are in the per-iteration counts above): overall and per coreness class "
+        "share of the seeds' overt FEs that an iteration's outputs still carry (a chain that ended earlier has no "
+        "output there, and counts nowhere): overall and per coreness class "
         "(core: Core, Core-Unexpressed; non-core: Peripheral, Extra-Thematic; unknown: the input does not say, "
         "as in CoNLL, which `require: core` protects as core).",
         "",
