@@ -411,5 +411,7 @@ def write_report(report: FrameElementReport, out: FrameElementOutputs, demo: boo
     links = (
         f'<p class="note small">Raw files: {html.download_link(out.csv)} &middot; '
         f"{html.download_link(out.names_csv)}</p>"
+        if report.per_iteration
+        else ""
     )
     html.write_page(html.page("Frame elements", STYLE + banner + report.body + links), out.html)
