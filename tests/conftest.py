@@ -210,6 +210,77 @@ def write_two_chains(tmp_path):
     return tmp_path
 
 
+def fe(name, start=None, end=None, null_type=None, coreness=None, score=None):
+    """A FRAME_ELEMENT item: overt with a span, or marked (CNI/DNI/INI, or LOST in an output)."""
+    return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness, "score": score}
+
+
+def write_fe_chains(tmp_path):
+    """Outputs as ``frame_elements.mode: align`` makes them (the counts of the FE tests are worked
+    out by hand from these rows):
+
+    - s1 (Commerce_buy; Buyer, Goods, Seller core, Time peripheral, Place INI): every FE carried in
+      iteration 1; Seller LOST in iteration 2;
+    - s2 (Activity_stop; Agent, Activity of unknown coreness, as CoNLL gives them): both carried in
+      iteration 1; iteration 2 failed to align, so both are LOST;
+    - s3: no FE annotated (null), one output.
+    """
+    seeds = [
+        {
+            **seed("s1", ["Abby", "bought", "a", "car", "from", "Robin", "yesterday"], 1, 1, "Commerce_buy", "buy.v"),
+            "frame_elements": [
+                fe("Buyer", 0, 0, coreness="Core"),
+                fe("Goods", 2, 3, coreness="Core"),
+                fe("Seller", 4, 5, coreness="Core"),
+                fe("Time", 6, 6, coreness="Peripheral"),
+                fe("Place", null_type="INI", coreness="Peripheral"),
+            ],
+        },
+        {
+            **seed("s2", ["They", "quit", "smoking"], 1, 1, "Activity_stop", "quit.v"),
+            "frame_elements": [fe("Agent", 0, 0), fe("Activity", 2, 2)],
+        },
+        {**seed("s3", ["We", "buy", "."], 1, 1, "Commerce_buy", "buy.v"), "frame_elements": None},
+    ]
+    buy = ("Commerce_buy", "buy.v")
+    place = fe("Place", null_type="INI", coreness="Peripheral")
+    s1_1 = ["Yesterday", "Abby", "purchased", "a", "car", "from", "Robin"]
+    s1_2 = ["Abby", "acquired", "a", "vehicle", "yesterday"]
+    chain = [
+        {
+            **output("s1", 1, s1_1, 2, 2, *buy, "purchase"),
+            "frame_elements": [
+                fe("Buyer", 1, 1, coreness="Core", score=0.9),
+                fe("Goods", 3, 4, coreness="Core", score=0.8),
+                fe("Seller", 5, 6, coreness="Core", score=0.7),
+                fe("Time", 0, 0, coreness="Peripheral", score=0.6),
+                place,
+            ],
+        },
+        {
+            **output("s1", 2, s1_2, 1, 1, *buy, "acquire"),
+            "frame_elements": [
+                fe("Buyer", 0, 0, coreness="Core", score=0.95),
+                fe("Goods", 2, 3, coreness="Core", score=0.4),
+                fe("Seller", null_type="LOST", coreness="Core"),
+                fe("Time", 4, 4, coreness="Peripheral", score=0.9),
+                place,
+            ],
+        },
+        {
+            **output("s2", 1, ["They", "gave", "up", "smoking"], 1, 2, "Activity_stop", "quit.v", "give up"),
+            "frame_elements": [fe("Agent", 0, 0, score=1.0), fe("Activity", 3, 3, score=0.5)],
+        },
+        {
+            **output("s2", 2, ["They", "smoking"], None, None, "Activity_stop", "quit.v", None),
+            "frame_elements": [fe("Agent", null_type="LOST"), fe("Activity", null_type="LOST")],
+        },
+        {**output("s3", 1, ["We", "purchase", "."], 1, 1, *buy, "purchase"), "frame_elements": None},
+    ]
+    write_augmented(tmp_path, seeds, chain)
+    return tmp_path
+
+
 TRIGGERS = {
     "bought": "Commerce_buy",
     "purchased": "Commerce_buy",

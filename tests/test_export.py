@@ -4,7 +4,7 @@ import json
 
 import pytest
 import yaml
-from conftest import output, seed, write_augmented, write_two_chains
+from conftest import output, seed, write_augmented, write_fe_chains, write_two_chains
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
@@ -23,7 +23,13 @@ def run(tmp_path):
 
 def test_conll_round_trips_through_the_importer(run, tmp_path):
     counts = export_conll(run / "augmented.parquet", tmp_path / "out.conll", tmp_path / "out.ids.tsv")
-    assert counts == {"blocks": 3, "unaligned_left_out": 1, "null_instantiated_fes_left_out": 0, "warnings": []}
+    assert counts == {
+        "blocks": 3,
+        "unaligned_left_out": 1,
+        "null_instantiated_fes_left_out": 0,
+        "lost_fes_left_out": 0,
+        "warnings": [],
+    }
     lines = [line for line in (tmp_path / "out.conll").read_text().splitlines() if line]
     assert all(len(line.split("\t")) == 15 for line in lines)
     assert lines[1].split("\t") == [
@@ -203,10 +209,85 @@ def test_conll_carries_frame_elements_and_the_importer_reads_them_back(tmp_path)
     assert [r["frame_elements"] for r in chain] == [s.get("frame_elements") for s in seeds]
     write_augmented(tmp_path, seeds, chain)
     counts = export_conll(tmp_path / "augmented.parquet", tmp_path / "out.conll")
-    assert counts == {"blocks": 4, "unaligned_left_out": 0, "null_instantiated_fes_left_out": 1, "warnings": []}
+    assert counts == {
+        "blocks": 4,
+        "unaligned_left_out": 0,
+        "null_instantiated_fes_left_out": 1,
+        "lost_fes_left_out": 0,
+        "warnings": [],
+    }
     column_15 = [line.split("\t")[14] for line in (tmp_path / "out.conll").read_text().split("\n\n")[0].splitlines()]
     assert column_15 == ["O", "O", "O", "B-Degree", "B-Exerter", "I-Exerter", "I-Exerter", "O"]
     back = list(read_conll(tmp_path / "out.conll"))
     overt = [[f for f in s.get("frame_elements") or () if f["null_type"] is None] for s in seeds]
     assert [r["frame_elements"] for r in back] == overt[:3] + [[]]  # no FE annotation: all O, read as none
     assert [r["tokens"] for r in back] == [s["tokens"] for s in seeds]
+
+
+def test_lost_fes_leave_nothing_in_column_15_and_are_counted_apart(tmp_path):
+    """Outputs as align mode makes them: carried FEs (scored), LOST ones and a null instantiation.
+    Column 15 tags the carried FEs only; the summary counts lost FEs apart from null instantiations
+    (the unaligned output, whose FEs are all LOST, is left out whole); the importer reads back the
+    overt FEs of every output exported, and nothing else."""
+    write_fe_chains(tmp_path)
+    counts = export_conll(tmp_path / "augmented.parquet", tmp_path / "out.conll", tmp_path / "ids.tsv")
+    assert counts == {
+        "blocks": 4,
+        "unaligned_left_out": 1,
+        "null_instantiated_fes_left_out": 2,  # s1's Place (INI) in iterations 1 and 2
+        "lost_fes_left_out": 1,  # s1's Seller in iteration 2
+        "warnings": [],
+    }
+    blocks = (tmp_path / "out.conll").read_text().strip().split("\n\n")
+    tags = [[line.split("\t")[14] for line in block.splitlines()] for block in blocks]
+    assert tags[0] == ["B-Time", "B-Buyer", "O", "B-Goods", "I-Goods", "B-Seller", "I-Seller"]
+    assert tags[1] == ["B-Buyer", "O", "B-Goods", "I-Goods", "B-Time"]  # Seller LOST: no tag anywhere
+    back = list(read_conll(tmp_path / "out.conll"))
+    exported = [
+        r
+        for r in artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED).to_pylist()
+        if r["aligned_start"] is not None
+    ]
+    assert len(back) == len(exported) == 4
+    for read, row in zip(back, exported):
+        overt = {(f["name"], f["start"], f["end"]) for f in row["frame_elements"] or () if f["null_type"] is None}
+        assert {(f["name"], f["start"], f["end"]) for f in read["frame_elements"]} == overt
+        assert all(f["null_type"] is None for f in read["frame_elements"])
+        assert read["tokens"] == row["paraphrase_tokens"]
+    assert [len(r["frame_elements"]) for r in back] == [4, 3, 2, 0]
+
+
+def test_card_gives_fe_retention_per_iteration_and_the_fe_settings(tmp_path):
+    write_fe_chains(tmp_path)
+    run_info = {
+        "run_name": "fe",
+        "inputs": ["resources/demo/fndata-demo"],
+        "frame_elements": {"mode": "align", "select": "joint", "require": "none"},
+    }
+    write_card(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "release", run_info)
+    text = (tmp_path / "release/README.md").read_text()
+    section = text.split("## Frame elements")[1].split("\n## ")[0]
+    assert "The seeds hold 6 overt frame elements in 2 of 3 seeds (and 1 null instantiations)" in section
+    assert "placed by the span aligner" in section and "mode align, select joint, require none" in section
+    # iteration, outputs with FEs, seed FEs, carried, lost, retention: all, core, non-core, unknown coreness
+    assert "| 1 | 2 | 6 | 6 | 0 | 100.0% | 100.0% | 100.0% | 100.0% | 2 | 0.750 |" in section
+    assert "| 2 | 2 | 6 | 3 | 3 | 50.0% | 66.7% | 100.0% | 0.0% | 0 | 0.750 |" in section
+    assert "- frame elements: mode align, select joint, require none" in text  # provenance
+
+
+def test_card_says_when_the_outputs_carry_no_fes(tmp_path):
+    import pyarrow as pa
+
+    write_fe_chains(tmp_path)
+    table = artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED)
+    off = table.set_column(
+        table.schema.get_field_index("frame_elements"),
+        "frame_elements",
+        pa.array([None] * table.num_rows, artifacts.FRAME_ELEMENTS),
+    )
+    artifacts.write_table(off, tmp_path / "off.parquet", artifacts.AUGMENTED)
+    run_info = {"run_name": "off", "inputs": ["x"], "frame_elements": {"mode": "off", "select": "trigger"}}
+    write_card(tmp_path / "off.parquet", tmp_path / "seeds.parquet", tmp_path / "release", run_info)
+    section = (tmp_path / "release/README.md").read_text().split("## Frame elements")[1].split("\n## ")[0]
+    assert "6 overt frame elements" in section and "`frame_elements.mode` was off" in section
+    assert "retention" not in section.lower()

@@ -3,6 +3,7 @@
 import csv
 import random
 
+import pyarrow as pa
 import pytest
 from conftest import output, seed, write_augmented
 
@@ -172,3 +173,69 @@ def test_import_rejects_unknown_items(run, tmp_path):
     (tmp_path / "r.csv").write_text("item_id,worker_id,candidate_1_score\nnope,w,50\n")
     with pytest.raises(InputError, match=r"r\.csv, line 2: item 'nope'"):
         import_judgments(tmp_path / "r.csv", run / "key.csv", tmp_path / "o")
+
+
+def test_min_fe_score_bounds_the_lowest_carried_fe(tmp_path):
+    """An output passes when every FE it carries scored at least the bound (a lost FE scores 0); one
+    with no FE to carry (s3: none annotated) passes. With no output carrying FEs, the filter stage
+    says that the bound passes everything."""
+    import json
+
+    from conftest import write_fe_chains
+
+    from spanaug.evaluation.filtering import filter_stage
+
+    write_fe_chains(tmp_path)
+    table = artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED)
+    ids = table.column("output_id").to_pylist()
+
+    def passing(bounds):
+        return [i for i, ok in zip(ids, heuristic_mask(table, bounds).to_pylist()) if ok]
+
+    # Lowest scores: s1#1 0.6, s1#2 0 (Seller lost), s2#1 0.5, s2#2 unaligned (fails any filter), s3#1 none.
+    assert passing({"min_fe_score": 0.55}) == ["s1#1", "s3#1"]
+    assert passing({"min_fe_score": 0.5}) == ["s1#1", "s2#1", "s3#1"]
+    assert passing({"min_fe_score": 0.0}) == ["s1#1", "s1#2", "s2#1", "s3#1"]
+    assert passing({"min_fe_score": 0.5, "max_iteration": 1}) == ["s1#1", "s2#1", "s3#1"]
+    assert check_filters({"fe": {"min_fe_score": 0.5, "max_iteration": None}}) == {"fe": {"min_fe_score": 0.5}}
+    with pytest.raises(ConfigError, match="min_fe_score"):
+        check_filters({"fe": {"min_fe_score": "high"}})
+    filters = {"FEs 0.5": {"min_fe_score": 0.5}}
+    rows = filter_stage(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "f", filters)
+    assert [r["outputs"] for r in rows] == [4, 3]
+    subset = artifacts.read_table(tmp_path / "f/subsets/FEs_0_5.parquet", artifacts.AUGMENTED)
+    assert subset.column("output_id").to_pylist() == ["s1#1", "s2#1", "s3#1"]
+    assert json.loads((tmp_path / "f/filters.json").read_text())["warnings"] == []
+    # FEs off: no output carries any, and the bound is said to pass every output.
+    off = table.set_column(
+        table.schema.get_field_index("frame_elements"),
+        "frame_elements",
+        pa.array([None] * table.num_rows, artifacts.FRAME_ELEMENTS),
+    )
+    artifacts.write_table(off, tmp_path / "off.parquet", artifacts.AUGMENTED)
+    filter_stage(tmp_path / "off.parquet", tmp_path / "seeds.parquet", tmp_path / "g", filters)
+    (warning,) = json.loads((tmp_path / "g/filters.json").read_text())["warnings"]
+    assert "no output carries frame elements" in warning["message"] and "FEs 0.5" in warning["message"]
+
+
+def test_min_fe_score_from_a_config_reaches_the_filter_command(tmp_path):
+    """filtering.filters in a config (schema-checked, 0-1) passed as the workflow passes it."""
+    import dataclasses
+    import json
+
+    from conftest import write_fe_chains
+
+    from spanaug.core.config import load_run_config
+
+    write_fe_chains(tmp_path)
+    data = {"inputs": ["corpus"]}
+    with pytest.raises(ConfigError, match="min_fe_score"):
+        load_run_config({"data": data, "filtering": {"filters": {"fe": {"min_fe_score": 1.5}}}})
+    section = dataclasses.asdict(
+        load_run_config({"data": data, "filtering": {"filters": {"fe": {"min_fe_score": 0.55}}}})
+    )
+    filters = json.dumps(section["filtering"]["filters"])
+    args = ["filter", "--augmented", str(tmp_path / "augmented.parquet"), "--seeds", str(tmp_path / "seeds.parquet")]
+    assert main([*args, "--out-dir", str(tmp_path / "f"), "--filters", filters]) == 0
+    table = json.loads((tmp_path / "f/filters.json").read_text())["table"]
+    assert [(r["filter"], r["outputs"]) for r in table] == [("none (all aligned)", 4), ("fe", 2)]

@@ -66,3 +66,24 @@ def test_dry_run_plans_each_combination(changes, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("mode", ["off", "keep", "align"])
+def test_dry_run_plans_the_frame_elements_page_in_each_mode(mode, tmp_path):
+    """The Frame elements page is made in every mode (with FEs off it says so), so the warnings and
+    summary pages that read it plan alike."""
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    import yaml
+
+    override = tmp_path / "fe.yaml"
+    override.write_text(yaml.safe_dump({"run_name": f"fe-{mode}", "frame_elements": {"mode": mode}}))
+    proc = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "workflow/Snakefile"), "--configfile", str(REPO / "config/demo.yaml"),
+         str(override), "-n", "-p", "--cores", "1"],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "rule report_frame_elements:" in proc.stdout
+    assert "spanaug report frame-elements " in proc.stdout and f"--mode {mode}" in proc.stdout

@@ -111,3 +111,34 @@ def test_bad_lexicon_names_file(tmp_path):
     path.write_text('{"Frame": "not a list"}')
     with pytest.raises(InputError, match=r"lex\.json"):
         read_lexicon(path)
+
+
+def test_stats_count_frame_elements_per_iteration(tmp_path):
+    """stats.json's frame_elements: the seeds' annotations and, per iteration, the FEs carried, lost
+    and null-instantiated, the outputs keeping every FE and the carried FEs' mean score."""
+    from conftest import write_fe_chains
+
+    from spanaug.evaluation.statistics import write_stats
+
+    write_fe_chains(tmp_path)
+    write_stats(
+        tmp_path / "augmented.parquet",
+        tmp_path / "seeds.parquet",
+        tmp_path / "stats.json",
+        tmp_path / "per_iteration.csv",
+        cfg=StatsConfig(pos_tagger="lexicon"),
+    )
+    fes = json.loads((tmp_path / "stats.json").read_text())["frame_elements"]
+    assert {k: v for k, v in fes.items() if k != "per_iteration"} == {
+        "seeds_with_fes": 2,
+        "seed_overt_fes": 6,
+        "seed_null_instantiated_fes": 1,
+        "outputs_carry_fes": True,
+    }
+    counts = [
+        (r["iteration"], r["carried"], r["lost"], r["null_instantiated"], r["outputs_keeping_every_fe"])
+        for r in fes["per_iteration"]
+    ]
+    assert counts == [(1, 6, 0, 1, 2), (2, 3, 3, 1, 0)]
+    assert [r["mean_fe_score"] for r in fes["per_iteration"]] == pytest.approx([0.75, 0.75])
+    assert [r["retention"] for r in fes["per_iteration"]] == [1.0, 0.5]

@@ -149,6 +149,7 @@ def test_report_pages_release_and_the_snakemake_report(run):
         "report/summary.html",
         "report/warnings.html",
         "report/chains.html",
+        "report/frame_elements.html",
         "report/paraphrase_stage.html",
         "report/stats.html",
         "filtering/filters.html",
@@ -170,6 +171,16 @@ def test_report_pages_release_and_the_snakemake_report(run):
     # The dataset card describes the aligner as trained (the demo's own config tunes on held-out pairs).
     assert "(null threshold not tuned: no dev file and threshold_holdout 0)" in (res / "release/README.md").read_text()
     assert "Demo run" in (res / "report/summary.html").read_text()
+    # frame_elements.mode align: the FE page shows retention and FE-marked chains, the card and the
+    # summary give retention, and every FE of the CoNLL export is one the augmented rows carry.
+    fe_page = (res / "report/frame_elements.html").read_text()
+    assert "Retention per iteration" in fe_page and "<sub>" in fe_page and "data:image/png" in fe_page
+    assert "<h2>Frame elements</h2>" in (res / "report/summary.html").read_text()
+    assert "## Frame elements" in (res / "release/README.md").read_text()
+    exported = json.loads((res / "release/export_conll.json").read_text())
+    fe_summary = json.loads((res / "report/frame_elements.json").read_text())
+    lost = sum(r["lost"] for r in fe_summary["per_iteration"])
+    assert exported["lost_fes_left_out"] <= lost and fe_summary["mode"] == "align"
     report = work / "report.html"
     _run(work, config, "--report", str(report))
     text = report.read_text()

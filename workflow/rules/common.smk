@@ -244,7 +244,8 @@ def report_pages():
     """Every report page this run makes: one per table of the run's results, and the overview."""
     pages = [html for html, source, *_ in report_tables() if source_in_run(source)]
     return pages + [
-        f"{RES}/report/{name}.html" for name in ("summary", "warnings", "chains")
+        f"{RES}/report/{name}.html"
+        for name in ("summary", "warnings", "chains", "frame_elements")
     ]
 
 
@@ -451,6 +452,7 @@ def warning_inputs(wildcards):
         f"{RES}/report/stats.json",
         f"{RES}/filtering/filters.json",
         f"{RES}/release/export_conll.json",
+        f"{RES}/report/frame_elements.json",
     ]
     inputs = {
         "paraphrase": paraphrase_stats_files(),
@@ -503,6 +505,7 @@ def summary_inputs(wildcards):
         "filters": f"{RES}/filtering/filters.json",
         "warnings": f"{RES}/report/warnings.json",
         "paraphrase": f"{RES}/report/paraphrase_stage.csv",
+        "frame_elements": f"{RES}/report/frame_elements.json",
     }
     if config["aligner"]["evaluation"]:
         inputs["ablation"] = f"{RES}/aligner_eval/table2/summary.json"
@@ -583,6 +586,9 @@ def run_description():
         "decoding": decoding,
         "aligner": aligner,
         "encoder": a["encoder"],
+        "frame_elements": {
+            k: config["frame_elements"][k] for k in ("mode", "select", "require")
+        },
         "demo": is_demo(),
         "simulated_judgments": simulated_judgments(),
     }

@@ -1,6 +1,7 @@
 # The report's own pages: every CSV/JSON result as an HTML table (Snakemake's report shows .html
-# entries inline and only offers other files as downloads), the example chains, the warnings page
-# and the landing summary. Category "At a glance" sorts first in the report's menu.
+# entries inline and only offers other files as downloads), the example chains, the frame elements
+# (a page in every run: with frame_elements.mode off it says so), the warnings page and the landing
+# summary. Category "At a glance" sorts first in the report's menu.
 
 
 # One rule per table: each page has its own caption, which a single wildcard rule could not give.
@@ -103,6 +104,39 @@ rule report_chains:
         " --demo {params.demo} --out {output:q} > {log:q} 2>&1"
 
 
+rule report_frame_elements:
+    input:
+        augmented=rules.assemble.output,
+        seeds=rules.select_seeds.output.seeds,
+    output:
+        page=report(
+            f"{RES}/report/frame_elements.html",
+            caption="../report/frame_elements.rst",
+            category="Augmented dataset",
+        ),
+        csv=f"{RES}/report/frame_elements.csv",
+        names=f"{RES}/report/frame_elements_by_name.csv",
+        json=f"{RES}/report/frame_elements.json",
+    log:
+        f"{LOGS}/report/frame_elements.log",
+    benchmark:
+        f"{BENCH}/report/frame_elements.tsv"
+    localrule: True
+    conda:
+        "../../envs/cpu.yaml"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    params:
+        fe=flags(config["frame_elements"], keys=("mode", "select", "require")),
+        options=flags(config["report"], keys=("chains", "seed", "max_rows")),
+        demo=is_demo(),
+    shell:
+        "spanaug report frame-elements --augmented {input.augmented:q} --seeds {input.seeds:q} {params.fe}"
+        " {params.options} --demo {params.demo} --out-html {output.page:q} --out-csv {output.csv:q}"
+        " --out-names-csv {output.names:q} --out-json {output.json:q} > {log:q} 2>&1"
+
+
 rule report_summary:
     input:
         unpack(summary_inputs),
@@ -129,5 +163,6 @@ rule report_summary:
         optional=summary_options,
     shell:
         "spanaug report summary {params.run} --stats {input.stats:q} --per-iteration {input.per_iteration:q}"
-        " --filters {input.filters:q} --warnings {input.warnings:q} --paraphrase {input.paraphrase:q} {params.optional}"
+        " --filters {input.filters:q} --warnings {input.warnings:q} --paraphrase {input.paraphrase:q}"
+        " --frame-elements {input.frame_elements:q} {params.optional}"
         " --out-html {output.page:q} --out-fragment {output.fragment:q} --out-json {output.json:q} > {log:q} 2>&1"

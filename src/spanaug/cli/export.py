@@ -34,7 +34,8 @@ def conll(options: ConllOptions) -> None:
         write_json(counts, options.summary)
     log.info(
         "%(blocks)d CoNLL blocks (%(unaligned_left_out)d outputs without an aligned span left out; "
-        "%(null_instantiated_fes_left_out)d null-instantiated FEs, which CoNLL cannot carry, left out)",
+        "%(null_instantiated_fes_left_out)d null-instantiated FEs and %(lost_fes_left_out)d FEs the paraphrases "
+        "lost, which have no words to tag, left out)",
         counts,
     )
 
@@ -45,7 +46,8 @@ class CardOptions:
     seeds: str = setting(help="the run's seeds")
     out_dir: str = setting(help="the release folder: README.md and data/*.parquet are written there")
     run: dict[str, Any] = setting(
-        help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, ... (the workflow passes it)"
+        help="what ran (JSON): run_name, inputs, format, paraphraser, encoder, frame_elements (mode, select, "
+        "require), ... (the workflow passes it)"
     )
     filters: str | None = setting(None, "the filters summary (JSON of spanaug filter)")
     conll: str | None = setting(None, "the CoNLL export in the same folder, to list it")

@@ -6,12 +6,12 @@ import logging
 from typing import Any
 
 from spanaug.cli.options import command, group
-from spanaug.core.config import ReportSettings
+from spanaug.core.config import FrameElementSettings, ReportSettings
 from spanaug.core.settings import inherit, setting, settings
 from spanaug.report.summary import SummaryInputs
 
 log = logging.getLogger(__name__)
-group("report", "pages of the HTML report: tables, example chains, warnings, summary")
+group("report", "pages of the HTML report: tables, example chains, frame elements, warnings, summary")
 
 
 @settings
@@ -45,6 +45,39 @@ def chains(options: ChainsOptions) -> None:
     from spanaug.report.html import write_page
 
     write_page(chains_page(options.augmented, options.seeds, options.chains, options.seed, options.demo), options.out)
+
+
+@settings
+class FrameElementsOptions:
+    augmented: str = setting(help="the augmented dataset")
+    seeds: str = setting(help="the run's seeds")
+    out_html: str = setting(help="the Frame elements page (HTML)")
+    out_csv: str = setting(help="FE counts and retention per iteration (CSV)")
+    out_names_csv: str = setting(help="FE counts and retention per FE name (CSV)")
+    out_json: str = setting(help="the page's numbers and warnings (JSON), for the warnings and summary pages")
+    chains: int = inherit(ReportSettings, "chains")
+    seed: int = inherit(ReportSettings, "seed")
+    max_rows: int = inherit(ReportSettings, "max_rows")
+    demo: bool = setting(False, "say that the run is the demo (tiny models)")
+
+
+@command(
+    "report",
+    "frame-elements",
+    help="frame elements: retention per iteration and per FE, FE scores, example chains with every FE marked",
+)
+def frame_elements(options: FrameElementsOptions, fe: FrameElementSettings) -> None:
+    from spanaug.report import frame_elements as page
+
+    report = page.build(options.augmented, options.seeds, fe, options.chains, options.seed, options.max_rows)
+    outputs = page.FrameElementOutputs(options.out_html, options.out_csv, options.out_names_csv, options.out_json)
+    page.write_report(report, outputs, options.demo)
+    log.info(
+        "frame elements (mode %s): %d iteration(s), %d FE name(s)",
+        fe.mode,
+        len(report.per_iteration),
+        len(report.by_name),
+    )
 
 
 @settings

@@ -15,11 +15,17 @@ from spanaug.core.settings import Settings, inherit, setting, settings
 
 @settings
 class FilterBounds(Settings):
-    """One heuristic filter: a conjunction of bounds (paper's Table 4)."""
+    """One heuristic filter: a conjunction of bounds (paper's Table 4, and the lowest FE score)."""
 
     max_iteration: int | None = setting(None, "outputs of this iteration or earlier", minimum=1)
     max_paraphrase_score: float | None = setting(None, "length-normalised NLL: lower is better")
     min_aligner_score: float | None = setting(None, "aligner score at least this", minimum=0, maximum=1)
+    min_fe_score: float | None = setting(
+        None,
+        "every carried frame element's score at least this (a lost FE scores 0); outputs with no FE to carry pass",
+        minimum=0,
+        maximum=1,
+    )
 
 
 @settings

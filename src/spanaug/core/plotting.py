@@ -18,6 +18,19 @@ def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
     return plt.subplots(*args, **kwargs)
 
 
+def png_bytes(fig: Any) -> bytes:
+    """Lay out, render as PNG in memory (for a page that embeds it), close."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def save(fig: Any, path: Path | str) -> None:
     """Lay out, write atomically in the format the suffix names (PNG by default), close."""
     import matplotlib.pyplot as plt

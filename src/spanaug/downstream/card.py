@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from spanaug.core import artifacts, files
 from spanaug.core.consistency import check_seeds_cover
 from spanaug.core.errors import InputError
+from spanaug.evaluation import fe_retention
 
 CITATION = """@article{culkin-etal-2021-iterative,
   title = {Iterative Paraphrastic Augmentation with Discriminative Span Alignment},
@@ -60,8 +61,10 @@ FIELDS = [
     ),
     (
         "frame_elements",
-        "the frame elements in the paraphrase ({name, start, end, null_type, coreness}); null: not aligned "
-        "(FE alignment is not built yet, so null in every output of this version)",
+        "the seed's frame elements carried into the paraphrase ({name, start, end, null_type, coreness, score}): "
+        "a span (inclusive) and the carrying's score 0-1; null_type CNI/DNI/INI for a null instantiation, LOST "
+        "for an FE the paraphrase (or an earlier one of its chain) lost; the list is null when "
+        "frame_elements.mode was off or the seed has none annotated",
     ),
 ]
 
@@ -229,6 +232,7 @@ def write_card(
         ),
         "",
     ]
+    parts += _frame_elements_section(table, seed_table, run.get("frame_elements"))
     parts += _filters_section(filters, seed_table.num_rows)
     parts += _closing_sections(run, licence_lines)
     with files.atomic_path(out_dir / "README.md", ".md") as tmp:
@@ -279,7 +283,8 @@ def _files_section(n: int, n_seeds: int, n_aligned: int, conll: Path | str | Non
                             f"`{Path(conll).name}`",
                             f"{n_aligned:,} blocks",
                             "the aligned outputs in open-SESAME CoNLL "
-                            "(15 columns; lexical unit and frame on the trigger tokens; frame-element tags `O`), with "
+                            "(15 columns; lexical unit and frame on the trigger tokens; the carried frame elements "
+                            "as BIO tags in column 15, null-instantiated and lost FEs left out), with "
                             f"`{Path(conll).name}.ids.tsv` mapping sentence numbers to output ids",
                         ]
                     ]
@@ -340,8 +345,10 @@ def _filters_section(filters: Path | str | None, n_seeds: int) -> list[str]:
     return [
         "## Filters",
         "",
-        "The seed paper's Table 4 filters (bounds on iteration, paraphrase score and aligner score) and their sizes; "
-        "apply one with the same bounds on the columns, or use the run's `filtering/subsets/*.parquet`.",
+        "The run's heuristic filters (the seed paper's Table 4 unless the config names others: bounds on "
+        "iteration, paraphrase score and aligner score, and `min_fe_score` on the lowest score of the frame "
+        "elements an output carries, a lost one scoring 0) and their sizes; apply one with the same bounds on "
+        "the columns, or use the run's `filtering/subsets/*.parquet`.",
         "",
         _table(["filter", "bounds", "outputs", f"× {n_seeds:,} seeds"], rows),
         "",
@@ -363,11 +370,92 @@ def _provenance(run: dict[str, Any]) -> list[str]:
         ("decoding", run.get("decoding")),
         ("span aligner", run.get("aligner")),
         ("aligner encoder", run.get("encoder")),
+        ("frame elements", _fe_settings(run.get("frame_elements"))),
     ]
     return [f"- {k}: {v}" for k, v in items if v not in (None, "")] + [
         "- the whole configuration: the run's config file (`snakemake --report` shows it), every default in "
         "`workflow/schemas/config.schema.yaml` of that spanaug version."
     ]
+
+
+#: How each ``frame_elements.mode`` carries an FE, for the card.
+FE_MODES = {
+    "align": "placed by the span aligner (its best consistent placement)",
+    "keep": "found where its words occur verbatim in the output",
+}
+
+
+def _fe_settings(fe: dict[str, Any] | None) -> str | None:
+    """The FE settings as the provenance lists them."""
+    if not fe:
+        return None
+    return f"mode {fe.get('mode')}, select {fe.get('select')}, require {fe.get('require')}"
+
+
+def _frame_elements_section(table: Any, seeds: Any, fe: dict[str, Any] | None) -> list[str]:
+    """FE retention per iteration (overall and per coreness class), or why the outputs carry none."""
+    counts = fe_retention.seed_fe_counts(seeds)
+    held = (
+        f"The seeds hold {counts['overt_fes']:,} overt frame elements in {counts['seeds_with_fes']:,} of "
+        f"{counts['seeds']:,} seeds (and {counts['null_instantiated_fes']:,} null instantiations)."
+    )
+    mode = (fe or {}).get("mode")
+    if not fe_retention.carries_fes(table):
+        why = "`frame_elements.mode` was off" if mode in (None, "off") else f"`frame_elements.mode` was {mode}"
+        return [
+            "## Frame elements",
+            "",
+            f"{held} {why}: the outputs carry no frame elements (`frame_elements` is null in every row, and the "
+            "CoNLL export tags none), so this data teaches frame identification, not argument identification.",
+            "",
+        ]
+    how = FE_MODES.get(mode, "carried") if mode else "carried"
+    rows = [
+        [
+            r["iteration"],
+            r["outputs_with_fes"],
+            r["fes_to_carry"],
+            r["carried"],
+            r["lost"],
+            *(_pct(r[key]) for key in ("retention", *fe_retention.CLASS_COLUMNS.values())),
+            r["outputs_keeping_every_fe"],
+            r["mean_fe_score"] if r["mean_fe_score"] is not None else "–",
+        ]
+        for r in fe_retention.per_iteration(table)
+    ]
+    return [
+        "## Frame elements",
+        "",
+        f"{held} Each output carries its seed's frame elements ({_fe_settings(fe) or 'settings unknown'}; each FE "
+        f"{how}): an FE with a span and the carrying's score, or `null_type: LOST` where a paraphrase lost it (an FE "
+        "lost stays lost in later iterations; an output whose trigger did not align loses all). **Retention** is the "
+        "share of the seeds' overt FEs that an iteration's outputs still carry (a chain that ended earlier has no "
+        "output there, and counts nowhere): overall and per coreness class "
+        "(core: Core, Core-Unexpressed; non-core: Peripheral, Extra-Thematic; unknown: the input does not say, "
+        "as in CoNLL, which `require: core` protects as core).",
+        "",
+        _table(
+            [
+                "iteration",
+                "outputs with FEs",
+                "seed FEs to carry",
+                "carried",
+                "lost",
+                "retention",
+                "core",
+                "non-core",
+                "unknown coreness",
+                "outputs keeping every FE",
+                "mean score of carried FEs",
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
+def _pct(share: float | None) -> str:
+    return "–" if share is None else f"{share:.1%}"
 
 
 def _yaml(data: dict[str, Any]) -> str:

@@ -5,8 +5,10 @@ every aligned output becomes one CoNLL block: 15 tab-separated columns per token
 lemma, coarse POS, POS, sentence number, five ``_``, lexical unit, frame, frame-element tag), the
 lexical unit and frame on the trigger tokens, and the output's frame elements as BIO tags
 (``B-Name`` on an FE's first token, ``I-Name`` on the others, ``O`` outside any; all ``O`` for an
-output whose FEs are null, i.e. not aligned). The format has no place for null-instantiated FEs
-or coreness: those are left out (and counted). The project's own importer
+output whose FEs are null: ``frame_elements.mode`` off, or none annotated). An FE has tags only
+where it has words: the format has no place for null-instantiated FEs, for FEs a paraphrase lost
+(``LOST``: no span in the output) or for coreness, so those leave nothing in column 15 and are
+counted apart in the summary. The project's own importer
 (:func:`spanaug.pipeline.importers.read_conll`) reads such a file back, one row per output, with
 the same overt FEs.
 
@@ -25,6 +27,7 @@ from spanaug.core import artifacts, files
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.tagging import load_tagger
+from spanaug.core.validation import LOST
 from spanaug.pipeline.constraints import lemma_of
 from spanaug.pipeline.importers import CONLL_COLUMNS
 
@@ -58,7 +61,7 @@ def fe_tags(row: Mapping[str, Any], n_tokens: int) -> list[str]:
     ``B-``, so the importer reads the pieces back apart)."""
     tags = ["O"] * n_tokens
     for fe in row.get("frame_elements") or ():
-        if fe["null_type"] is not None:
+        if fe["null_type"] is not None:  # null-instantiated or LOST: no words to tag
             continue
         if any(c.isspace() for c in fe["name"]):
             raise ArtifactError(
@@ -66,6 +69,18 @@ def fe_tags(row: Mapping[str, Any], n_tokens: int) -> list[str]:
             )
         tags[fe["start"] : fe["end"] + 1] = [f"B-{fe['name']}"] + [f"I-{fe['name']}"] * (fe["end"] - fe["start"])
     return tags
+
+
+def untagged_fes(fes: Sequence[Mapping[str, Any]] | None) -> Counter:
+    """The FEs of an output that column 15 cannot show, by why: null instantiations (CNI, DNI,
+    INI) and FEs the paraphrase lost (LOST)."""
+    counts: Counter = Counter()
+    for fe in fes or ():
+        if fe["null_type"] == LOST:
+            counts["lost_fes_left_out"] += 1
+        elif fe["null_type"] is not None:
+            counts["null_instantiated_fes_left_out"] += 1
+    return counts
 
 
 def conll_block(row: Mapping[str, Any], sentence: int, tagger: Any = None) -> list[str]:
@@ -130,14 +145,12 @@ def export_conll(
         if tagger is None:
             raise ArtifactError(f"cannot fill the POS columns: {why}")
     n = 0
-    counts: Counter = Counter(unaligned_left_out=0, null_instantiated_fes_left_out=0)
+    counts: Counter = Counter(unaligned_left_out=0, null_instantiated_fes_left_out=0, lost_fes_left_out=0)
     ids = []
     with files.atomic_path(out, ".conll") as tmp, open(tmp, "w", encoding="utf-8") as handle:
         for row in iter_aligned(augmented, counts):
             handle.write("\n".join(conll_block(row, n, tagger)) + "\n\n")
-            counts["null_instantiated_fes_left_out"] += sum(
-                fe["null_type"] is not None for fe in row["frame_elements"] or ()
-            )
+            counts.update(untagged_fes(row["frame_elements"]))
             ids.append(
                 {
                     "sentence": n,

@@ -1,7 +1,10 @@
 """Filtering the augmented outputs (§6.2): the heuristic filters of Table 4 and the neural P/R-classifiers.
 
 A heuristic filter is a conjunction of bounds on an output's iteration, paraphrase score (the
-paraphraser's length-normalised NLL: lower is better) and aligner score. The neural filter reads
+paraphraser's length-normalised NLL: lower is better), aligner score and, beyond the paper, its
+lowest frame-element score (``min_fe_score``: every FE the output carries scored at least that, a
+lost FE scoring 0; an output with no FE to carry, none annotated or ``frame_elements.mode`` off,
+passes it, since it has no FE to have carried badly). The neural filter reads
 the same three numbers, has two hidden layers of 10 units and a sigmoid output, and is trained
 with BCE on human judgments; the P-classifier down-weights the positive class (fewer, surer
 acceptances), the R-classifier the negative class.
@@ -27,10 +30,11 @@ from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.evaluation_settings import ClassifierSettings
 from spanaug.core.metrics import prf
 from spanaug.core.splits import assign_parts
+from spanaug.evaluation.fe_retention import carries_fes, lowest_fe_scores
 
 log = logging.getLogger(__name__)
 
-BOUNDS = ("max_iteration", "max_paraphrase_score", "min_aligner_score")
+BOUNDS = ("max_iteration", "max_paraphrase_score", "min_aligner_score", "min_fe_score")
 
 #: The rows of the seed paper's Table 4.
 DEFAULT_FILTERS: dict[str, dict[str, float]] = {
@@ -72,7 +76,8 @@ def check_filters(filters: Any) -> dict[str, dict[str, float]]:
 
 
 def heuristic_mask(table: pa.Table, bounds: Mapping[str, float]) -> pa.ChunkedArray:
-    """Which rows pass every bound (a missing score fails a bound on it; a null bound is no bound)."""
+    """Which rows pass every bound (a missing score fails a bound on it, but an output with no FE to
+    carry passes ``min_fe_score``; a null bound is no bound)."""
     mask = pa.chunked_array([pa.array([True] * table.num_rows)])
     if bounds.get("max_iteration") is not None:
         mask = pc.and_(mask, pc.less_equal(table.column("iteration"), bounds["max_iteration"]))
@@ -80,6 +85,9 @@ def heuristic_mask(table: pa.Table, bounds: Mapping[str, float]) -> pa.ChunkedAr
         mask = pc.and_(mask, pc.less_equal(table.column("paraphrase_score"), bounds["max_paraphrase_score"]))
     if bounds.get("min_aligner_score") is not None:
         mask = pc.and_(mask, pc.greater_equal(table.column("aligner_score"), bounds["min_aligner_score"]))
+    if bounds.get("min_fe_score") is not None:
+        lowest = lowest_fe_scores(table)
+        mask = pc.and_(mask, pc.or_kleene(pc.is_null(lowest), pc.greater_equal(lowest, bounds["min_fe_score"])))
     aligned = table.column("aligned_start").is_valid()
     return pc.fill_null(pc.and_(mask, aligned), False)
 
@@ -200,6 +208,24 @@ def _empty_filter_warnings(
     return warnings
 
 
+def _fe_bound_warnings(table: pa.Table, filters: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+    """A warning for each filter bounding the FE score when no output carries FEs: the bound then
+    passes every output (``frame_elements.mode`` off, or a corpus without FE annotations)."""
+    warnings: list[dict[str, Any]] = []
+    if carries_fes(table):
+        return warnings
+    for name, bounds in filters.items():
+        if bounds.get("min_fe_score") is not None:
+            warn(
+                warnings,
+                "degraded",
+                f"filter {name!r} bounds min_fe_score, but no output carries frame elements "
+                "(frame_elements.mode off, or no FE annotated): the bound passes every output",
+                log,
+            )
+    return warnings
+
+
 def _judged_rows(table: pa.Table, judgments: Path | str | None) -> tuple[dict[str, int], list[int], list[int]]:
     """The judgments, the rows of the judged outputs and their labels."""
     labels = read_judgments(judgments) if judgments else {}
@@ -256,7 +282,7 @@ def filter_stage(
         mask_list = mask.to_pylist()
         record(name, mask_list, [mask_list[i] for i in judged], gold)
 
-    warnings = _empty_filter_warnings(rows, filters)
+    warnings = _empty_filter_warnings(rows, filters) + _fe_bound_warnings(table, filters)
     classifier_scores: dict[str, list[float]] = {}
     summary: dict[str, Any] = {
         "judged_outputs": len(judged),

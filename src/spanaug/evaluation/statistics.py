@@ -21,6 +21,7 @@ from spanaug.core.errors import ArtifactError
 from spanaug.core.evaluation_settings import StatsConfig
 from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
+from spanaug.evaluation import fe_retention
 from spanaug.pipeline.framenet import read_lexicon
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ _STAT_COLUMNS = [
     "aligned_lemma",
     "paraphrase_score",
     "aligner_score",
+    "frame_elements",
 ]
 
 
@@ -71,6 +73,20 @@ def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def frame_element_stats(table: pa.Table, seeds: pa.Table) -> dict[str, Any]:
+    """The seeds' FE annotations, whether the outputs carry FEs (``frame_elements.mode`` not off),
+    and per iteration the FEs carried, lost and null-instantiated, the outputs keeping every FE and
+    the mean score of the carried FEs (:mod:`spanaug.evaluation.fe_retention`)."""
+    counts = fe_retention.seed_fe_counts(seeds)
+    return {
+        "seeds_with_fes": counts["seeds_with_fes"],
+        "seed_overt_fes": counts["overt_fes"],
+        "seed_null_instantiated_fes": counts["null_instantiated_fes"],
+        "outputs_carry_fes": fe_retention.carries_fes(table),
+        "per_iteration": fe_retention.per_iteration(table),
+    }
 
 
 def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int, seed: int = 0) -> dict[str, float | None]:
@@ -156,6 +172,7 @@ def intrinsic_stats(
         "lemmas_per_output": lemma_pairs / aligned.num_rows if aligned.num_rows else None,
     }
     stats.update(bleu_measures(table, seed_table, cfg.bleu_sample))
+    stats["frame_elements"] = frame_element_stats(table, seed_table)
     warnings: list[dict[str, Any]] = []
     if cfg.lexicon:
         stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, read_lexicon(cfg.lexicon))

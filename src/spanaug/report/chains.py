@@ -8,6 +8,7 @@ next iteration rewrites), its scores and the constraints it was decoded under.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +38,24 @@ def sample_chains(
     seeds: Path | str,
     n: int,
     seed: int = 0,
+    extra_columns: Sequence[str] = (),
+    eligible: Callable[[dict[str, Any]], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], int, int]:
-    """``n`` seeds drawn (by ``seed``) among those with outputs, each with its outputs in order.
+    """``n`` seeds drawn (by ``seed``) among those with outputs (and, given ``eligible``, whose
+    SENTENCES row it accepts), each with its outputs in order (their ``extra_columns`` too).
 
-    Returns the chains (a seed's SENTENCES row plus ``outputs``), the number of seeds with any
-    output and the number of seeds.
+    Returns the chains (a seed's SENTENCES row plus ``outputs``), the number of seeds it drew from
+    and the number of seeds.
     """
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
     seed_rows = {r["sentence_id"]: r for r in seed_table.to_pylist()}
-    table = artifacts.read_table(augmented, artifacts.AUGMENTED).select(_COLUMNS)
+    table = artifacts.read_table(augmented, artifacts.AUGMENTED).select([*_COLUMNS, *extra_columns])
     check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))
-    with_outputs = sorted(set(table.column("seed_id").to_pylist()) & set(seed_rows))
+    with_outputs = sorted(
+        sid
+        for sid in set(table.column("seed_id").to_pylist()) & set(seed_rows)
+        if eligible is None or eligible(seed_rows[sid])
+    )
     chosen = sorted(
         random.Random(seed).sample(with_outputs, min(n, len(with_outputs))),
         key=lambda sid: (seed_rows[sid]["frame"], sid),

@@ -40,6 +40,7 @@ span.kind { font-size: .8em; padding: .05em .4em; border-radius: 3px; color: #ff
 span.kind.empty { background: #c0392b; } span.kind.degraded { background: #b9770e; }
 details summary { cursor: pointer; color: #3e4c59; }
 a.download { font-size: .9em; }
+img.figure { max-width: 100%; height: auto; display: block; margin: .4em 0 1em; }
 """
 
 
@@ -143,6 +144,12 @@ def download_link(path: Path | str, label: str | None = None) -> str:
         f'<a class="download" download="{esc(path.name)}" href="data:{mime};base64,{data}">'
         f"{esc(label or 'download ' + path.name)}</a>"
     )
+
+
+def png_image(png: bytes, alt: str) -> str:
+    """An ``<img>`` holding a PNG as a data URI (the page stays one self-contained file)."""
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img class="figure" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
 def warnings_html(warnings: Sequence[Mapping[str, Any]]) -> str:

@@ -201,6 +201,37 @@ def frameid_section(curves: Sequence[Mapping[str, Any]], baseline: Mapping[str, 
     return text
 
 
+def frame_elements_section(fe: Mapping[str, Any] | None) -> str:
+    """FE retention per iteration (the Frame elements page's summary), or that FEs are off."""
+    if not fe:
+        return ""
+    held = f"the seeds hold {fe.get('seed_overt_fes', 0):,} overt frame elements"
+    if not fe.get("outputs_carry_fes"):
+        state = "off" if fe.get("mode") == "off" else f"mode {fe.get('mode')}, but no output carries any"
+        return (
+            f"<h2>Frame elements</h2><p>Frame elements: <strong>{html.esc(state)}</strong> "
+            f"(<code>frame_elements.mode: {html.esc(fe.get('mode'))}</code>); {held}, and the outputs carry none. "
+            "See the Frame elements page.</p>"
+        )
+    rows = [
+        {
+            "iteration": r["iteration"],
+            "seed FEs to carry": r["fes_to_carry"],
+            "carried": r["carried"],
+            "lost": r["lost"],
+            "retention": r["retention"],
+            "outputs keeping every FE": r["outputs_keeping_every_fe"],
+        }
+        for r in fe.get("per_iteration", [])
+    ]
+    return (
+        f"<h2>Frame elements</h2><p>Mode <code>{html.esc(fe.get('mode'))}</code> (select "
+        f"<code>{html.esc(fe.get('select'))}</code>, require <code>{html.esc(fe.get('require'))}</code>): {held}; "
+        "retention is the share of them that an iteration's outputs still carry (see the Frame elements page).</p>"
+        + html.table(rows)
+    )
+
+
 def warnings_banner(records: Sequence[Mapping[str, Any]]) -> str:
     if not records:
         return '<div class="banner ok">No stage reported an empty or degraded result.</div>'
@@ -225,6 +256,7 @@ class SummaryInputs:
     human_eval: str | None = setting(None, "the human-evaluation summary (JSON)")
     curves: str | None = setting(None, "the Frame ID curves (CSV)")
     frameid_baseline: str | None = setting(None, "the Frame ID lexicon baseline (JSON)")
+    frame_elements: str | None = setting(None, "the Frame elements page's summary (JSON)")
 
 
 def summary_body(
@@ -240,12 +272,14 @@ def summary_body(
     human_data = read_json(results.human_eval) if results.human_eval else None
     curve_rows = read_csv(results.curves)[1] if results.curves else []
     baseline = read_json(results.frameid_baseline) if results.frameid_baseline else None
+    fe_data = read_json(results.frame_elements) if results.frame_elements else None
     body = "".join(
         [
             run_description(run),
             warnings_banner(warnings),
             dataset_section(stats_data),
             iteration_section(iter_rows, para_rows),
+            frame_elements_section(fe_data),
             filters_section(filters_data),
             aligner_section(ablation_data, comparison_data),
             human_section(human_data, bool(run.get("simulated_judgments"))),
@@ -259,6 +293,7 @@ def summary_body(
         "per_iteration": iter_rows,
         "paraphrase": para_rows,
         "filters": filters_data.get("table", []),
+        **({"frame_elements": {k: v for k, v in fe_data.items() if k != "warnings"}} if fe_data else {}),
     }
     return body, numbers
 

@@ -38,6 +38,7 @@ STAGES = {
     "human_eval/span_agreement.json": "span-alignment task",
     "human_eval/task_summary.json": "annotation task (human export)",
     "release/export_conll.json": "release: CoNLL export",
+    "report/frame_elements.json": "frame elements",
 }
 
 #: Above this share of decoded candidates dropped for breaking a constraint, the paraphraser is

@@ -1,0 +1,417 @@
+"""The report's Frame elements page: what the outputs did with their seeds' frame elements.
+
+Retention per iteration (overall and per coreness class) and per FE name, the distribution of the
+carried FEs' scores, and example chains with each FE marked in its own colour and the trigger
+underlined (the numbers come from :mod:`spanaug.evaluation.fe_retention`). With
+``frame_elements.mode: off`` the page says so, with what the seeds hold, so every run's report has
+the page and the workflow's graph is the same in both modes.
+
+The page's JSON summary records warnings that the warnings page collects:
+
+- ``frame_elements.mode`` off while the seeds hold overt FEs (degraded): the release then teaches
+  frame identification only, and its CoNLL tags no argument;
+- an iteration whose outputs carry less than :data:`LOW_RETENTION` of their seeds' FEs (degraded),
+  or none of them (empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spanaug.core import artifacts, files, plotting
+from spanaug.core.config import FrameElementSettings
+from spanaug.core.degraded import warn
+from spanaug.evaluation import fe_retention
+from spanaug.pipeline.frame_elements import has_span, lowest_score
+from spanaug.report import html
+from spanaug.report.chains import sample_chains
+
+#: Below this share of their seeds' overt FEs carried, an iteration's outputs have lost most of
+#: their arguments: the warnings page says so. In the demo (tiny models) retention stays above 0.9
+#: over three iterations; an aligner that cannot place FEs (as before the aligner learned copies:
+#: 3 of 108 FEs carried) falls far below it.
+LOW_RETENTION = 0.5
+
+#: FE backgrounds, given to a chain's FE names in its seed's order, so the FEs of one sentence differ
+#: (a frame with more FEs reuses colours; each FE is labelled with its name anyway). Light enough
+#: for dark text and apart from the trigger's underline.
+PALETTE = (
+    "#a6cee3",
+    "#b2df8a",
+    "#fb9a99",
+    "#fdbf6f",
+    "#cab2d6",
+    "#ffff99",
+    "#8dd3c7",
+    "#bebada",
+    "#80b1d3",
+    "#fccde5",
+    "#d9d9d9",
+    "#ccebc5",
+)
+
+STYLE = """
+<style>
+span.fe { padding: .05em .2em; border-radius: 3px; }
+span.fe sub { font-size: .7em; color: #3e4c59; margin-left: .15em; }
+span.trig { font-weight: 700; border-bottom: 3px solid #1f2933; }
+span.lost { color: #b03a2e; } span.ni { color: #52606d; }
+</style>
+"""
+
+#: The per-iteration table's columns (CSV and page).
+ITERATION_COLUMNS = [
+    "iteration",
+    "outputs",
+    "outputs_with_fes",
+    "fes_to_carry",
+    "carried",
+    "lost",
+    "null_instantiated",
+    "retention",
+    *fe_retention.CLASS_COLUMNS.values(),
+    "outputs_keeping_every_fe",
+    "mean_fe_score",
+]
+
+
+#: The per-iteration table's headers on the page.
+ITERATION_LABELS = dict(
+    zip(
+        ITERATION_COLUMNS,
+        [
+            "iteration",
+            "outputs",
+            "outputs with FEs",
+            "seed FEs to carry",
+            "carried",
+            "lost",
+            "null-instantiated",
+            "retention",
+            "core",
+            "non-core",
+            "unknown coreness",
+            "keeping every FE",
+            "mean score of carried FEs",
+        ],
+    )
+)
+
+
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """A background colour per FE name, in the order given (a name given twice keeps its first)."""
+    return {name: PALETTE[k % len(PALETTE)] for k, name in enumerate(dict.fromkeys(names))}
+
+
+def _trigger_runs(tokens: Sequence[str], positions: range, trigger: tuple[int, int] | None) -> str:
+    """Tokens at ``positions`` joined, the trigger's among them underlined."""
+    out, i = [], positions.start
+    while i < positions.stop:
+        inside = trigger is not None and trigger[0] <= i <= trigger[1]
+        j = i
+        while j + 1 < positions.stop and (trigger is not None and trigger[0] <= j + 1 <= trigger[1]) == inside:
+            j += 1
+        text = " ".join(html.esc(t) for t in tokens[i : j + 1])
+        out.append(f'<span class="trig">{text}</span>' if inside else text)
+        i = j + 1
+    return " ".join(out)
+
+
+def fe_sentence(
+    tokens: Sequence[str],
+    fes: Sequence[Mapping[str, Any]] | None,
+    trigger: tuple[int, int] | None,
+    palette: Mapping[str, str],
+) -> str:
+    """The sentence with each overt FE in its name's colour, labelled, and the trigger underlined
+    (inside an FE or not: tokens are marked in runs, so the tags always nest)."""
+    owner: list[int | None] = [None] * len(tokens)
+    overt = [fe for fe in fes or () if has_span(fe)]
+    for k, fe in enumerate(overt):
+        for i in range(fe["start"], fe["end"] + 1):
+            owner[i] = k
+    out, i = [], 0
+    while i < len(tokens):
+        j = i
+        while j + 1 < len(tokens) and owner[j + 1] == owner[i]:
+            j += 1
+        inner = _trigger_runs(tokens, range(i, j + 1), trigger)
+        k = owner[i]
+        if k is None:
+            out.append(inner)
+        else:
+            name = overt[k]["name"]
+            colour = palette.get(name, PALETTE[-1])
+            out.append(f'<span class="fe" style="background:{colour}">{inner}<sub>{html.esc(name)}</sub></span>')
+        i = j + 1
+    return " ".join(out)
+
+
+def unplaced(fes: Sequence[Mapping[str, Any]] | None) -> str:
+    """The FEs with no words in the sentence: lost ones, then null instantiations."""
+    lost = [html.esc(fe["name"]) for fe in fes or () if fe["null_type"] == "LOST"]
+    null = [f"{html.esc(fe['name'])} ({fe['null_type']})" for fe in fes or () if fe["null_type"] not in (None, "LOST")]
+    parts = []
+    if lost:
+        parts.append(f'<span class="lost">lost: {", ".join(lost)}</span>')
+    if null:
+        parts.append(f'<span class="ni">{", ".join(null)}</span>')
+    return "<br>".join(parts)
+
+
+def fe_chain_html(chain: Mapping[str, Any]) -> str:
+    """One seed and its outputs, each with its FEs marked (a colour per FE name of the seed)."""
+    head = (
+        f"<h3>{html.esc(chain['frame'])} &middot; {html.esc(chain['lexical_unit'])} "
+        f'<span class="note small">seed {html.esc(chain["sentence_id"])}</span></h3>'
+    )
+    fes = chain["frame_elements"]
+    palette = colours([fe["name"] for fe in fes or ()])
+    rows = [
+        {
+            "iteration": "0 (seed)",
+            "sentence": fe_sentence(chain["tokens"], fes, (chain["span_start"], chain["span_end"]), palette),
+            "not in the sentence": unplaced(fes),
+            "lowest FE score": None,
+        }
+    ]
+    for out in chain["outputs"]:
+        trigger = (out["aligned_start"], out["aligned_end"]) if out["aligned_start"] is not None else None
+        rows.append(
+            {
+                "iteration": out["iteration"],
+                "sentence": fe_sentence(out["paraphrase_tokens"], out["frame_elements"], trigger, palette),
+                "not in the sentence": unplaced(out["frame_elements"])
+                + ("" if trigger else '<br><span class="note">no trigger aligned: the chain ends</span>'),
+                "lowest FE score": lowest_score(out["frame_elements"]),
+            }
+        )
+    columns = ["iteration", "sentence", "not in the sentence", "lowest FE score"]
+    return head + html.table(rows, columns, raw_html=("sentence", "not in the sentence"))
+
+
+def figure(per_iteration: Sequence[Mapping[str, Any]], histogram: Sequence[Mapping[str, Any]]) -> bytes:
+    """Retention per iteration (overall and per coreness class) beside the carried FEs' scores."""
+    fig, (ax, ax_scores) = plotting.subplots(1, 2, figsize=(10, 3.6))
+    its = [r["iteration"] for r in per_iteration]
+    for key, label, style in (
+        ("retention", "all FEs", "-o"),
+        ("core_retention", "core", "--s"),
+        ("non_core_retention", "non-core", "--^"),
+        ("unknown_coreness_retention", "unknown coreness", ":d"),
+    ):
+        values = [r[key] for r in per_iteration]
+        if any(v is not None for v in values):
+            ax.plot(its, [float("nan") if v is None else v for v in values], style, label=label)
+    ax.axhline(LOW_RETENTION, color="#c0392b", linewidth=0.8, linestyle=":", label=f"warning below {LOW_RETENTION:.0%}")
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(its)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("share of the seeds' FEs carried")
+    ax.set_title("FE retention")
+    ax.legend(fontsize=8, loc="lower left")
+    for k, it in enumerate(its):  # each bin's bars side by side, one per iteration, in 80% of the bin
+        bins = [h for h in histogram if h["iteration"] == it]
+        sub = [0.8 * (h["high"] - h["low"]) / len(its) for h in bins]
+        ax_scores.bar(
+            [h["low"] + 0.1 * (h["high"] - h["low"]) + (k + 0.5) * w for h, w in zip(bins, sub)],
+            [h["fes"] for h in bins],
+            width=sub,
+            label=f"iteration {it}",
+        )
+    ax_scores.set_xlim(0, 1)
+    ax_scores.set_xlabel("aligner score of a carried FE (1.0: verbatim)")
+    ax_scores.set_ylabel("FEs")
+    ax_scores.set_title("Carried FEs' scores")
+    ax_scores.legend(fontsize=8, loc="upper left")
+    return plotting.png_bytes(fig)
+
+
+def fe_warnings(
+    mode: str, seed_counts: Mapping[str, int], per_iteration: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The page's warnings (see the module's docstring)."""
+    warnings: list[dict[str, Any]] = []
+    if mode == "off":
+        if seed_counts["overt_fes"]:
+            warn(
+                warnings,
+                "degraded",
+                f"frame_elements.mode is off, but {seed_counts['seeds_with_fes']:,} of {seed_counts['seeds']:,} "
+                f"seeds hold {seed_counts['overt_fes']:,} overt frame elements: the outputs carry none (the CoNLL "
+                "export tags no argument); set frame_elements.mode: align to carry them",
+            )
+        return warnings
+    for r in per_iteration:
+        if r["fes_to_carry"] and not r["carried"]:
+            warn(warnings, "empty", f"iteration {r['iteration']}: none of {r['fes_to_carry']:,} seed FEs was carried")
+    low = [
+        r for r in per_iteration if r["retention"] is not None and r["carried"] > 0 and r["retention"] < LOW_RETENTION
+    ]
+    if low:
+        listed = ", ".join(f"{r['iteration']} ({r['retention']:.0%})" for r in low)
+        warn(
+            warnings,
+            "degraded",
+            f"frame-element retention below {LOW_RETENTION:.0%} in iteration(s) {listed}: those outputs have lost "
+            "most of the arguments their seeds had (see the Frame elements page)",
+        )
+    return warnings
+
+
+@dataclass
+class FrameElementReport:
+    """What the page shows, and its summary for the warnings and landing pages."""
+
+    per_iteration: list[dict[str, Any]]
+    by_name: list[dict[str, Any]]
+    summary: dict[str, Any]
+    body: str
+
+
+def _off_body(fe: FrameElementSettings, seed_counts: Mapping[str, int]) -> str:
+    held = (
+        f"The seeds hold {seed_counts['overt_fes']:,} overt frame elements in {seed_counts['seeds_with_fes']:,} of "
+        f"{seed_counts['seeds']:,} seeds (and {seed_counts['null_instantiated_fes']:,} null instantiations)."
+    )
+    if fe.mode == "off":
+        return (
+            '<div class="banner warn"><strong>Frame elements are off</strong> (<code>frame_elements.mode: off</code>, '
+            "the paper's trigger-only data): the outputs carry no frame elements, and the CoNLL export tags none. "
+            f"{held} Set <code>frame_elements.mode: align</code> (the span aligner places every FE) or "
+            "<code>keep</code> (an FE found where its words occur verbatim) to carry them.</div>"
+        )
+    return (
+        f'<div class="banner warn"><strong>Nothing to carry.</strong> {held} '
+        f"With <code>frame_elements.mode: {html.esc(fe.mode)}</code> the outputs carry the FEs of seeds that have "
+        "any; these outputs carry none.</div>"
+    )
+
+
+def _intro(fe: FrameElementSettings, seed_counts: Mapping[str, int]) -> str:
+    how = {"align": "the span aligner places each FE", "keep": "each FE is found where its words occur verbatim"}
+    return (
+        f"<p>The seeds hold <strong>{seed_counts['overt_fes']:,}</strong> overt frame elements in "
+        f"{seed_counts['seeds_with_fes']:,} of {seed_counts['seeds']:,} seeds (and "
+        f"{seed_counts['null_instantiated_fes']:,} null instantiations). With <code>frame_elements.mode: "
+        f"{html.esc(fe.mode)}</code> {how.get(fe.mode, '')} in every output; <code>select: {html.esc(fe.select)}"
+        f"</code>, <code>require: {html.esc(fe.require)}</code>. <strong>Retention</strong> is the share of the "
+        "seeds' overt FEs that an iteration's outputs still carry: an FE a paraphrase lost is kept as "
+        "<code>LOST</code> and stays lost; an output whose trigger did not align loses all. Coreness: core "
+        "(Core, Core-Unexpressed), non-core (Peripheral, Extra-Thematic), unknown (the input does not say; "
+        "<code>require: core</code> protects those as core).</p>"
+    )
+
+
+def _legend() -> str:
+    example = fe_sentence(
+        ["Abby", "bought", "a", "car"],
+        [
+            {"name": "Buyer", "start": 0, "end": 0, "null_type": None},
+            {"name": "Goods", "start": 2, "end": 3, "null_type": None},
+        ],
+        (1, 1),
+        colours(["Buyer", "Goods"]),
+    )
+    return (
+        f'<p class="small">Each FE of a chain in its own colour, its name after it, and the trigger (in outputs: the '
+        f"aligned span) underlined: &ldquo;{example}&rdquo;. Lost FEs and null instantiations, which have no words, "
+        "are listed beside the sentence; the lowest FE score counts a lost FE as 0.</p>"
+    )
+
+
+def build(
+    augmented: Path | str,
+    seeds: Path | str,
+    fe: FrameElementSettings,
+    n_chains: int,
+    seed: int = 0,
+    max_rows: int = 200,
+) -> FrameElementReport:
+    """The page's tables, summary and body (without the page's title and links)."""
+    table = artifacts.read_table(augmented, artifacts.AUGMENTED)
+    seed_counts = fe_retention.seed_fe_counts(artifacts.read_table(seeds, artifacts.SENTENCES))
+    carried = fe_retention.carries_fes(table)
+    per_iteration = fe_retention.per_iteration(table) if carried else []
+    names = fe_retention.by_name(table) if carried else []
+    summary: dict[str, Any] = {
+        "mode": fe.mode,
+        "select": fe.select,
+        "require": fe.require,
+        "seeds": seed_counts["seeds"],
+        "seeds_with_fes": seed_counts["seeds_with_fes"],
+        "seed_overt_fes": seed_counts["overt_fes"],
+        "seed_null_instantiated_fes": seed_counts["null_instantiated_fes"],
+        "outputs_carry_fes": carried,
+        "per_iteration": per_iteration,
+        "warnings": fe_warnings(fe.mode, seed_counts, per_iteration),
+    }
+    if not carried or not seed_counts["overt_fes"]:
+        return FrameElementReport(per_iteration, names, summary, _off_body(fe, seed_counts))
+    chains, drawn_from, _ = sample_chains(
+        augmented, seeds, n_chains, seed, extra_columns=("frame_elements",), eligible=_has_overt
+    )
+    body = "".join(
+        [
+            _intro(fe, seed_counts),
+            html.warnings_html(summary["warnings"]),
+            "<h2>Retention per iteration</h2>",
+            html.table([{ITERATION_LABELS[k]: r[k] for k in ITERATION_COLUMNS} for r in per_iteration]),
+            html.png_image(
+                figure(per_iteration, fe_retention.score_histogram(table)), "FE retention and carried FE scores"
+            ),
+            "<h2>Retention per FE name</h2>",
+            '<p class="note small">Over every frame that has the name: FEs to carry, carried and lost summed over '
+            "the iterations, the retention overall and in each iteration, and the mean score of the carried ones.</p>",
+            html.table([_name_row(r) for r in names], max_rows=max_rows),
+            f"<h2>Example chains</h2><p>{len(chains)} of the {drawn_from:,} seeds that have overt FEs and outputs, "
+            f"drawn with seed {seed}.</p>",
+            _legend(),
+            "".join(fe_chain_html(c) for c in chains),
+        ]
+    )
+    return FrameElementReport(per_iteration, names, summary, body)
+
+
+def _name_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A per-name row with the page's headers (``retention_iter2`` as "iteration 2")."""
+    labels = {"name": "FE name", "fes_to_carry": "FEs to carry", "mean_score": "mean score"}
+    return {labels.get(k, k.replace("retention_iter", "iteration ")): v for k, v in row.items()}
+
+
+def _has_overt(seed_row: Mapping[str, Any]) -> bool:
+    return any(has_span(fe) for fe in seed_row.get("frame_elements") or ())
+
+
+@dataclass
+class FrameElementOutputs:
+    """Where the page and its files go."""
+
+    html: Path | str
+    csv: Path | str
+    names_csv: Path | str
+    json: Path | str
+
+
+def write_report(report: FrameElementReport, out: FrameElementOutputs, demo: bool = False) -> None:
+    """The page (with its CSVs as downloads), the two CSVs and the JSON summary."""
+    files.write_csv(report.per_iteration, out.csv, fields=ITERATION_COLUMNS)
+    name_fields = list(report.by_name[0]) if report.by_name else ["name", "coreness", "fes_to_carry"]
+    files.write_csv(report.by_name, out.names_csv, fields=name_fields)
+    files.write_json(report.summary, out.json)
+    banner = (
+        '<div class="banner demo">Demo run: tiny models trained for a minute, so these FEs show the mechanics, not '
+        "alignment quality.</div>"
+        if demo
+        else ""
+    )
+    links = (
+        f'<p class="note small">Raw files: {html.download_link(out.csv)} &middot; '
+        f"{html.download_link(out.names_csv)}</p>"
+        if report.per_iteration
+        else ""
+    )
+    html.write_page(html.page("Frame elements", STYLE + banner + report.body + links), out.html)
