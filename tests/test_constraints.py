@@ -1,3 +1,8 @@
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from spanaug.core.config import ConstraintSettings
 from spanaug.pipeline.constraints import expand, lemma_of, requests_from_chain, violations
 
@@ -67,3 +72,21 @@ def test_requests_carry_constraints_forward_and_stop_unaligned_chains():
     assert len(out) == 1
     assert {"bought", "buy", "purchased", "purchases", "Purchase"} <= set(out[0]["constraints"])
     assert out[0]["iteration"] == 2 and out[0]["source_span_start"] == 1
+
+
+def test_a_span_without_letters_has_no_other_forms():
+    """An aligner may point a trigger at punctuation; lemminflect's OOV rules fail on it (IndexError
+    on '.' as an adjective), which once stopped the constraints of a whole shard."""
+    for upos in (None, "VERB", "NOUN", "ADJ", "ADV"):
+        assert expand(["."], upos, ConstraintSettings(case_variants=False)) == {"."}
+        assert expand(["1,000"], upos) == {"1,000"}
+
+
+@settings(max_examples=int(os.environ.get("SPANAUG_FUZZ_EXAMPLES", "40")), deadline=None)
+@given(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), min_size=1, max_size=6),
+    st.sampled_from([None, "VERB", "NOUN", "ADJ", "ADV"]),
+)
+def test_any_token_expands_without_error(word, upos):
+    out = expand([word], upos)
+    assert word in out and all(phrase.strip() for phrase in out)

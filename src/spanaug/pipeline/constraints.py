@@ -42,14 +42,20 @@ def case_variants(phrase: str) -> set[str]:
 
 @functools.lru_cache(maxsize=65536)
 def word_forms(word: str, upos: str | None = None) -> frozenset[str]:
-    """Every inflection of every lemma of ``word`` (restricted to ``upos`` when given)."""
+    """Every inflection of every lemma of ``word`` (restricted to ``upos`` when given). A word with no
+    letter (punctuation, a number, which an aligner may point a trigger at) has no other form:
+    lemminflect's out-of-vocabulary rules fail on it (the lemma of '.' as an adjective is '')."""
     lower = word.lower()
+    if not any(c.isalpha() for c in lower):
+        return frozenset({lower})
     lemmas = getAllLemmas(lower, upos) if upos else getAllLemmas(lower)
     if not lemmas and upos:
         lemmas = getAllLemmasOOV(lower, upos)
     forms = {lower}
     for pos, lemma_tuple in lemmas.items():
         for lemma in lemma_tuple:
+            if not lemma:
+                continue
             forms.add(lemma)
             inflections = getAllInflections(lemma, pos) or getAllInflectionsOOV(lemma, pos)
             for tag_forms in inflections.values():
