@@ -3,8 +3,10 @@
 A bad model path, a missing data file or an uninstalled tagger would otherwise be found by the job
 that needs it, hours into a run (on SLURM, as many parallel failures). :func:`check_run` looks at
 every input file, model directory or hub name, encoder, tagger and optional dependency the config
-names, without loading any of them, and :func:`preflight` reports every problem at once, each with
-its config key. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
+names, and :func:`preflight` reports every problem at once, each with its config key. Of a model on
+disk (a folder, or a hub name's snapshot in the Hugging Face cache) it runs the checks its stage
+runs when loading it (:mod:`spanaug.core.model_files`), loading its config and tokenizer, never its
+weights; nothing is downloaded. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
 ``spanaug config check`` runs it by hand.
 
 Relative paths are checked from the current directory, Snakemake's working directory.
