@@ -100,9 +100,14 @@ def test_hub_models_must_be_cached_when_offline(tmp_path, monkeypatch):
     (repo / "snapshots/abc123/config.json").write_text("{}")
     assert preflight.hub_problem("org/paraphraser") is None
     cfg = _demo(paraphraser={"train": None, "model": "org/paraphraser"}, frameid={"encoder": "org/missing"})
+    # In the cache, but with its config alone: what the stage would load is checked too
+    # (tests/test_hub_model_checks.py has real models).
     assert [str(p) for p in check_run(cfg)] == [
+        f"paraphraser.model: org/paraphraser: no tokenizer files in its cached snapshot {repo / 'snapshots/abc123'} "
+        "(one of tokenizer.json, spiece.model, sentencepiece.bpe.model, source.spm, vocab.json, vocab.txt): "
+        "transformers would build an empty tokenizer and every output would be empty",
         f"frameid.encoder: org/missing: not in the Hugging Face cache ({tmp_path}) and HF_HUB_OFFLINE=1: download it "
-        f"where there is internet (hf download NAME) into this cache, or give a local directory"
+        f"where there is internet (hf download NAME) into this cache, or give a local directory",
     ]
 
 

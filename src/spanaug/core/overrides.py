@@ -1,4 +1,4 @@
-"""Config files and ``--config`` overrides combined as Snakemake combines them, with their types.
+"""Config files read, and combined with ``--config`` overrides as Snakemake combines them, with their types.
 
 Beside core.config (which would pass the 700-line limit with them): merging several ``--configfile``
 and typing the nested ``--config`` values that Snakemake leaves strings.
@@ -6,9 +6,12 @@ and typing the nested ``--config`` values that Snakemake leaves strings.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from spanaug.core.config import config_schema
+from spanaug.core.errors import InputError
+from spanaug.core.files import read_yaml
 
 
 def merge_configs(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -70,3 +73,12 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     # what a config file would hear ("0 is less than the minimum of 1"), not "'0' is not of type".
     right_type = all(error.validator != "type" for error in validator.iter_errors(parsed))
     return parsed if right_type else value
+
+
+def read_config_file(path: Path | str) -> dict[str, Any]:
+    """One config file as `config check`, the workflow and its profile read it: UTF-8 YAML (or JSON),
+    no key given twice, a mapping of sections at the top. Errors name the file and line."""
+    loaded = read_yaml(path) or {}
+    if not isinstance(loaded, dict):
+        raise InputError(path, None, f"a config file is a mapping of sections, not {type(loaded).__name__}")
+    return loaded

@@ -3,8 +3,10 @@
 A bad model path, a missing data file or an uninstalled tagger would otherwise be found by the job
 that needs it, hours into a run (on SLURM, as many parallel failures). :func:`check_run` looks at
 every input file, model directory or hub name, encoder, tagger and optional dependency the config
-names, without loading any of them, and :func:`preflight` reports every problem at once, each with
-its config key. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
+names, and :func:`preflight` reports every problem at once, each with its config key. Of a model on
+disk (a folder, or a hub name's snapshot in the Hugging Face cache) it runs the checks its stage
+runs when loading it (:mod:`spanaug.core.model_files`), loading its config and tokenizer, never its
+weights; nothing is downloaded. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
 ``spanaug config check`` runs it by hand.
 
 Relative paths are checked from the current directory, Snakemake's working directory.
@@ -17,10 +19,10 @@ import importlib.util
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 
-from spanaug.core import modeldir
+from spanaug.core import model_files, modeldir
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
@@ -93,7 +95,7 @@ def _checks(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Probl
         for key, binary in (("fast_align_bin", b.fastalign.fast_align_bin), ("atools_bin", b.fastalign.atools_bin)):
             if binary and not (shutil.which(binary) or os.access(binary, os.X_OK)):
                 yield Problem(f"baselines.fastalign.{key}", f"{binary}: no such executable")
-        yield from _model("aligner.encoder", cfg.aligner.encoder, has_module)
+        yield from _encoder("aligner.encoder", cfg.aligner.encoder, has_module)
     if cfg.human_eval and cfg.human_eval.results:
         yield from _files("human_eval.results", [cfg.human_eval.results])
     if cfg.augmenters:
@@ -168,17 +170,30 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
 
 
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
-    """What the paraphrase stage checks of a local model folder before decoding (model_check)."""
-    path = Path(model).expanduser()
-    if not (path / "config.json").is_file():
+    """What the paraphrase stage checks when it loads the model (a folder, or a hub name's snapshot
+    in the cache): its files, its tokenizer and vocabulary, its positions against data.max_tokens."""
+    found = yield from _model_files("paraphraser.model", model)
+    if found is None:
         return
-    try:
-        model_check.check_folder(path)
-    except SpanaugError as exc:
-        yield Problem("paraphraser.model", str(exc))
-    why = model_check.words_fit(cfg.data.max_tokens, model_check.saved_positions(path))
+    why = model_check.words_fit(cfg.data.max_tokens, model_check.saved_positions(found.folder))
     if why:
-        yield Problem("data.max_tokens", f"{why} ({path})")
+        yield Problem("data.max_tokens", f"{why} ({model})")
+
+
+def _model_files(key: str, name: str) -> Generator[Problem, None, model_files.ModelFiles | None]:
+    """The rules a stage applies when it loads the model ``name`` (spanaug.core.model_files), on its
+    folder or its snapshot in the Hugging Face cache, loading only its config and tokenizer. Returns
+    where its files are (None: not on disk, which :func:`_model` reports)."""
+    path = Path(name).expanduser()
+    if path.exists() and not (path / "config.json").is_file():
+        return None  # not a model directory: _model says so
+    try:
+        found = model_files.check_files(name)
+        if found is not None and found.complete:
+            model_files.check_tokenizer(found)
+    except SpanaugError as exc:
+        yield Problem(key, str(exc))
+    return model_files.find(name)
 
 
 def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
@@ -228,7 +243,7 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         if a.train.synthetic_lexicon:
             yield from _lexicon("aligner.train.synthetic_lexicon", a.train.synthetic_lexicon)
     if not a.model or a.evaluation:
-        yield from _model("aligner.encoder", a.encoder, has_module)
+        yield from _encoder("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
         yield from _made_or_given(cfg, "aligner.evaluation.data", a.evaluation.data)
 
@@ -252,7 +267,7 @@ def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
                 f"{cfg.data.format} gives {sorted(have)}); CoNLL and JSONL rows count "
                 f"as fulltext",
             )
-    yield from _model("frameid.encoder", f.encoder, has_module)
+    yield from _encoder("frameid.encoder", f.encoder, has_module)
     if f.lexicon:
         yield from _lexicon("frameid.lexicon", f.lexicon)
 
@@ -280,6 +295,14 @@ def _model(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[P
         yield Problem(key, why)
 
 
+def _encoder(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """An encoder (aligner.encoder, frameid.encoder): there (:func:`_model`), and what the stages check
+    when they load it (:func:`_model_files`). The bundled MiniLM is an installed package: not re-checked."""
+    yield from _model(key, name, has_module)
+    if name not in OFFLINE_MINILM:
+        yield from _model_files(key, name)
+
+
 def hub_problem(repo_id: str) -> str | None:
     """Why the hub model ``repo_id`` cannot be loaded, or None: it is in the local Hugging Face cache,
     or (not offline) the hub says it exists. Nothing is downloaded."""
@@ -289,7 +312,7 @@ def hub_problem(repo_id: str) -> str | None:
     if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
         return None
     fix = "download it where there is internet (hf download NAME) into this cache, or give a local directory"
-    if constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE") == "1":
+    if model_files.offline():
         return f"{repo_id}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and HF_HUB_OFFLINE=1: {fix}"
     try:
         if file_exists(repo_id, "config.json"):

@@ -39,7 +39,7 @@ from spanaug.core import modeldir
 from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.core.calibration import platt
 from spanaug.core.devices import choose_device
-from spanaug.core.encoders import resolve
+from spanaug.core.encoders import load_encoder
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
@@ -168,12 +168,12 @@ class CrossAligner:
         head: SpanHead | None = None,
         device: str | torch.device | None = "auto",
     ):
-        from transformers import AutoModel, AutoTokenizer
-
         self.config = config
         self.device = device if isinstance(device, torch.device) else choose_device(device)
-        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve(config.encoder))
-        self.encoder = encoder or AutoModel.from_pretrained(resolve(config.encoder))
+        if encoder is None or tokenizer is None:
+            loaded_tokenizer, loaded_encoder = load_encoder(config.encoder)
+            tokenizer, encoder = tokenizer or loaded_tokenizer, encoder or loaded_encoder
+        self.tokenizer, self.encoder = tokenizer, encoder
         self._add_markers()
         self.encoder.to(self.device).eval()
         dim = self.encoder.config.hidden_size

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
@@ -54,9 +55,9 @@ class CT2Paraphraser(Paraphraser):
 
         from spanaug.pipeline.paraphraser.ct2_convert import converted_model
 
-        model_check.check_folder(name_or_path)
-        config = model_check.loaded(name_or_path, "config", lambda: AutoConfig.from_pretrained(str(name_or_path)))
-        tokenizer = model_check.load_tokenizer(name_or_path, config.vocab_size)
+        model_files.check_files(name_or_path)
+        config = model_files.loaded(name_or_path, "config", lambda: AutoConfig.from_pretrained(str(name_or_path)))
+        tokenizer = model_files.load_tokenizer(name_or_path, config.vocab_size)
         target = converted_model(name_or_path, cache=ct2_cache)
         dev = (
             "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"

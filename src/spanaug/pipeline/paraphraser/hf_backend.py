@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.text import tokenize
@@ -54,9 +55,9 @@ class Paraphraser:
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> Paraphraser:
         dev = choose_device(device)
-        model_check.check_folder(name_or_path)
+        model_files.check_files(name_or_path)
         model = model_check.load_model(name_or_path)
-        tokenizer = model_check.load_tokenizer(name_or_path, model.config.vocab_size)
+        tokenizer = model_files.load_tokenizer(name_or_path, model.config.vocab_size)
         paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
         return paraphraser
