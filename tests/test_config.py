@@ -143,6 +143,18 @@ def test_schema_refuses_what_a_job_would_refuse(override, message):
         load_run_config({**raw, **override})
 
 
+def test_config_check_names_the_file_and_the_key_as_the_config_spells_it(tmp_path, capsys):
+    """A value the schema refuses: the files and ``device``, not a command's option ``--device``."""
+    from spanaug.cli.main import main
+
+    path = tmp_path / "tpu.yaml"
+    path.write_text("device: tpu9\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spanaug: error: config/demo.yaml, {path}: device: 'tpu9' does not match")
+    assert "--device" not in err
+
+
 @pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:1", "mps"])
 def test_device_names_a_job_accepts(device):
     from spanaug.core.config import Runtime

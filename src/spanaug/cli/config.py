@@ -56,13 +56,19 @@ class CheckOptions:
 )
 def check(options: CheckOptions) -> None:
     from spanaug.core.config import load_run_config
+    from spanaug.core.errors import ConfigError
     from spanaug.core.overrides import merge_configs, read_config_file
     from spanaug.workflow.preflight import preflight
 
     raw: dict = {}
     for path in options.configfile:
         raw = merge_configs(raw, read_config_file(path))
-    cfg = load_run_config(raw)
+    try:
+        cfg = load_run_config(raw)
+    except ConfigError as exc:
+        # Name the files and the key as the config spells it (``device``), not as a command's
+        # option (``--device``), which is how a ConfigError would print otherwise.
+        raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
     preflight(cfg)
     print(
         f"{', '.join(options.configfile)}: every setting, file, model and dependency is in place "
