@@ -44,7 +44,7 @@ def planned():
 
 def _jobs(printed: str) -> list[tuple[str, str]]:
     """(rule, the job's printed block) of every job a dry run lists."""
-    blocks = re.split(r"^(?:local)?rule (\w+):$", printed, flags=re.M)
+    blocks = re.split(r"^ *(?:local)?rule (\w+):$", printed, flags=re.M)
     return list(zip(blocks[1::2], blocks[2::2]))
 
 
@@ -60,3 +60,26 @@ def test_the_critical_path_outranks_evaluations_and_reports(planned):
     assert min(priority[r] for r in CRITICAL_PATH) > max(priority[r] for r in others)
     # The models every iteration waits for start before the iterations compete for slots.
     assert priority["train_aligner"] > priority["paraphrase"]
+
+
+def test_slurm_runs_the_critical_path_first_too(planned):
+    """Snakemake submits every ready job at once; SLURM orders them by --nice (lower runs first)."""
+    nice = {}
+    for rule, block in _jobs(planned):
+        found = re.search(r"slurm_extra=--nice=(\d+)", block)
+        nice.setdefault(rule, int(found.group(1)) if found else 0)
+    assert nice["import_corpus"] == 0 < nice["train_aligner"] < nice["paraphrase"] < nice["align_ablation"]
+    assert nice["frameid_point"] == nice["report_summary"] == nice["align_ablation"]
+
+
+def test_each_shards_iteration_is_one_slurm_job(planned):
+    """profiles/slurm groups the four rules of a shard's iteration: 640 jobs instead of 2,560, each
+    rule keeping its own outputs."""
+    groups = re.findall(r"Group job (iter\d+) \(", planned)
+    assert len(groups) == 64 * 10 and len(set(groups)) == 10
+    ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)
+    assert not {"expand_constraints", "paraphrase", "align", "select_best"} & set(ungrouped)
+    grouped = re.findall(r"^    rule (\w+):$", planned, re.M)
+    assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(
+        ("expand_constraints", "paraphrase", "align", "select_best"), 640
+    )

@@ -948,13 +948,28 @@ PRIORITIES = {
 }
 
 
+# On SLURM, Snakemake submits every ready job at once, and the cluster runs them in its own order
+# (first come, first served under priority/basic): an evaluation submitted before train_aligner
+# was ready took the slot. So each job also asks SLURM for a lower priority, --nice, 1,000 per
+# point its rule is below the top of PRIORITIES; a level (10 points) outweighs any difference in submission
+# order a run can make (a later job only loses one point per earlier job under priority/basic).
+NICE_STEP = 1_000
+
+
 def set_priorities():
-    """Give the rules of PRIORITIES their priority (the Snakefile calls it once every rule exists).
+    """Give the rules of PRIORITIES their priority, and every rule the SLURM --nice that goes with
+    its priority (the Snakefile calls it once every rule exists). A rule's own slurm_extra
+    (--set-resources) is left as it is.
 
     Through ``rules``, so the names are this workflow's own also when it is used as a module.
     """
     for name, priority in PRIORITIES.items():
         getattr(rules, name).rule.priority = priority
+    top = max(PRIORITIES.values())
+    for each in workflow.rules:
+        nice = NICE_STEP * (top - each.priority)
+        if nice:
+            each.resources.setdefault("slurm_extra", f"--nice={nice}")
 
 
 # Jobs (on SLURM, a Snakemake of their own per job) skip what the main process has checked.
