@@ -130,14 +130,45 @@ def planned_submissions(run_name: str, args: argparse.Namespace, corpus: Path, p
     return count_submissions(proc.stdout)
 
 
-def count_submissions(printed: str) -> dict[str, int]:
-    """Submitted jobs in a dry run's listing: each ungrouped non-local job, and each group job once.
+def local_rules() -> set[str]:
+    """Rules that run in the head, never on SLURM: those whose definition says ``localrule: True``
+    (a dry run prints them as any other rule). The report's table pages are rules made in a loop
+    (report.smk) whose names start with report_table_."""
+    local = {"all"}
+    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
+        for name, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)+)", smk.read_text(), re.M):
+            if re.search(r"^\s+localrule: True", body, re.M):
+                local.add(name)
+    return local
 
-    Jobs of a group are printed indented under "Group job"; local rules run in the head."""
-    ungrouped = re.findall(r"^rule (\w+):$", printed, re.M)
+
+def count_submissions(printed: str) -> dict[str, int]:
+    """SLURM jobs in a dry run's listing: each ungrouped job of a rule that is not local, and each
+    group job once (its jobs are printed indented under "Group job")."""
+    local = local_rules()
+    ungrouped = [
+        rule
+        for rule in re.findall(r"^rule (\w+):$", printed, re.M)
+        if rule not in local and not rule.startswith("report_table_")
+    ]
     groups = re.findall(r"^.*Group job (\S+) \(", printed, re.M)
     iteration = sum(rule in ITERATION_RULES for rule in ungrouped) + len(groups)
     return {"all": len(ungrouped) + len(groups), "iterations": iteration}
+
+
+def production_plan(profile: str) -> dict[str, int]:
+    """SLURM jobs the production config (config/config.yaml alone: full FrameNet, 64 shards) plans;
+    its data are absent here, so the preflight only warns."""
+    proc = subprocess.run(
+        [SNAKEMAKE, "-n", "--profile", profile, "--configfile", "config/config.yaml"],
+        cwd=REPO,
+        env={**ENV, "SPANAUG_PREFLIGHT": "warn"},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode:
+        sys.exit(f"rehearsal: the production dry run failed:\n{proc.stderr[-2000:]}")
+    return count_submissions(proc.stdout)
 
 
 def profile_without_groups() -> str:
@@ -301,12 +332,16 @@ def figures(
         f"(iterations/), {all_bytes / per:,.0f} bytes (everything)"
     )
     full = FULL_SEEDS * FULL_ITERATIONS
+    # Files come per shard and iteration (requests, paraphrases, aligned, chain, three stats files,
+    # a log and a benchmark per rule) whatever the seeds; bytes grow with seeds x iterations.
     files_full = FULL_SHARDS * FULL_ITERATIONS * it_files / (args.shards * args.iterations)
+    prod_with, prod_without = planned["production with"], planned["production without"]
     say(
-        f"full FrameNet ({FULL_SEEDS:,} seeds x {FULL_ITERATIONS} iterations, {FULL_SHARDS} shards): "
-        f"{files_full:,.0f} files under iterations/ (those of a shard and iteration do not grow with seeds), "
-        f"{it_bytes / per * full / 1e9:,.1f} GB; sequential queue waves per shard: "
-        f"{len(ITERATION_RULES) * FULL_ITERATIONS} without grouping, {args.full_waves} with it"
+        f"full FrameNet ({FULL_SEEDS:,} seeds x {FULL_ITERATIONS} iterations, {FULL_SHARDS} shards, the production "
+        f"config): {prod_with['all']:,} SLURM jobs with grouping ({prod_with['iterations']:,} for the iterations), "
+        f"{prod_without['all']:,} without ({prod_without['iterations']:,}); {files_full:,.0f} files under "
+        f"iterations/, {it_bytes / per * full / 1e9:,.1f} GB; queue waves one after the other per shard: "
+        f"{prod_with['iterations'] // FULL_SHARDS} with grouping, {prod_without['iterations'] // FULL_SHARDS} without"
     )
     if args.decode_rate and args.pairs_rate:
         requests = full
@@ -333,7 +368,6 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-local", action="store_true", help="skip the uninterrupted local run and the comparison")
     ap.add_argument("--decode-rate", type=float, help="bench_gpu.py's decoding sentences/s on a GPU")
     ap.add_argument("--pairs-rate", type=float, help="bench_gpu.py's aligner pairs/s on a GPU")
-    ap.add_argument("--full-waves", type=int, default=1, help=argparse.SUPPRESS)
     return ap.parse_args()
 
 
@@ -352,6 +386,8 @@ def main() -> int:
     planned = {
         "with": planned_submissions("rehearsal", args, corpus, "profiles/slurm"),
         "without": planned_submissions("rehearsal", args, corpus, profile_without_groups()),
+        "production with": production_plan("profiles/slurm"),
+        "production without": production_plan(profile_without_groups()),
     }
     logs = MODELS / "heads"
     shutil.rmtree(logs, ignore_errors=True)
