@@ -189,3 +189,33 @@ def test_training_is_deterministic(tmp_path):
     assert models[0].tokenizer.get_vocab() == models[1].tokenizer.get_vocab()
     for p, q in zip(models[0].model.parameters(), models[1].model.parameters()):
         assert torch.equal(p, q)
+
+
+def test_backend_auto_is_the_default_hf_on_a_gpu_ct2_on_cpu(monkeypatch):
+    import torch
+
+    from spanaug.pipeline.paraphraser import stage
+
+    assert DecodeSettings().backend == "auto"
+    monkeypatch.setattr(stage.importlib.util, "find_spec", lambda name: object() if name == "ctranslate2" else None)
+    assert stage.resolve_backend("auto", "cpu") == "ct2"
+    assert stage.resolve_backend("hf", "cpu") == "hf" and stage.resolve_backend("ct2", "auto") == "ct2"
+    # What `auto` sees on a GPU node: the device resolves to CUDA (or MPS), so transformers decodes.
+    for gpu in ("cuda", "mps"):
+        monkeypatch.setattr(stage, "choose_device", lambda device, gpu=gpu: torch.device(gpu))
+        assert stage.resolve_backend("auto", "auto") == "hf"
+    monkeypatch.setattr(stage, "choose_device", lambda device: torch.device("cpu"))
+    assert stage.resolve_backend("auto", "auto") == "ct2"
+    # An environment without the ct2 extra decodes with hf rather than failing.
+    monkeypatch.setattr(stage.importlib.util, "find_spec", lambda name: None)
+    assert stage.resolve_backend("auto", "cpu") == "hf"
+
+
+def test_backend_auto_on_cpu_loads_the_ct2_model(tiny_paraphraser, tmp_path, monkeypatch):
+    pytest.importorskip("ctranslate2")
+    from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
+    from spanaug.pipeline.paraphraser.stage import load_paraphraser
+
+    monkeypatch.setenv("SPANAUG_CT2_CACHE", str(tmp_path / "ct2"))
+    loaded = load_paraphraser(DecodeSettings(model=tiny_paraphraser), "cpu")
+    assert isinstance(loaded, CT2Paraphraser) and any((tmp_path / "ct2").iterdir())

@@ -7,6 +7,7 @@
 #   scripts/slurm/cluster.sh start     # configure this machine's node and start the daemons
 #   scripts/slurm/cluster.sh status    # which daemons run; sinfo and squeue
 #   scripts/slurm/cluster.sh stop      # cancel jobs, stop the daemons started by `start`
+#   scripts/slurm/cluster.sh restart-slurmd   # stop and start slurmd, jobs left running (make rehearsal)
 #
 # Everything (slurm.conf, munge key and socket, spool, logs, pid files) lives in one machine-wide
 # directory, $SPANAUG_SLURM_DIR (default /var/lib/spanaug-slurm): the cluster binds fixed ports
@@ -140,6 +141,15 @@ cmd_start() {
     say "up: $(sinfo -h -o '%P %D node(s) %T %c CPUs %m MB')"
 }
 
+# slurmd stopped and started again, as an admin's restart does: running jobs' slurmstepd processes
+# outlive it, and the node registers again.
+cmd_restart_slurmd() {
+    need_root restart-slurmd
+    stop_daemon slurmd
+    start_slurm_daemon slurmd
+    wait_idle
+}
+
 stop_daemon() {  # NAME: TERM, then KILL after 30 s
     local file pid
     file=$(pidfile "$1")
@@ -184,5 +194,6 @@ case ${1:-} in
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
+    restart-slurmd) cmd_restart_slurmd ;;
     *) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0" >&2; exit 2 ;;
 esac

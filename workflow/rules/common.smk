@@ -925,6 +925,53 @@ GPU_THREADS = config["resources"]["gpu"]["cpus"]
 CPU_THREADS = config["resources"]["cpu"]["cpus"]
 
 
+# -- priorities: when more jobs are ready than there are slots, the critical path goes first
+
+
+# Every iteration waits for the seeds and both models; evaluations, augmenters and reports only fill
+# the gaps (a cut-down production run on 2 cores started train_aligner 18.5 minutes late because
+# evaluation jobs had taken the slots). Rules not named here keep Snakemake's default, 0.
+PRIORITIES = {
+    "import_corpus": 30,
+    "select_seeds": 30,
+    "shard_seeds": 30,
+    "make_alignment_instances": 20,
+    "make_synthetic_instances": 20,
+    "train_aligner": 20,
+    "train_paraphraser": 20,
+    "expand_constraints": 10,
+    "paraphrase": 10,
+    "align": 10,
+    "select_best": 10,
+    "gather_iteration": 10,
+    "assemble": 10,
+}
+
+
+# On SLURM, Snakemake submits every ready job at once, and the cluster runs them in its own order
+# (first come, first served under priority/basic): an evaluation submitted before train_aligner
+# was ready took the slot. So each job also asks SLURM for a lower priority, --nice, 1,000 per
+# point its rule is below the top of PRIORITIES; a level (10 points) outweighs any difference in submission
+# order a run can make (a later job only loses one point per earlier job under priority/basic).
+NICE_STEP = 1_000
+
+
+def set_priorities():
+    """Give the rules of PRIORITIES their priority, and every rule the SLURM --nice that goes with
+    its priority (the Snakefile calls it once every rule exists). A rule's own slurm_extra
+    (--set-resources) is left as it is.
+
+    Through ``rules``, so the names are this workflow's own also when it is used as a module.
+    """
+    for name, priority in PRIORITIES.items():
+        getattr(rules, name).rule.priority = priority
+    top = max(PRIORITIES.values())
+    for each in workflow.rules:
+        nice = NICE_STEP * (top - each.priority)
+        if nice:
+            each.resources.setdefault("slurm_extra", f"--nice={nice}")
+
+
 # Jobs (on SLURM, a Snakemake of their own per job) skip what the main process has checked.
 if workflow.is_main_process:
     preflight_check()

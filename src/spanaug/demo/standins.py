@@ -216,3 +216,46 @@ def save_standin(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return str(out)
+
+
+def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 2000) -> str:
+    """A random BERT encoder with a cased WordPiece vocabulary trained on ``texts``, saved to ``out``.
+
+    A fast stand-in for the aligner's frozen encoder (``make rehearsal``): the pipeline loads it as it
+    loads bert-base-cased, from disk, and its cost is that of a few small layers."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    out = Path(out)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(
+        list(texts), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
+    )
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+    fast.save_pretrained(out)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=size.d_model,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        intermediate_size=size.ffn,
+        max_position_embeddings=size.max_positions,
+    )
+    BertModel(config).save_pretrained(out)
+    return str(out)

@@ -18,6 +18,12 @@ from spanaug.pipeline.paraphraser.batching import length_limit
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one, as under SLURM)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity else os.cpu_count() or 1)
+
+
 class CT2Paraphraser(Paraphraser):
     """The same model converted with CTranslate2; constraints become ``suppress_sequences``.
 
@@ -63,8 +69,9 @@ class CT2Paraphraser(Paraphraser):
             "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
         )
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)
-        # Requests are decoded in one call per constraint set: on CPU, run those calls side by side.
-        threads = {"inter_threads": max(1, os.cpu_count() or 1), "intra_threads": 1} if dev == "cpu" else {}
+        # Requests are decoded in one call per constraint set: on CPU, run those calls side by side, one
+        # per core this process may use (a SLURM job's CPUs, not the node's).
+        threads = {"inter_threads": usable_cores(), "intra_threads": 1} if dev == "cpu" else {}
         translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
         paraphraser = cls(translator, tokenizer, dev)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 from pathlib import Path
 
 from spanaug.core import artifacts, files
 from spanaug.core.config import DecodeSettings
+from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
@@ -19,7 +21,20 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
     """The model ``cfg`` names, on its backend."""
     if not cfg.model:
         raise ConfigError("no paraphraser model: set paraphraser.model (or paraphraser.train)")
-    return BACKENDS[cfg.backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    backend = resolve_backend(cfg.backend, device)
+    log.info("paraphraser backend: %s (paraphraser.backend: %s, device: %s)", backend, cfg.backend, device)
+    return BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+
+
+def resolve_backend(backend: str, device: str = "auto") -> str:
+    """The backend ``paraphraser.backend`` names; ``auto`` is hf on a GPU (CUDA, MPS, which CTranslate2
+    lacks) and ct2 on CPU, or hf there too when CTranslate2 is not installed (a rule's environment
+    may lack the extra)."""
+    if backend != "auto":
+        return backend
+    if choose_device(device).type != "cpu":
+        return "hf"
+    return "ct2" if importlib.util.find_spec("ctranslate2") is not None else "hf"
 
 
 def paraphrase_stage(

@@ -1,0 +1,70 @@
+"""scripts/rehearsal.py's counting: SLURM jobs in a dry run's listing, rules of benchmark files,
+and the jobs a resumed run did again (the rehearsal itself is `make rehearsal`, not a test)."""
+
+import importlib.util
+import os
+from types import SimpleNamespace
+
+from conftest import REPO
+
+spec = importlib.util.spec_from_file_location("rehearsal", REPO / "scripts" / "rehearsal.py")
+rehearsal = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rehearsal)
+
+# What a dry run prints, cut down: a SLURM rule, a local rule, a report table page and a group job
+# of two shard-iteration rules (indented under it).
+LISTING = """\
+rule import_corpus:
+    output: results/x/data/sentences.parquet
+rule shard_seeds:
+    output: results/x/iterations/iter0/shard000.chain.parquet
+rule report_table_data_import_stats:
+    output: results/x/data/import_stats.html
+[Wed Nov 25 17:43:40 2026] Group job iter1 (jobs in lexicogr. order):
+
+    rule expand_constraints:
+        wildcards: i=1, j=000
+    rule paraphrase:
+        wildcards: i=1, j=000
+rule align:
+    wildcards: i=1, j=001
+"""
+
+
+def test_local_rules_are_read_from_the_rule_files():
+    local = rehearsal.local_rules()
+    assert {"shard_seeds", "gather_iteration", "assemble", "report_summary", "all"} <= local
+    assert not {"paraphrase", "align", "train_aligner", "align_ablation"} & local
+
+
+def test_a_group_job_counts_once_and_local_rules_not_at_all():
+    assert rehearsal.count_submissions(LISTING) == {"all": 3, "iterations": 2}
+
+
+def test_benchmark_files_name_their_rule(tmp_path):
+    root = tmp_path / "benchmarks"
+    assert rehearsal.rule_of(root / "iter3" / "paraphrase.shard004.tsv", root) == "paraphrase"
+    assert rehearsal.rule_of(root / "train_aligner.tsv", root) == "train_aligner"
+    assert rehearsal.rule_of(root / "report" / "data_import_stats.tsv", root) == "report_table"
+
+
+def test_only_jobs_rewritten_after_the_kill_count_as_redone(tmp_path):
+    bench = tmp_path / "benchmarks" / "iter1"
+    bench.mkdir(parents=True)
+    for name in ("align.shard000.tsv", "align.shard001.tsv"):
+        (bench / name).write_text("s\n1.0\n")
+    faults = rehearsal.Faults(tmp_path, SimpleNamespace(iterations=10, shards=2), [], tmp_path)
+    faults.killed_at = rehearsal.benchmark_times(tmp_path)
+    (bench / "select_best.shard000.tsv").write_text("s\n1.0\n")  # never ran before the kill: not redone
+    assert faults.redone() == []
+    os.utime(bench / "align.shard001.tsv", (1, 1))  # its job ran again after the kill
+    assert faults.redone() == [str(bench / "align.shard001.tsv")]
+
+
+def test_a_quick_look_seeds_the_first_blocks(tmp_path, monkeypatch):
+    conll = tmp_path / "dev.conll"
+    conll.write_text("".join(f"1\tw{i}\n\n" for i in range(5)))
+    monkeypatch.setattr(rehearsal, "CONLL", conll)
+    monkeypatch.setattr(rehearsal, "MODELS", tmp_path)
+    assert rehearsal.seed_corpus(3).read_text() == "1\tw0\n\n1\tw1\n\n1\tw2\n"
+    assert rehearsal.seed_corpus(0) == conll

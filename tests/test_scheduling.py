@@ -1,0 +1,85 @@
+"""How the production run is scheduled: rule priorities (the critical path before evaluations and
+reports) and, in profiles/slurm, each shard's iterations grouped into fewer SLURM jobs."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.workflow
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
+
+CRITICAL_PATH = {
+    "import_corpus",
+    "select_seeds",
+    "shard_seeds",
+    "make_synthetic_instances",
+    "train_aligner",
+    "expand_constraints",
+    "paraphrase",
+    "align",
+    "select_best",
+    "gather_iteration",
+    "assemble",
+}
+
+
+@pytest.fixture(scope="module")
+def planned():
+    """The production config's dry run through profiles/slurm (its data absent: the preflight warns)."""
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
+    proc = subprocess.run(
+        [SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _jobs(printed: str) -> list[tuple[str, str]]:
+    """(rule, the job's printed block) of every job a dry run lists."""
+    blocks = re.split(r"^ *(?:local)?rule (\w+):$", printed, flags=re.M)
+    return list(zip(blocks[1::2], blocks[2::2]))
+
+
+def test_the_critical_path_outranks_evaluations_and_reports(planned):
+    priorities = {}
+    for rule, block in _jobs(planned):
+        found = re.search(r"^\s+priority: (\d+)$", block, re.M)
+        priorities.setdefault(rule, set()).add(int(found.group(1)) if found else 0)
+    assert all(len(values) == 1 for values in priorities.values())
+    priority = {rule: values.pop() for rule, values in priorities.items()}
+    others = set(priority) - CRITICAL_PATH - {"all"}
+    assert set(priority) >= CRITICAL_PATH and {"align_ablation", "frameid_point", "report_summary"} <= others
+    assert min(priority[r] for r in CRITICAL_PATH) > max(priority[r] for r in others)
+    # The models every iteration waits for start before the iterations compete for slots.
+    assert priority["train_aligner"] > priority["paraphrase"]
+
+
+def test_slurm_runs_the_critical_path_first_too(planned):
+    """Snakemake submits every ready job at once; SLURM orders them by --nice (lower runs first)."""
+    nice = {}
+    for rule, block in _jobs(planned):
+        found = re.search(r"slurm_extra=--nice=(\d+)", block)
+        nice.setdefault(rule, int(found.group(1)) if found else 0)
+    assert nice["import_corpus"] == 0 < nice["train_aligner"] < nice["paraphrase"] < nice["align_ablation"]
+    assert nice["frameid_point"] == nice["report_summary"] == nice["align_ablation"]
+
+
+def test_each_shards_iteration_is_one_slurm_job(planned):
+    """profiles/slurm groups the four rules of a shard's iteration: 640 jobs instead of 2,560, each
+    rule keeping its own outputs."""
+    groups = re.findall(r"Group job (iter\d+) \(", planned)
+    assert len(groups) == 64 * 10 and len(set(groups)) == 10
+    ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)
+    assert not {"expand_constraints", "paraphrase", "align", "select_best"} & set(ungrouped)
+    grouped = re.findall(r"^    rule (\w+):$", planned, re.M)
+    assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(
+        ("expand_constraints", "paraphrase", "align", "select_best"), 640
+    )
