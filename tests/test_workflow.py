@@ -276,6 +276,18 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     assert counts["make_synthetic_instances"] == 1 and counts["train_aligner"] == 1
     train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
     assert "--kind cross" in train and "--reversed True" in train and "aligner_synthetic.jsonl" in train
+    # the word-aligned corpora: their span instances made by one job each, trained on (the dev parts
+    # tuned on), and their phrase pairs
+    assert counts["import_word_aligned"] == 5
+    args = shlex.split(train.split("spanaug align train")[1].split(" > ")[0])
+    made = "results/framenet/models/word_aligned/"
+    assert args[args.index("--instances") + 1 : args.index("--instances") + 4] == [
+        f"{made}{name}-train.spans.jsonl" for name in ("edinburgh", "multimwa-mtref", "multimwa-wiki")
+    ]
+    assert args[args.index("--dev") + 1 : args.index("--dev") + 3] == [
+        f"{made}multimwa-{name}-dev.spans.jsonl" for name in ("mtref", "wiki")
+    ]
+    assert args[args.index("--phrase-pairs") + 1] == "data/edinburgh-train.gold.json"
 
 
 def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):

@@ -553,8 +553,9 @@ def simulated_judgments():
 def threshold_description(train):
     """Where the trained aligner's null threshold comes from, as aligner training decides it."""
     share = train["threshold_holdout"]
-    plan = threshold_plan(bool(train["dev"]), share, n_pairs=None)
-    return describe_plan(plan, train["dev"], share)
+    dev = [*train["dev"], *train["word_aligned_dev"]]
+    plan = threshold_plan(bool(dev), share, n_pairs=None)
+    return describe_plan(plan, ", ".join(dev) or None, share)
 
 
 def run_description():
@@ -572,7 +573,10 @@ def run_description():
     if a["model"]:
         aligner = a["model"]
     else:
-        data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
+        data = (
+            ", ".join([*a["train"]["instances"], *a["train"]["word_aligned"]])
+            or f"instances made from {a['train']['bitext']}"
+        )
         aligner = f"trained in this run on {data} (null threshold {threshold_description(a['train'])})"
     return {
         "run_name": config["run_name"],
@@ -648,29 +652,74 @@ def aligner_bitext(wildcards):
     return config["aligner"]["train"]["bitext"]
 
 
+def word_aligned_corpora():
+    """aligner.train's word-aligned corpora (training and dev) by name: the file name up to its first dot
+    (preflight refuses two of one name), which names their span instances made in the run.
+    """
+    train = config["aligner"]["train"]
+    if not train:
+        return {}
+    files = [*train["word_aligned"], *train["word_aligned_dev"]]
+    return {Path(path).name.split(".")[0]: path for path in files}
+
+
+def made_word_aligned(path):
+    """The span instances rule import_word_aligned makes from a word-aligned corpus."""
+    return f"{RES}/models/word_aligned/{Path(path).name.split('.')[0]}.spans.jsonl"
+
+
+def word_aligned_file(wildcards):
+    return word_aligned_corpora()[wildcards.corpus]
+
+
+def aligner_training_files(wildcards=None):
+    """The aligner's training instances: the config's files and those made from its word-aligned
+    corpora, or (neither given) those made from its bitext."""
+    train = config["aligner"]["train"]
+    files = [*train["instances"], *map(made_word_aligned, train["word_aligned"])]
+    return files or [made_instances()]
+
+
 def aligner_training_instances(wildcards=None):
-    """The aligner's training instances: the config's file, or those made from its bitext."""
-    return config["aligner"]["train"]["instances"] or made_instances()
+    """--instances' values, quoted."""
+    return " ".join(map(shlex.quote, aligner_training_files()))
+
+
+def aligner_dev_option(wildcards=None):
+    """--dev: the config's dev files and the instances made from its word-aligned dev corpora."""
+    train = config["aligner"]["train"]
+    files = [*train["dev"], *map(made_word_aligned, train["word_aligned_dev"])]
+    return " ".join(["--dev", *map(shlex.quote, files)]) if files else ""
 
 
 def aligner_training_input(wildcards):
-    """Made instances (and their pairs, for bitext_phrases) when none are given. External files (dev,
-    phrase pairs, extra and pre-training instances) are params, not inputs, as the comment of
-    aligner.smk says."""
-    if config["aligner"]["train"]["instances"]:
-        return []
-    return [made_instances()] + (
-        [made_pairs()] if config["aligner"]["train"]["bitext_phrases"] else []
+    """Made instances: those of the word-aligned corpora, or (no instances given) the bitext's, with its
+    pairs for bitext_phrases. External files (dev, phrase pairs, extra and pre-training instances) are
+    params, not inputs, as the comment of aligner.smk says."""
+    train = config["aligner"]["train"]
+    made = [
+        made_word_aligned(p)
+        for p in [*train["word_aligned"], *train["word_aligned_dev"]]
+    ]
+    if train["instances"] or train["word_aligned"]:
+        return made
+    return (
+        made + [made_instances()] + ([made_pairs()] if train["bitext_phrases"] else [])
     )
 
 
 def aligner_phrase_pairs_option(wildcards):
-    """--phrase-pairs: the config's word-aligned pairs, or with bitext_phrases the bitext's diff alignment."""
+    """--phrase-pairs: the config's word-aligned pairs (and its word-aligned corpora, with
+    word_aligned_phrases), or with bitext_phrases the bitext's diff alignment."""
     train = config["aligner"]["train"]
-    return opt(
-        "--phrase-pairs",
-        made_pairs() if train["bitext_phrases"] else train["phrase_pairs"],
-    )
+    if train["bitext_phrases"] and not (train["instances"] or train["word_aligned"]):
+        files = [made_pairs()]
+    else:
+        files = [
+            *train["phrase_pairs"],
+            *(train["word_aligned"] if train["word_aligned_phrases"] else []),
+        ]
+    return " ".join(["--phrase-pairs", *map(shlex.quote, files)]) if files else ""
 
 
 def made_synthetic():

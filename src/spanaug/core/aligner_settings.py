@@ -143,23 +143,61 @@ class CrossTrainSection(CrossTrainSettings):
         return CrossTrainSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CrossTrainSettings)})
 
 
+# A setting naming files: a list in the config, where one file may also be written as a string (the
+# form configs used before lists; ``as_files`` turns either into the list the code reads).
+def files_schema() -> dict[str, object]:
+    """The schema bound of such a setting (a fresh list each time, so the schema file has no YAML aliases)."""
+    return {"type": ["array", "string", "null"]}
+
+
+def as_files(value: str | list[str] | None) -> list[str]:
+    """A files setting as a list: a single path (older configs) becomes a list of one; null, none."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+#: The settings of ``aligner.train`` that name files and take one path or a list.
+TRAIN_FILE_LISTS = ("instances", "dev", "phrase_pairs", "word_aligned", "word_aligned_dev")
+
+
 @settings
 class AlignerTrainSection(AlignerTrainSettings):
     """Config section ``aligner.train``: the training data and the architecture to train."""
 
-    instances: str | None = setting(
-        None, "span-alignment JSONL {id, source_tokens, target_tokens, source_span, target_span} (inclusive indices)"
+    instances: list[str] = setting(
+        factory=list,
+        help="span-alignment JSONL {id, source_tokens, target_tokens, source_span, target_span} (inclusive "
+        "indices): one file or a list",
+        **files_schema(),
     )
     bitext: str | None = setting(None, "or a paraphrase TSV whose token differences give the instances")
-    dev: str | None = setting(None, "span-alignment JSONL to tune the null threshold on")
+    dev: list[str] = setting(
+        factory=list, help="span-alignment JSONL to tune the null threshold on: one file or a list", **files_schema()
+    )
+    word_aligned: list[str] = setting(
+        factory=list,
+        help="word-aligned corpora (Edinburgh++ JSON): the run makes their span instances (align "
+        "import-aligned) and trains on them, and on their phrase pairs with word_aligned_phrases",
+        **files_schema(),
+    )
+    word_aligned_dev: list[str] = setting(
+        factory=list,
+        help="word-aligned corpora whose span instances join the dev instances (tuning only)",
+        **files_schema(),
+    )
+    word_aligned_phrases: bool = setting(
+        True, "also train on every consistent phrase pair of the word_aligned corpora (as phrase_pairs)"
+    )
     extra_instances: list[str] = setting(
         factory=list, help="more span-alignment JSONL added to training (e.g. composed along paraphrase chains)"
     )
     reversed: bool = setting(False, "also train on every training instance read backwards (target -> source)")
-    phrase_pairs: str | None = setting(
-        None,
-        "the training instances' word-aligned pairs (Edinburgh++ JSON): also "
+    phrase_pairs: list[str] = setting(
+        factory=list,
+        help="the training instances' word-aligned pairs (Edinburgh++ JSON; one file or a list): also "
         "train on every consistent phrase pair of a training pair",
+        **files_schema(),
     )
     bitext_phrases: bool = setting(
         False,
@@ -186,6 +224,16 @@ class AlignerTrainSection(AlignerTrainSettings):
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
     cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training")
+
+    def __post_init__(self) -> None:
+        for name in TRAIN_FILE_LISTS:
+            setattr(self, name, as_files(getattr(self, name)))
+        super().__post_init__()
+
+    def phrase_sources(self) -> list[str]:
+        """The word-aligned files whose phrase pairs are trained on: phrase_pairs, and the word_aligned
+        corpora when word_aligned_phrases says so."""
+        return [*self.phrase_pairs, *(self.word_aligned if self.word_aligned_phrases else [])]
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""

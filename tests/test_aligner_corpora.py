@@ -1,0 +1,170 @@
+"""Several training corpora for the span aligner: lists of files, word-aligned corpora named directly
+(their span instances and phrase pairs made in the run), and each corpus's origin in the summary."""
+
+import json
+
+import pytest
+from conftest import REPO
+from test_preflight import _demo, _keys
+
+from spanaug.cli.main import main
+from spanaug.core.aligner_settings import AlignerTrainSection
+from spanaug.core.errors import ConfigError
+from spanaug.pipeline.aligner.instances import read_instances
+from spanaug.pipeline.aligner.word_aligned import AlignedPair, write_aligned_json
+from spanaug.workflow.preflight import check_run
+
+# Sentence pairs whose rewritten words (content words, linked one to one) give span instances by the
+# shared data's rule; "quickly" and "yesterday" are unlinked, so they give null instances.
+REWRITES = [
+    ("the man bought a car yesterday", "the guy purchased a vehicle"),
+    ("the woman sold her house quickly", "the lady traded her home"),
+    ("a boy walked to school today", "a child went to class today"),
+    ("my uncle gave up smoking", "my relative quit smoking"),
+    ("the minister said taxes rise", "the official claimed taxes rise"),
+    ("scientists discovered new birds", "researchers found new birds"),
+]
+OTHER = [
+    ("the girl painted a picture", "the child drew a picture"),
+    ("the dog chased the cat", "the hound pursued the cat"),
+    ("they built a bridge", "they constructed a bridge"),
+]
+HELD_OUT = [
+    ("the workers stopped the machine", "the staff halted the engine"),
+    ("she handed the letter over", "she passed the note over"),
+]
+
+
+def _corpus(prefix: str, n: int = 6, texts: list[tuple[str, str]] = REWRITES) -> list[AlignedPair]:
+    """Word-aligned pairs: shared words and same-position rewrites linked, the rest left unlinked."""
+    pairs = []
+    for k, (src, tgt) in enumerate(texts[:n]):
+        s, t = src.split(), tgt.split()
+        links = {(i, i) for i in range(min(len(s), len(t)))}
+        pairs.append(AlignedPair(f"{prefix}:{k}", s, t, links, set(links)))
+    return pairs
+
+
+def test_file_settings_take_one_path_or_a_list():
+    # a single string stays valid (older configs), a list is kept, null means none
+    train = AlignerTrainSection(instances="a.jsonl", dev=None, phrase_pairs=["p.json", "q.json"])
+    assert train.instances == ["a.jsonl"] and train.dev == [] and train.phrase_pairs == ["p.json", "q.json"]
+    assert AlignerTrainSection(word_aligned="w.json").phrase_sources() == ["w.json"]
+    assert AlignerTrainSection(word_aligned="w.json", word_aligned_phrases=False).phrase_sources() == []
+    with pytest.raises(ConfigError, match="instances"):
+        AlignerTrainSection(instances=[3])
+
+
+def test_run_config_reads_a_string_or_a_list():
+    cfg = _demo(
+        aligner={"train": {"bitext": None, "bitext_phrases": False, "instances": "x.jsonl", "dev": ["d.jsonl"]}}
+    )
+    assert cfg.aligner.train.instances == ["x.jsonl"] and cfg.aligner.train.dev == ["d.jsonl"]
+
+
+def test_preflight_refuses_missing_word_aligned_corpora_and_names_twice(tmp_path):
+    there = tmp_path / "corpus.train.json"
+    write_aligned_json(_corpus("c"), there)
+    other = tmp_path / "other"
+    other.mkdir()
+    write_aligned_json(_corpus("d"), other / "corpus.dev.json")
+    cfg = _demo(
+        aligner={
+            "train": {
+                "bitext": None,
+                "bitext_phrases": False,
+                "word_aligned": [str(there), str(tmp_path / "missing.json")],
+                "word_aligned_dev": [str(other / "corpus.dev.json")],
+                "phrase_pairs": [str(tmp_path / "no-pairs.json")],
+            }
+        }
+    )
+    # (the demo's evaluation and baselines use the bitext's instances: their problems are not ours here)
+    problems = [p for p in check_run(cfg) if p.key.startswith("aligner.train")]
+    assert _keys(problems) == [
+        "aligner.train.phrase_pairs",
+        "aligner.train.word_aligned",
+        "aligner.train.word_aligned_dev",
+    ]
+    text = "\n".join(p.message for p in problems)
+    assert "missing.json: no such file" in text and "share the name 'corpus'" in text
+    # word-aligned corpora alone are training data enough
+    ok = _demo(aligner={"train": {"bitext": None, "bitext_phrases": False, "word_aligned": [str(there)]}})
+    assert [p for p in check_run(ok) if p.key.startswith("aligner.train")] == []
+
+
+def test_train_on_several_corpora_keeps_each_origin(tiny_encoder, tmp_path):
+    first, second, dev = tmp_path / "first.json", tmp_path / "second.json", tmp_path / "dev.json"
+    write_aligned_json(_corpus("first"), first)
+    write_aligned_json(_corpus("second", texts=OTHER), second)
+    write_aligned_json(_corpus("dev", texts=HELD_OUT), dev)
+    # one corpus as span instances already made, one named as a word-aligned corpus
+    made = tmp_path / "first.spans.jsonl"
+    assert main(["align", "import-aligned", "--input", str(first), "--out", str(made)]) == 0
+    n_first = len(read_instances(made))
+    out = tmp_path / "aligner"
+    args = ["align", "train", "--instances", str(made), "--word-aligned", str(second), "--word-aligned-dev", str(dev)]
+    args += ["--phrase-pairs", str(first), "--reversed", "--encoder", tiny_encoder, "--k", "2", "--epochs", "1"]
+    assert main([*args, "--out", str(out), "--device", "cpu"]) == 0
+    summary = json.loads((out / "training_summary.json").read_text())
+    corpora = {(c["file"], c["part"]): c for c in summary["corpora"]}
+    assert set(corpora) == {(str(made), "train"), (str(second), "train"), (str(dev), "dev")}
+    assert corpora[str(made), "train"]["instances"] == n_first
+    assert corpora[str(second), "train"]["instances"] > 0 and corpora[str(dev), "dev"]["instances"] > 0
+    assert corpora[str(made), "train"]["null_instances"] > 0  # 'yesterday', 'quickly'
+    # phrase pairs come from both corpora's pairs (first: --phrase-pairs, second: word_aligned_phrases),
+    # reversed instances from every training instance with a counterpart; each counted on its own corpus
+    for key in (str(made), str(second)):
+        corpus = corpora[key, "train"]
+        assert corpus["made"]["reversed"] == corpus["instances"] - corpus["null_instances"]
+        assert corpus["made"]["phrases"] > 0
+    assert summary["train_instances"] == sum(c["instances"] for c in summary["corpora"] if c["part"] == "train") + sum(
+        summary["extra_sources"].values()
+    )
+    assert summary["threshold_source"] == "dev instances" and summary["kind"] == "paper"
+    assert summary["instances_per_s"] > 0
+
+
+def test_train_without_any_data_says_what_it_needs(tmp_path, capsys):
+    assert main(["align", "train", "--out", str(tmp_path / "a"), "--encoder", "minilm"]) == 2
+    assert "--word-aligned" in capsys.readouterr().err
+
+
+def _option_values(args: list[str], flag: str) -> list[str]:
+    """The values after ``flag`` up to the next option."""
+    if flag not in args:
+        return []
+    rest = args[args.index(flag) + 1 :]
+    end = next((n for n, a in enumerate(rest) if a.startswith("--")), len(rest))
+    return rest[:end]
+
+
+def test_make_aligner_production_trains_the_recipe_config_yaml_states():
+    # the one command that reproduces the production aligner must train what config/config.yaml says
+    import shlex
+    import shutil
+    import subprocess
+
+    import yaml
+
+    if not shutil.which("make"):
+        pytest.skip("no make")
+    train = yaml.safe_load((REPO / "config/config.yaml").read_text())["aligner"]["train"]
+    dry = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "aligner-production", "OUT=/tmp/prod"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.replace("\\\n", " ")
+    line = next(ln for ln in dry.splitlines() if "align train" in ln)
+    args = shlex.split(line)
+    names = lambda paths: [p.rsplit("/", 1)[-1] for p in paths]  # noqa: E731
+    assert names(_option_values(args, "--word-aligned")) == names(train["word_aligned"])
+    assert names(_option_values(args, "--word-aligned-dev")) == names(train["word_aligned_dev"])
+    assert ("--reversed" in args) == train["reversed"]
+    assert _option_values(args, "--phrase-max-per-pair") == [str(train["phrase_max_per_pair"])]
+    assert json.loads(_option_values(args, "--cross")[0]) == train["cross"]
+    assert _option_values(args, "--kind") == ["cross"] and _option_values(args, "--encoder") == ["minilm"]
+    # synthetic pre-training, as synthetic_lexicon asks of the workflow
+    assert bool(_option_values(args, "--pretrain")) == bool(train["synthetic_lexicon"])
