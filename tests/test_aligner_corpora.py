@@ -168,3 +168,63 @@ def test_make_aligner_production_trains_the_recipe_config_yaml_states():
     assert _option_values(args, "--kind") == ["cross"] and _option_values(args, "--encoder") == ["minilm"]
     # synthetic pre-training, as synthetic_lexicon asks of the workflow
     assert bool(_option_values(args, "--pretrain")) == bool(train["synthetic_lexicon"])
+
+
+# ---------------------------------------------------------------- the report and the card
+
+
+def _saved_aligner(path, kind: str) -> None:
+    path.mkdir()
+    (path / "config.json").write_text(
+        json.dumps({"kind": kind, "encoder": "minilm", "threshold_source": "dev instances"})
+    )
+    metrics = {"soft_f1": 0.702, "exact_f1": 0.544, "n": 300}
+    summary = {"heldout_metrics": metrics, "calibration": {"heldout_ece_after": 0.05}} if kind == "cross" else {}
+    summary["dev_metrics"] = {"soft_f1": 0.49, "exact_f1": 0.3, "n": 300} if kind == "paper" else None
+    summary["corpora"] = [
+        {"file": "data/edinburgh-train.gold.json", "part": "train"},
+        {"file": "data/multimwa-mtref-dev.gold.json", "part": "dev"},
+    ]
+    (path / "training_summary.json").write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize("kind", ["cross", "paper"])
+def test_report_shows_the_runs_aligner_of_either_kind_beside_the_baselines(tmp_path, kind):
+    from spanaug.report.summary import aligner_section, trained_aligner
+
+    _saved_aligner(tmp_path / "aligner", kind)
+    trained = trained_aligner(tmp_path / "aligner")
+    assert trained["kind"] == kind and trained["corpora"] == ["data/edinburgh-train.gold.json"]
+    ablation = {"table": [{"system": "cosine", "soft_f1": 0.6, "exact_f1": 0.4, "n": 50}]}
+    comparison = {
+        "table": [
+            {"system": "FastAlign", "soft_f1": 0.47, "exact_f1": 0.29, "n": 50},
+            {"system": "span aligner (ours)", "soft_f1": 0.49, "exact_f1": 0.3, "n": 50},
+        ]
+    }
+    page = aligner_section(ablation, comparison, trained)
+    assert f"this run&#x27;s aligner ({kind} kind)" in page or f"this run's aligner ({kind} kind)" in page
+    assert ("0.702" in page) == (kind == "cross") and "cosine" in page and "FastAlign" in page
+    # the comparison's own span aligner is labelled as the paper kind it is, not as the run's aligner
+    assert "span aligner (paper kind)" in page
+    assert f"{kind}-kind aligner on minilm, trained on data/edinburgh-train.gold.json" in page
+    # no trained aligner (an old model directory without config.json): the baselines alone
+    assert trained_aligner(tmp_path / "none") is None and "this run" not in aligner_section(ablation, None, None)
+
+
+def test_card_gives_every_aligner_corpus_its_licence():
+    from spanaug.downstream.card import licences
+
+    corpora = [
+        "data/edinburgh-train.gold.json",
+        "data/multimwa-mtref-train.gold.json",
+        "data/multimwa-wiki-dev.gold.json",
+        "data/fndata-1.7",
+        "data/my-pairs.json",
+    ]
+    _, lines = licences({"inputs": ["data/fndata-1.7"], "format": "framenet", "aligner_corpora": corpora})
+    by_file = {c: next(line for line in lines if f"`{c}`" in line and "Aligner" in line) for c in corpora}
+    assert "Apache License 2.0" in by_file[corpora[0]]
+    assert "research use; cite Lan et al. (2021)" in by_file[corpora[1]] and "MultiMWA-Wiki" in by_file[corpora[2]]
+    assert "Creative Commons Attribution" in by_file[corpora[3]]
+    assert "not known to spanaug" in by_file[corpora[4]]

@@ -288,6 +288,14 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
         f"{made}multimwa-{name}-dev.spans.jsonl" for name in ("mtref", "wiki")
     ]
     assert args[args.index("--phrase-pairs") + 1] == "data/edinburgh-train.gold.json"
+    # the card names the kind and every corpus the aligner trained on; the report reads the trained aligner
+    card = proc.stdout.split("rule export_card:")[1].split("rule ")[0]
+    card_args = shlex.split(card.split("spanaug export card")[1].split(" > ")[0])
+    run = json.loads(card_args[card_args.index("--run") + 1])
+    assert run["aligner_kind"] == "cross" and "data/edinburgh-train.gold.json" in run["aligner_corpora"]
+    assert len(run["aligner_corpora"]) == 6  # 3 corpora, 2 dev parts, the lexicon of the synthetic pre-training
+    summary = proc.stdout.split("rule report_summary:")[1].split("rule ")[0]
+    assert "--aligner results/framenet/models/aligner" in summary
 
 
 def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):

@@ -507,6 +507,7 @@ def summary_inputs(wildcards):
         "warnings": f"{RES}/report/warnings.json",
         "paraphrase": f"{RES}/report/paraphrase_stage.csv",
         "frame_elements": f"{RES}/report/frame_elements.json",
+        "aligner": aligner_input(wildcards),
     }
     if config["aligner"]["evaluation"]:
         inputs["ablation"] = f"{RES}/aligner_eval/table2/summary.json"
@@ -523,15 +524,19 @@ def summary_inputs(wildcards):
 
 
 def summary_options(wildcards, input):
+    aligner = input.aligner[0] if input.get("aligner") else config["aligner"]["model"]
     return " ".join(
-        opt(f"--{key.replace('_', '-')}", input.get(key))
-        for key in (
-            "ablation",
-            "comparison",
-            "human_eval",
-            "curves",
-            "frameid_baseline",
-        )
+        [opt("--aligner", aligner)]
+        + [
+            opt(f"--{key.replace('_', '-')}", input.get(key))
+            for key in (
+                "ablation",
+                "comparison",
+                "human_eval",
+                "curves",
+                "frameid_baseline",
+            )
+        ]
     )
 
 
@@ -571,13 +576,13 @@ def run_description():
         else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples"
     )
     if a["model"]:
-        aligner = a["model"]
+        aligner = f"{a['model']} (its kind in its config.json)"
     else:
         data = (
             ", ".join([*a["train"]["instances"], *a["train"]["word_aligned"]])
             or f"instances made from {a['train']['bitext']}"
         )
-        aligner = f"trained in this run on {data} (null threshold {threshold_description(a['train'])})"
+        aligner = f"{a['kind']} kind, trained in this run on {data} (null threshold {threshold_description(a['train'])})"
     return {
         "run_name": config["run_name"],
         "inputs": config["data"]["inputs"],
@@ -590,6 +595,8 @@ def run_description():
         "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None,
         "decoding": decoding,
         "aligner": aligner,
+        "aligner_kind": None if a["model"] else a["kind"],
+        "aligner_corpora": aligner_corpora(),
         "encoder": a["encoder"],
         "frame_elements": {
             k: config["frame_elements"][k] for k in ("mode", "select", "require")
@@ -597,6 +604,19 @@ def run_description():
         "demo": is_demo(),
         "simulated_judgments": simulated_judgments(),
     }
+
+
+def aligner_corpora():
+    """Every file the run's aligner trains or tunes on (the dataset card gives each its licence)."""
+    train = config["aligner"]["train"]
+    if config["aligner"]["model"] or not train:
+        return []
+    given = [*train["instances"], *train["word_aligned"]]
+    files = given or [train["bitext"]]
+    files += [*train["dev"], *train["word_aligned_dev"], *train["phrase_pairs"]]
+    files += [*train["extra_instances"], *train["pretrain"]]
+    files += [train["synthetic_lexicon"]] if train["synthetic_lexicon"] else []
+    return list(dict.fromkeys(files))
 
 
 def run_option():
