@@ -228,3 +228,87 @@ def test_card_gives_every_aligner_corpus_its_licence():
     assert "research use; cite Lan et al. (2021)" in by_file[corpora[1]] and "MultiMWA-Wiki" in by_file[corpora[2]]
     assert "Creative Commons Attribution" in by_file[corpora[3]]
     assert "not known to spanaug" in by_file[corpora[4]]
+
+
+# ---------------------------------------------------------------- the cross-domain table
+
+
+def _rewritten_corpus(prefix: str, n: int, seed: int) -> list[AlignedPair]:
+    """Pairs of word lists in which one word is replaced (an instance) and one dropped (a null)."""
+    import random
+
+    from conftest import WORDS
+
+    rng = random.Random(seed)
+    pairs = []
+    for k in range(n):
+        src = rng.sample(WORDS, 7)
+        r, d = rng.sample(range(7), 2)
+        tgt = list(src)
+        tgt[r] = rng.choice([w for w in WORDS if w not in src])
+        del tgt[d]
+        links = {(i, i - (i > d)) for i in range(7) if i != d}
+        pairs.append(AlignedPair(f"{prefix}:{k}", src, tgt, links, set(links)))
+    return pairs
+
+
+def test_cross_domain_table_on_tiny_corpora(tiny_encoder, tmp_path, capsys):
+    news, news_dev, wiki = tmp_path / "news.json", tmp_path / "news-dev.json", tmp_path / "wiki.json"
+    write_aligned_json(_rewritten_corpus("news", 24, 0), news)
+    write_aligned_json(_rewritten_corpus("news-dev", 8, 1), news_dev)
+    write_aligned_json(_rewritten_corpus("wiki", 30, 2), wiki)
+    out = tmp_path / "table"
+    args = ["align", "cross-domain", "--corpora", json.dumps({"news": str(news), "wiki": str(wiki)})]
+    args += ["--dev", json.dumps({"news": str(news_dev)}), "--train-sets", "news", "all", "--seed", "1"]
+    args += ["--encoder", tiny_encoder, "--k", "2", "--cross", json.dumps({"epochs": 1}), "--device", "cpu"]
+    assert main([*args, "--out-dir", str(out)]) == 0
+    rows = (out / "cross_domain.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert header[:2] == ["train", "test"] and {"soft_f1", "exact_f1", "ece", "pred_null_share"} <= set(header)
+    cells = [dict(zip(header, line.split(","))) for line in rows[1:]]
+    assert [(c["train"], c["test"]) for c in cells] == [
+        ("news", "news (dev part)"),
+        ("news", "wiki (held-out pairs)"),
+        ("all", "news (dev part)"),
+        ("all", "wiki (held-out pairs)"),
+    ]
+    for cell in cells:
+        assert all(0 <= float(cell[k]) <= 1 for k in ("soft_f1", "exact_f1", "ece", "pred_null_share"))
+    summary = json.loads((out / "cross_domain.json").read_text())
+    # news is tested on its dev part (all of it) and tuned on 10% of its training pairs; wiki holds out pairs
+    dev_instances = len(read_instances_from(news_dev))
+    assert summary["domains"]["news"]["test"] == dev_instances and summary["domains"]["wiki"]["test_source"] == (
+        "held-out pairs"
+    )
+    by_train = {r["train"]: r for r in summary["rows"]}
+    assert by_train["all"]["train_instances"] == sum(d["train"] for d in summary["domains"].values())
+    assert by_train["news"]["train_instances"] == summary["domains"]["news"]["train"]
+    assert by_train["news"]["extra"]["reversed"] > 0 and "| train on |" in capsys.readouterr().out
+    # a killed run goes on: the finished rows are kept, not retrained
+    before = (out / "cross_domain.jsonl").read_text()
+    assert main([*args, "--out-dir", str(out), "--resume"]) == 0
+    assert (out / "cross_domain.jsonl").read_text() == before
+    # a train set naming no corpus is refused before any training
+    assert main([*args, "--out-dir", str(tmp_path / "bad"), "--train-sets", "news+books"]) == 2
+
+
+def read_instances_from(path):
+    from spanaug.pipeline.aligner.word_aligned import import_instances
+
+    return import_instances(path, "edinburgh")
+
+
+def test_preflight_checks_the_cross_domain_section(tmp_path):
+    there = tmp_path / "a.json"
+    write_aligned_json(_corpus("a"), there)
+    section = {
+        "corpora": {"a": str(there), "b": str(tmp_path / "b.json")},
+        "dev": {"c": str(there)},
+        "train_sets": ["a", "a+d", "all"],
+    }
+    problems = [p for p in check_run(_demo(aligner={"cross_domain": section})) if "cross_domain" in p.key]
+    assert sorted(p.message for p in problems) == [
+        "'a+d': no corpus named 'd'",
+        "'c' is not one of aligner.cross_domain.corpora",
+        f"{tmp_path / 'b.json'}: no such file",
+    ]

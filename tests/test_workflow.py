@@ -296,6 +296,9 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     assert len(run["aligner_corpora"]) == 6  # 3 corpora, 2 dev parts, the lexicon of the synthetic pre-training
     summary = proc.stdout.split("rule report_summary:")[1].split("rule ")[0]
     assert "--aligner results/framenet/models/aligner" in summary
+    # the cross-domain table, and its page in the report
+    assert counts["align_cross_domain"] == 1
+    assert "results/framenet/aligner_eval/cross_domain/cross_domain.html" in proc.stdout
 
 
 def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):

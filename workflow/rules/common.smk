@@ -213,6 +213,8 @@ def final_outputs():
         out.append(f"{RES}/aligner_eval/table2/ablation.csv")
     if config["aligner"]["systems"]:
         out.append(f"{RES}/aligner_eval/systems/systems.csv")
+    if config["aligner"]["cross_domain"]:
+        out.append(f"{RES}/aligner_eval/cross_domain/cross_domain.csv")
     if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
     if config["augmenters"]:
@@ -357,6 +359,13 @@ def report_tables():
             "comparison",
             "Span aligner",
         ),
+        (
+            "aligner_eval/cross_domain/cross_domain",
+            "csv",
+            "Span aligner across domains",
+            "cross_domain",
+            "Span aligner",
+        ),
     ]
     for ablation in ("table2", "selftrain"):
         for name, title, caption in (
@@ -421,6 +430,8 @@ def source_in_run(path):
         return True
     if rel == "aligner_eval/comparison.csv":
         return bool(config["baselines"])
+    if rel.startswith("aligner_eval/cross_domain/"):
+        return bool(config["aligner"]["cross_domain"])
     if rel.startswith("aligner_eval/table2/"):
         return bool(config["aligner"]["evaluation"])
     if rel.startswith("aligner_eval/selftrain/"):
@@ -814,6 +825,19 @@ def systems_options(wildcards):
         [
             flags(section, skip=("data", "gold_pairs", "cross")),
             opt("--gold-pairs", systems_pairs()),
+            opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
+        ]
+    )
+
+
+def cross_domain_options(wildcards):
+    """aligner.cross_domain's settings as options (its cross rows' training filled in from
+    aligner.train.cross when the config leaves it out: spanaug.core.aligner_settings.AlignerSection).
+    """
+    section = config["aligner"]["cross_domain"]
+    return " ".join(
+        [
+            flags(section, skip=("cross",)),
             opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
         ]
     )

@@ -15,6 +15,7 @@ from spanaug.core.aligner_settings import (
     AlignerSection,
     AlignerSystemsSettings,
     AlignerTrainSection,
+    CrossDomainSettings,
     LongSpanSettings,
 )
 from spanaug.core.config import FrameElementSettings, Runtime
@@ -258,6 +259,51 @@ def systems(options: SystemsOptions, systems: AlignerSystemsSettings, runtime: R
         resume=options.resume,
     )
     print(format_table(summary["table"]))
+
+
+@settings
+class CrossDomainOptions:
+    out_dir: str = setting(help="cross_domain.csv (a line per cell), cross_domain.json and cross_domain.jsonl")
+    encoder: str = inherit(AlignerConfig, "encoder")
+    k: int = inherit(AlignerConfig, "k")
+    resume: bool = setting(False, "keep the rows already in OUT_DIR/cross_domain.jsonl (a killed run goes on)")
+
+
+@command(
+    "align",
+    "cross-domain",
+    help="one aligner recipe trained on each word-aligned corpus and on all, tested on every corpus's held-out pairs",
+)
+def cross_domain(options: CrossDomainOptions, setup: CrossDomainSettings, runtime: Runtime) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.evaluation.cross_domain import format_table, make_domain, run_cross_domain
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+    if not setup.corpora:
+        raise ConfigError("--corpora: word-aligned corpora by name (JSON: name -> Edinburgh++ JSON file)")
+    unknown = sorted(set(setup.dev) - set(setup.corpora))
+    if unknown:
+        raise ConfigError(f"--dev names {unknown[0]!r}, which --corpora does not ({sorted(setup.corpora)})")
+    domains = [
+        make_domain(
+            name,
+            read_aligned_json(path),
+            read_aligned_json(setup.dev[name]) if name in setup.dev else None,
+            setup,
+        )
+        for name, path in setup.corpora.items()
+    ]
+    summary = run_cross_domain(
+        domains,
+        setup,
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.out_dir,
+        synthetic=read_instances(setup.synthetic) if setup.synthetic else (),
+        device=runtime.device,
+        resume=options.resume,
+    )
+    print(format_table(summary))
 
 
 @settings

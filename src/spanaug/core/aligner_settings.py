@@ -312,6 +312,44 @@ class AlignerSystemsSettings(Settings):
 
 
 @settings
+class CrossDomainSettings(Settings):
+    """One aligner recipe trained on each word-aligned corpus alone and on all of them, tested on each
+    corpus's held-out pairs (``aligner.cross_domain``; ``spanaug align cross-domain``)."""
+
+    corpora: dict[str, str] = setting(
+        factory=dict, help="name -> a word-aligned training corpus (Edinburgh++ JSON); its span instances are made"
+    )
+    dev: dict[str, str] = setting(
+        factory=dict,
+        help="name -> that corpus's development part (Edinburgh++ JSON), its test set; a corpus without one "
+        "holds out test_share of its pairs",
+    )
+    train_sets: list[str] = setting(
+        factory=list,
+        help="what each row trains on: a corpus name, names joined by '+', or 'all' (empty: each corpus, then all)",
+    )
+    kind: Literal["paper", "cross"] = setting("cross", "the aligner kind trained in every row")
+    reversed: bool = setting(True, "also train on the training instances read backwards")
+    phrases: bool = setting(True, "also train on every consistent phrase pair of the training pairs")
+    synthetic: str | None = setting(None, "kind cross: pre-training instances (spanaug align synthetic); null: none")
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split and training seed")
+    dev_share: float = setting(
+        0.1,
+        "share of each corpus's training pairs held out to tune on (epoch, calibration, threshold)",
+        exclusiveMinimum=0,
+        exclusiveMaximum=1,
+    )
+    test_share: float = inherit(
+        AblationSettings, "test_share", help="share of the pairs of a corpus without dev tested on"
+    )
+    phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
+    phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
+    phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+
+@settings
 class AlignerSection(Settings):
     """Config section ``aligner``."""
 
@@ -329,6 +367,9 @@ class AlignerSection(Settings):
     )
     evaluation: AblationSettings | None = setting(None, "held-out ablations (null: off)")
     systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
+    cross_domain: CrossDomainSettings | None = setting(
+        None, "one recipe trained on each word-aligned corpus and on all, tested on each (null: off)"
+    )
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
 
     def __post_init__(self) -> None:
@@ -338,6 +379,8 @@ class AlignerSection(Settings):
         # passes it as --cross; `spanaug align systems` without --cross takes the section's defaults).
         if self.systems and self.systems.cross is None and self.train and self.train.cross:
             self.systems.cross = self.train.cross
+        if self.cross_domain and self.cross_domain.cross is None and self.train and self.train.cross:
+            self.cross_domain.cross = self.train.cross
 
 
 # ---------------------------------------------------------------- word-alignment baselines

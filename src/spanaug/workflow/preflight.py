@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 
 from spanaug.core import model_files, modeldir
-from spanaug.core.aligner_settings import AlignerTrainSection
+from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettings
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
@@ -264,6 +264,24 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         yield from _encoder("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
         yield from _made_or_given(cfg, "aligner.evaluation.data", a.evaluation.data)
+    if a.cross_domain:
+        yield from _cross_domain(a.cross_domain)
+
+
+def _cross_domain(section: CrossDomainSettings) -> Iterator[Problem]:
+    """aligner.cross_domain: its corpora there, dev parts only of named corpora, train sets of named ones."""
+    if not section.corpora:
+        yield Problem("aligner.cross_domain.corpora", "empty: name word-aligned corpora (name: FILE.json)")
+    yield from _files("aligner.cross_domain.corpora", section.corpora.values())
+    yield from _files("aligner.cross_domain.dev", section.dev.values())
+    for name in sorted(set(section.dev) - set(section.corpora)):
+        yield Problem("aligner.cross_domain.dev", f"{name!r} is not one of aligner.cross_domain.corpora")
+    for train_set in section.train_sets:
+        missing = [n for n in train_set.split("+") if train_set != "all" and n not in section.corpora]
+        if missing:
+            yield Problem("aligner.cross_domain.train_sets", f"{train_set!r}: no corpus named {missing[0]!r}")
+    if section.synthetic:
+        yield from _files("aligner.cross_domain.synthetic", [section.synthetic])
 
 
 def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
