@@ -312,3 +312,22 @@ def test_preflight_checks_the_cross_domain_section(tmp_path):
         "'c' is not one of aligner.cross_domain.corpora",
         f"{tmp_path / 'b.json'}: no such file",
     ]
+
+
+def test_cross_aligner_trained_on_word_aligned_corpora_predicts(tiny_encoder, tmp_path):
+    # what make aligner-production does, in small: the cross kind from word-aligned corpora alone
+    # (their dev parts tune it), then align predict loads the directory
+    train, dev = tmp_path / "train.json", tmp_path / "dev.json"
+    write_aligned_json(_rewritten_corpus("train", 16, 0), train)
+    write_aligned_json(_rewritten_corpus("dev", 6, 1), dev)
+    out = tmp_path / "aligner"
+    args = ["align", "train", "--kind", "cross", "--word-aligned", str(train), "--word-aligned-dev", str(dev)]
+    args += ["--reversed", "--encoder", tiny_encoder, "--k", "2", "--cross", json.dumps({"epochs": 1})]
+    assert main([*args, "--out", str(out), "--device", "cpu"]) == 0
+    summary = json.loads((out / "training_summary.json").read_text())
+    assert summary["kind"] == "cross" and summary["threshold_source"] == "dev instances"
+    assert [c["part"] for c in summary["corpora"]] == ["train", "dev"] and summary["instances_per_s"] > 0
+    spans, pred = tmp_path / "dev.spans.jsonl", tmp_path / "pred.jsonl"
+    assert main(["align", "import-aligned", "--input", str(dev), "--out", str(spans)]) == 0
+    assert main(["align", "predict", "--model", str(out), "--instances", str(spans), "--out", str(pred)]) == 0
+    assert len(pred.read_text().splitlines()) == len(read_instances(spans))
