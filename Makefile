@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
 
-.PHONY: venv demo demo-slurm rehearsal test test-fast schema envs lint dag clean-demo bench
+.PHONY: venv demo demo-slurm rehearsal test test-fast schema envs lint dag clean-demo bench aligner-production
 
 venv: $(STAMP)
 
@@ -74,6 +74,24 @@ lint: $(STAMP)
 	$(BIN)/snakefmt --check workflow
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 	$(BIN)/lint-imports
+
+# The production span aligner, config/config.yaml's aligner.train, from ../shared/data alone, MiniLM on the CPU:
+# `make aligner-production OUT=DIR`, then `spanaug align predict --model DIR ...`. The pre-training
+# instances come from the shared FrameNet dev CoNLL (the workflow makes them from the imported corpus) and are
+# written beside DIR. tests/test_aligner_corpora.py checks these options against config/config.yaml.
+SHARED ?= ../shared/data
+PRODUCTION_ALIGNER := --kind cross --encoder minilm \
+	--word-aligned $(SHARED)/edinburgh-train.gold.json $(SHARED)/multimwa-mtref-train.gold.json \
+	$(SHARED)/multimwa-wiki-train.gold.json \
+	--word-aligned-dev $(SHARED)/multimwa-mtref-dev.gold.json $(SHARED)/multimwa-wiki-dev.gold.json \
+	--phrase-max-per-pair 2 --reversed \
+	--cross '{"tune_layers": 4, "learning_rate": 1.0e-4, "epochs": 2, "max_minutes": 60}'
+aligner-production: $(STAMP)
+	@test -n "$(OUT)" || { echo "usage: make aligner-production OUT=DIR"; exit 2; }
+	$(BIN)/spanaug align synthetic --conll $(SHARED)/fn1.7.dev.syntaxnet.conll \
+		--lexicon $(SHARED)/framenet17-lexicon.json --out $(OUT).synthetic.jsonl
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/spanaug align train $(PRODUCTION_ALIGNER) \
+		--pretrain $(OUT).synthetic.jsonl --out $(OUT) --device cpu
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_scale.py

@@ -276,6 +276,29 @@ def test_production_config_dry_runs_with_gpu_resources(tmp_path):
     assert counts["make_synthetic_instances"] == 1 and counts["train_aligner"] == 1
     train = proc.stdout.split("rule train_aligner:")[1].split("rule ")[0]
     assert "--kind cross" in train and "--reversed True" in train and "aligner_synthetic.jsonl" in train
+    # the word-aligned corpora: their span instances made by one job each, trained on (the dev parts
+    # tuned on), and their phrase pairs
+    assert counts["import_word_aligned"] == 5
+    args = shlex.split(train.split("spanaug align train")[1].split(" > ")[0])
+    made = "results/framenet/models/word_aligned/"
+    assert args[args.index("--instances") + 1 : args.index("--instances") + 4] == [
+        f"{made}{name}-train.spans.jsonl" for name in ("edinburgh", "multimwa-mtref", "multimwa-wiki")
+    ]
+    assert args[args.index("--dev") + 1 : args.index("--dev") + 3] == [
+        f"{made}multimwa-{name}-dev.spans.jsonl" for name in ("mtref", "wiki")
+    ]
+    assert args[args.index("--phrase-pairs") + 1] == "data/edinburgh-train.gold.json"
+    # the card names the kind and every corpus the aligner trained on; the report reads the trained aligner
+    card = proc.stdout.split("rule export_card:")[1].split("rule ")[0]
+    card_args = shlex.split(card.split("spanaug export card")[1].split(" > ")[0])
+    run = json.loads(card_args[card_args.index("--run") + 1])
+    assert run["aligner_kind"] == "cross" and "data/edinburgh-train.gold.json" in run["aligner_corpora"]
+    assert len(run["aligner_corpora"]) == 6  # 3 corpora, 2 dev parts, the lexicon of the synthetic pre-training
+    summary = proc.stdout.split("rule report_summary:")[1].split("rule ")[0]
+    assert "--aligner results/framenet/models/aligner" in summary
+    # the cross-domain table, and its page in the report
+    assert counts["align_cross_domain"] == 1
+    assert "results/framenet/aligner_eval/cross_domain/cross_domain.html" in proc.stdout
 
 
 def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):

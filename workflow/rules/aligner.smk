@@ -1,5 +1,6 @@
 # The span aligner (aligner.kind: the paper's, or the cross encoder): trained here unless the
 # config names a trained one; then every beam is aligned.
+# Word-aligned corpora (aligner.train.word_aligned, word_aligned_dev) become span instances here first.
 # External data (instances, dev, bitext, phrase pairs, extra and pre-training instances) are params,
 # not inputs, so a dry run plans without them;
 # after changing them, force a retrain with -R train_aligner.
@@ -23,6 +24,24 @@ rule make_alignment_instances:
     shell:
         "spanaug align make-instances --bitext {params.bitext:q} --out {output.instances:q} --pairs-out {output.pairs:q}"
         " > {log:q} 2>&1"
+
+
+rule import_word_aligned:
+    output:
+        f"{RES}/models/word_aligned/{{corpus}}.spans.jsonl",
+    log:
+        f"{LOGS}/import_word_aligned.{{corpus}}.log",
+    benchmark:
+        f"{BENCH}/import_word_aligned.{{corpus}}.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    threads: CPU_THREADS
+    resources:
+        **CPU,
+    params:
+        corpus=word_aligned_file,
+    shell:
+        "spanaug align import-aligned --input {params.corpus:q} --format edinburgh --out {output:q} > {log:q} 2>&1"
 
 
 rule make_synthetic_instances:
@@ -69,6 +88,10 @@ rule train_aligner:
             "train",
             skip=(
                 "instances",
+                "dev",
+                "word_aligned",
+                "word_aligned_dev",
+                "word_aligned_phrases",
                 "bitext",
                 "bitext_phrases",
                 "phrase_pairs",
@@ -76,12 +99,13 @@ rule train_aligner:
                 "synthetic_lexicon",
             ),
         ),
+        dev=aligner_dev_option,
         phrase_pairs=aligner_phrase_pairs_option,
         pretrain=aligner_pretrain_option,
         device=config["device"],
     shell:
-        "spanaug align train --kind {params.kind} --instances {params.instances:q} --encoder {params.encoder:q} --out {output:q}"
-        " {params.options} {params.phrase_pairs} {params.pretrain} --device {params.device} > {log:q} 2>&1"
+        "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder:q} --out {output:q}"
+        " {params.options} {params.dev} {params.phrase_pairs} {params.pretrain} --device {params.device} > {log:q} 2>&1"
 
 
 rule align:

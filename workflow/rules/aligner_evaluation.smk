@@ -113,3 +113,31 @@ rule align_systems:
     shell:
         "spanaug align systems --data {params.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
         " {params.options} --device {params.device} > {log:q} 2>&1"
+
+
+rule align_cross_domain:
+    output:
+        table=report(
+            f"{RES}/aligner_eval/cross_domain/cross_domain.csv",
+            caption="../report/cross_domain.rst",
+            category="Span aligner",
+        ),
+        summary=f"{RES}/aligner_eval/cross_domain/cross_domain.json",
+    log:
+        f"{LOGS}/align_cross_domain.log",
+    benchmark:
+        f"{BENCH}/align_cross_domain.tsv"
+    conda:
+        "../../envs/gpu.yaml"
+    threads: GPU_THREADS
+    resources:
+        **GPU,
+    params:
+        out_dir=out_dir,
+        encoder=config["aligner"]["encoder"],
+        k=aligner_k_option,
+        options=cross_domain_options,
+        device=config["device"],
+    shell:
+        "spanaug align cross-domain --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
+        " {params.options} --device {params.device} > {log:q} 2>&1"

@@ -213,6 +213,8 @@ def final_outputs():
         out.append(f"{RES}/aligner_eval/table2/ablation.csv")
     if config["aligner"]["systems"]:
         out.append(f"{RES}/aligner_eval/systems/systems.csv")
+    if config["aligner"]["cross_domain"]:
+        out.append(f"{RES}/aligner_eval/cross_domain/cross_domain.csv")
     if config["baselines"]:
         out.append(f"{RES}/aligner_eval/comparison.csv")
     if config["augmenters"]:
@@ -357,6 +359,13 @@ def report_tables():
             "comparison",
             "Span aligner",
         ),
+        (
+            "aligner_eval/cross_domain/cross_domain",
+            "csv",
+            "Span aligner across domains",
+            "cross_domain",
+            "Span aligner",
+        ),
     ]
     for ablation in ("table2", "selftrain"):
         for name, title, caption in (
@@ -421,6 +430,8 @@ def source_in_run(path):
         return True
     if rel == "aligner_eval/comparison.csv":
         return bool(config["baselines"])
+    if rel.startswith("aligner_eval/cross_domain/"):
+        return bool(config["aligner"]["cross_domain"])
     if rel.startswith("aligner_eval/table2/"):
         return bool(config["aligner"]["evaluation"])
     if rel.startswith("aligner_eval/selftrain/"):
@@ -507,6 +518,7 @@ def summary_inputs(wildcards):
         "warnings": f"{RES}/report/warnings.json",
         "paraphrase": f"{RES}/report/paraphrase_stage.csv",
         "frame_elements": f"{RES}/report/frame_elements.json",
+        "aligner": aligner_input(wildcards),
     }
     if config["aligner"]["evaluation"]:
         inputs["ablation"] = f"{RES}/aligner_eval/table2/summary.json"
@@ -523,15 +535,19 @@ def summary_inputs(wildcards):
 
 
 def summary_options(wildcards, input):
+    aligner = input.aligner[0] if input.get("aligner") else config["aligner"]["model"]
     return " ".join(
-        opt(f"--{key.replace('_', '-')}", input.get(key))
-        for key in (
-            "ablation",
-            "comparison",
-            "human_eval",
-            "curves",
-            "frameid_baseline",
-        )
+        [opt("--aligner", aligner)]
+        + [
+            opt(f"--{key.replace('_', '-')}", input.get(key))
+            for key in (
+                "ablation",
+                "comparison",
+                "human_eval",
+                "curves",
+                "frameid_baseline",
+            )
+        ]
     )
 
 
@@ -553,8 +569,9 @@ def simulated_judgments():
 def threshold_description(train):
     """Where the trained aligner's null threshold comes from, as aligner training decides it."""
     share = train["threshold_holdout"]
-    plan = threshold_plan(bool(train["dev"]), share, n_pairs=None)
-    return describe_plan(plan, train["dev"], share)
+    dev = [*train["dev"], *train["word_aligned_dev"]]
+    plan = threshold_plan(bool(dev), share, n_pairs=None)
+    return describe_plan(plan, ", ".join(dev) or None, share)
 
 
 def run_description():
@@ -570,10 +587,13 @@ def run_description():
         else f"top-k sampling (k {p['top_k']}), {p['num_samples']} samples"
     )
     if a["model"]:
-        aligner = a["model"]
+        aligner = f"{a['model']} (its kind in its config.json)"
     else:
-        data = a["train"]["instances"] or f"instances made from {a['train']['bitext']}"
-        aligner = f"trained in this run on {data} (null threshold {threshold_description(a['train'])})"
+        data = (
+            ", ".join([*a["train"]["instances"], *a["train"]["word_aligned"]])
+            or f"instances made from {a['train']['bitext']}"
+        )
+        aligner = f"{a['kind']} kind, trained in this run on {data} (null threshold {threshold_description(a['train'])})"
     return {
         "run_name": config["run_name"],
         "inputs": config["data"]["inputs"],
@@ -586,6 +606,8 @@ def run_description():
         "paraphraser_bitext": p["train"]["bitext"] if p["train"] else None,
         "decoding": decoding,
         "aligner": aligner,
+        "aligner_kind": None if a["model"] else a["kind"],
+        "aligner_corpora": aligner_corpora(),
         "encoder": a["encoder"],
         "frame_elements": {
             k: config["frame_elements"][k] for k in ("mode", "select", "require")
@@ -593,6 +615,19 @@ def run_description():
         "demo": is_demo(),
         "simulated_judgments": simulated_judgments(),
     }
+
+
+def aligner_corpora():
+    """Every file the run's aligner trains or tunes on (the dataset card gives each its licence)."""
+    train = config["aligner"]["train"]
+    if config["aligner"]["model"] or not train:
+        return []
+    given = [*train["instances"], *train["word_aligned"]]
+    files = given or [train["bitext"]]
+    files += [*train["dev"], *train["word_aligned_dev"], *train["phrase_pairs"]]
+    files += [*train["extra_instances"], *train["pretrain"]]
+    files += [train["synthetic_lexicon"]] if train["synthetic_lexicon"] else []
+    return list(dict.fromkeys(files))
 
 
 def run_option():
@@ -648,29 +683,74 @@ def aligner_bitext(wildcards):
     return config["aligner"]["train"]["bitext"]
 
 
+def word_aligned_corpora():
+    """aligner.train's word-aligned corpora (training and dev) by name: the file name up to its first dot
+    (preflight refuses two of one name), which names their span instances made in the run.
+    """
+    train = config["aligner"]["train"]
+    if not train:
+        return {}
+    files = [*train["word_aligned"], *train["word_aligned_dev"]]
+    return {Path(path).name.split(".")[0]: path for path in files}
+
+
+def made_word_aligned(path):
+    """The span instances rule import_word_aligned makes from a word-aligned corpus."""
+    return f"{RES}/models/word_aligned/{Path(path).name.split('.')[0]}.spans.jsonl"
+
+
+def word_aligned_file(wildcards):
+    return word_aligned_corpora()[wildcards.corpus]
+
+
+def aligner_training_files(wildcards=None):
+    """The aligner's training instances: the config's files and those made from its word-aligned
+    corpora, or (neither given) those made from its bitext."""
+    train = config["aligner"]["train"]
+    files = [*train["instances"], *map(made_word_aligned, train["word_aligned"])]
+    return files or [made_instances()]
+
+
 def aligner_training_instances(wildcards=None):
-    """The aligner's training instances: the config's file, or those made from its bitext."""
-    return config["aligner"]["train"]["instances"] or made_instances()
+    """--instances' values, quoted."""
+    return " ".join(map(shlex.quote, aligner_training_files()))
+
+
+def aligner_dev_option(wildcards=None):
+    """--dev: the config's dev files and the instances made from its word-aligned dev corpora."""
+    train = config["aligner"]["train"]
+    files = [*train["dev"], *map(made_word_aligned, train["word_aligned_dev"])]
+    return " ".join(["--dev", *map(shlex.quote, files)]) if files else ""
 
 
 def aligner_training_input(wildcards):
-    """Made instances (and their pairs, for bitext_phrases) when none are given. External files (dev,
-    phrase pairs, extra and pre-training instances) are params, not inputs, as the comment of
-    aligner.smk says."""
-    if config["aligner"]["train"]["instances"]:
-        return []
-    return [made_instances()] + (
-        [made_pairs()] if config["aligner"]["train"]["bitext_phrases"] else []
+    """Made instances: those of the word-aligned corpora, or (no instances given) the bitext's, with its
+    pairs for bitext_phrases. External files (dev, phrase pairs, extra and pre-training instances) are
+    params, not inputs, as the comment of aligner.smk says."""
+    train = config["aligner"]["train"]
+    made = [
+        made_word_aligned(p)
+        for p in [*train["word_aligned"], *train["word_aligned_dev"]]
+    ]
+    if train["instances"] or train["word_aligned"]:
+        return made
+    return (
+        made + [made_instances()] + ([made_pairs()] if train["bitext_phrases"] else [])
     )
 
 
 def aligner_phrase_pairs_option(wildcards):
-    """--phrase-pairs: the config's word-aligned pairs, or with bitext_phrases the bitext's diff alignment."""
+    """--phrase-pairs: the config's word-aligned pairs (and its word-aligned corpora, with
+    word_aligned_phrases), or with bitext_phrases the bitext's diff alignment."""
     train = config["aligner"]["train"]
-    return opt(
-        "--phrase-pairs",
-        made_pairs() if train["bitext_phrases"] else train["phrase_pairs"],
-    )
+    if train["bitext_phrases"] and not (train["instances"] or train["word_aligned"]):
+        files = [made_pairs()]
+    else:
+        files = [
+            *train["phrase_pairs"],
+            *(train["word_aligned"] if train["word_aligned_phrases"] else []),
+        ]
+    return " ".join(["--phrase-pairs", *map(shlex.quote, files)]) if files else ""
 
 
 def made_synthetic():
@@ -745,6 +825,19 @@ def systems_options(wildcards):
         [
             flags(section, skip=("data", "gold_pairs", "cross")),
             opt("--gold-pairs", systems_pairs()),
+            opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
+        ]
+    )
+
+
+def cross_domain_options(wildcards):
+    """aligner.cross_domain's settings as options (its cross rows' training filled in from
+    aligner.train.cross when the config leaves it out: spanaug.core.aligner_settings.AlignerSection).
+    """
+    section = config["aligner"]["cross_domain"]
+    return " ".join(
+        [
+            flags(section, skip=("cross",)),
             opt("--cross", json.dumps(section["cross"]) if section["cross"] else None),
         ]
     )

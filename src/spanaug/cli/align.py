@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -14,6 +15,7 @@ from spanaug.core.aligner_settings import (
     AlignerSection,
     AlignerSystemsSettings,
     AlignerTrainSection,
+    CrossDomainSettings,
     LongSpanSettings,
 )
 from spanaug.core.config import FrameElementSettings, Runtime
@@ -30,23 +32,28 @@ class TrainOptions:
     kind: Literal["paper", "cross"] = inherit(AlignerSection, "kind")
 
 
-@command("align", "train", help="train a span aligner (instances, or a bitext's token differences)")
+@command("align", "train", help="train a span aligner (instances, word-aligned corpora, or a bitext's differences)")
 def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_json
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, read_instances
     from spanaug.pipeline.aligner.training import train_aligner
+    from spanaug.pipeline.aligner.training_data import corpus_origins, read_corpora
 
-    if train.instances:
-        instances = read_instances(train.instances)
+    if train.instances or train.word_aligned:
+        corpora = read_corpora(train.instances, train.word_aligned)
     elif train.bitext:
-        instances = instances_from_bitext(iter_pairs_from_bitext(train.bitext), prefix=Path(train.bitext).stem)
+        stem = Path(train.bitext).stem
+        corpora = {train.bitext: instances_from_bitext(iter_pairs_from_bitext(train.bitext), prefix=stem)}
     else:
-        raise ConfigError("--instances or --bitext: the aligner needs training data")
-    dev = read_instances(train.dev) if train.dev else None
+        raise ConfigError("--instances, --word-aligned or --bitext: the aligner needs training data")
+    instances = [i for part in corpora.values() for i in part]
+    dev_corpora = read_corpora(train.dev, train.word_aligned_dev)
+    dev = [i for part in dev_corpora.values() for i in part] or None
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
-    made, counts = _made_sources(train, instances, dev or ())
+    made, counts, by_source = _made_sources(train, instances, dev or ())
     extra += made
+    started = time.perf_counter()
     if options.kind == "cross":
         from spanaug.core.aligner_settings import CrossTrainSection
         from spanaug.pipeline.aligner.cross_training import train_cross_aligner
@@ -68,32 +75,54 @@ def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -
         aligner, summary = train_aligner(
             instances, train.architecture(options.encoder), train, dev=dev, device=runtime.device, extra=extra
         )
+    seconds = time.perf_counter() - started
     aligner.save_pretrained(options.out)
     log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
+    summary["kind"] = options.kind
+    summary["corpora"] = corpus_origins(corpora, dev_corpora, by_source)
     if counts:
         summary["extra_sources"] = counts
+    summary["instances_per_s"] = _throughput(summary, seconds)
+    log.info("trained in %.0f s, %.1f instances/s (every epoch counted)", seconds, summary["instances_per_s"])
+    print(f"align train: {summary['instances_per_s']:.1f} instances/s ({seconds:.0f} s)")
     write_json(summary, Path(options.out) / "training_summary.json")
 
 
-def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) -> tuple[list, dict]:
-    """Reversed and phrase-pair instances of the training pairs (``train.reversed``, ``train.phrase_pairs``),
-    none on a dev pair."""
+def _throughput(summary: dict, seconds: float) -> float:
+    """Training instances seen per second of training (threshold tuning and caching included): each
+    epoch's pass counts, the cross aligner's pre-training epochs with their own instances."""
+    history = summary.get("loss_history", [])
+    if history and isinstance(history[0], dict):  # the cross aligner's: {pretrain_epoch|epoch, loss}
+        pre, main = summary["pretrain_instances"], summary["train_instances"]
+        seen = sum(pre if "pretrain_epoch" in h else main for h in history)
+    else:
+        seen = summary["train_instances"] * max(len(history), 1)
+    return round(seen / seconds, 2) if seconds > 0 else 0.0
+
+
+def _made_sources(train: AlignerTrainSection, instances: list, dev: Sequence) -> tuple[list, dict, dict[str, list]]:
+    """Reversed and phrase-pair instances of the training pairs (``train.reversed``, the word-aligned
+    files of ``train.phrase_sources()``), none on a dev pair; their counts, and each source's instances."""
     from spanaug.pipeline.aligner.training_data import extra_training_instances, read_sources
 
-    phrases = train.phrase_pairs or (train.bitext_phrases and train.bitext)
+    phrase_files = train.phrase_sources()
+    phrases = phrase_files or (train.bitext_phrases and train.bitext)
     names = (["phrases"] if phrases else []) + (["reversed"] if train.reversed else [])
     if not names:
-        return [], {}
-    sources = read_sources(train, train.phrase_pairs)
-    if phrases and not train.phrase_pairs:  # the bitext's own diff alignment (the workflow passes it as a file)
+        return [], {}, {}
+    sources = read_sources(train, phrase_files)
+    if phrases and not phrase_files:  # the bitext's own diff alignment (the workflow passes it as a file)
         from spanaug.pipeline.aligner.instances import iter_pairs_from_bitext
         from spanaug.pipeline.aligner.word_aligned import pairs_from_bitext
 
         stem = Path(train.bitext).stem
         sources.gold_pairs = pairs_from_bitext(iter_pairs_from_bitext(train.bitext), prefix=stem)
-    made, counts = extra_training_instances(names, instances, sources, seed=train.seed, held_out=dev)
+    by_source: dict[str, list] = {}
+    made, counts = extra_training_instances(
+        names, instances, sources, seed=train.seed, held_out=dev, by_source=by_source
+    )
     log.info("extra training instances: %s", ", ".join(f"{counts[n]} {n}" for n in names))
-    return made, counts
+    return made, counts, by_source
 
 
 @settings
@@ -230,6 +259,51 @@ def systems(options: SystemsOptions, systems: AlignerSystemsSettings, runtime: R
         resume=options.resume,
     )
     print(format_table(summary["table"]))
+
+
+@settings
+class CrossDomainOptions:
+    out_dir: str = setting(help="cross_domain.csv (a line per cell), cross_domain.json and cross_domain.jsonl")
+    encoder: str = inherit(AlignerConfig, "encoder")
+    k: int = inherit(AlignerConfig, "k")
+    resume: bool = setting(False, "keep the rows already in OUT_DIR/cross_domain.jsonl (a killed run goes on)")
+
+
+@command(
+    "align",
+    "cross-domain",
+    help="one aligner recipe trained on each word-aligned corpus and on all, tested on every corpus's held-out pairs",
+)
+def cross_domain(options: CrossDomainOptions, setup: CrossDomainSettings, runtime: Runtime) -> None:
+    from spanaug.core.errors import ConfigError
+    from spanaug.evaluation.cross_domain import format_table, make_domain, run_cross_domain
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import read_aligned_json
+
+    if not setup.corpora:
+        raise ConfigError("--corpora: word-aligned corpora by name (JSON: name -> Edinburgh++ JSON file)")
+    unknown = sorted(set(setup.dev) - set(setup.corpora))
+    if unknown:
+        raise ConfigError(f"--dev names {unknown[0]!r}, which --corpora does not ({sorted(setup.corpora)})")
+    domains = [
+        make_domain(
+            name,
+            read_aligned_json(path),
+            read_aligned_json(setup.dev[name]) if name in setup.dev else None,
+            setup,
+        )
+        for name, path in setup.corpora.items()
+    ]
+    summary = run_cross_domain(
+        domains,
+        setup,
+        AlignerConfig(encoder=options.encoder, k=options.k),
+        options.out_dir,
+        synthetic=read_instances(setup.synthetic) if setup.synthetic else (),
+        device=runtime.device,
+        resume=options.resume,
+    )
+    print(format_table(summary))
 
 
 @settings

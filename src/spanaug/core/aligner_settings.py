@@ -143,23 +143,61 @@ class CrossTrainSection(CrossTrainSettings):
         return CrossTrainSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(CrossTrainSettings)})
 
 
+# A setting naming files: a list in the config, where one file may also be written as a string (the
+# form configs used before lists; ``as_files`` turns either into the list the code reads).
+def files_schema() -> dict[str, object]:
+    """The schema bound of such a setting (a fresh list each time, so the schema file has no YAML aliases)."""
+    return {"type": ["array", "string", "null"]}
+
+
+def as_files(value: str | list[str] | None) -> list[str]:
+    """A files setting as a list: a single path (older configs) becomes a list of one; null, none."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+#: The settings of ``aligner.train`` that name files and take one path or a list.
+TRAIN_FILE_LISTS = ("instances", "dev", "phrase_pairs", "word_aligned", "word_aligned_dev")
+
+
 @settings
 class AlignerTrainSection(AlignerTrainSettings):
     """Config section ``aligner.train``: the training data and the architecture to train."""
 
-    instances: str | None = setting(
-        None, "span-alignment JSONL {id, source_tokens, target_tokens, source_span, target_span} (inclusive indices)"
+    instances: list[str] = setting(
+        factory=list,
+        help="span-alignment JSONL {id, source_tokens, target_tokens, source_span, target_span} (inclusive "
+        "indices): one file or a list",
+        **files_schema(),
     )
     bitext: str | None = setting(None, "or a paraphrase TSV whose token differences give the instances")
-    dev: str | None = setting(None, "span-alignment JSONL to tune the null threshold on")
+    dev: list[str] = setting(
+        factory=list, help="span-alignment JSONL to tune the null threshold on: one file or a list", **files_schema()
+    )
+    word_aligned: list[str] = setting(
+        factory=list,
+        help="word-aligned corpora (Edinburgh++ JSON): the run makes their span instances (align "
+        "import-aligned) and trains on them, and on their phrase pairs with word_aligned_phrases",
+        **files_schema(),
+    )
+    word_aligned_dev: list[str] = setting(
+        factory=list,
+        help="word-aligned corpora whose span instances join the dev instances (tuning only)",
+        **files_schema(),
+    )
+    word_aligned_phrases: bool = setting(
+        True, "also train on every consistent phrase pair of the word_aligned corpora (as phrase_pairs)"
+    )
     extra_instances: list[str] = setting(
         factory=list, help="more span-alignment JSONL added to training (e.g. composed along paraphrase chains)"
     )
     reversed: bool = setting(False, "also train on every training instance read backwards (target -> source)")
-    phrase_pairs: str | None = setting(
-        None,
-        "the training instances' word-aligned pairs (Edinburgh++ JSON): also "
+    phrase_pairs: list[str] = setting(
+        factory=list,
+        help="the training instances' word-aligned pairs (Edinburgh++ JSON; one file or a list): also "
         "train on every consistent phrase pair of a training pair",
+        **files_schema(),
     )
     bitext_phrases: bool = setting(
         False,
@@ -186,6 +224,16 @@ class AlignerTrainSection(AlignerTrainSettings):
     normalize_spans: bool = inherit(AlignerConfig, "normalize_spans")
     finetune_layers: int = inherit(AlignerConfig, "finetune_layers")
     cross: CrossTrainSection | None = setting(factory=CrossTrainSection, help="aligner.kind cross: its training")
+
+    def __post_init__(self) -> None:
+        for name in TRAIN_FILE_LISTS:
+            setattr(self, name, as_files(getattr(self, name)))
+        super().__post_init__()
+
+    def phrase_sources(self) -> list[str]:
+        """The word-aligned files whose phrase pairs are trained on: phrase_pairs, and the word_aligned
+        corpora when word_aligned_phrases says so."""
+        return [*self.phrase_pairs, *(self.word_aligned if self.word_aligned_phrases else [])]
 
     def architecture(self, encoder: str) -> AlignerConfig:
         """The aligner to train on ``encoder``."""
@@ -264,6 +312,44 @@ class AlignerSystemsSettings(Settings):
 
 
 @settings
+class CrossDomainSettings(Settings):
+    """One aligner recipe trained on each word-aligned corpus alone and on all of them, tested on each
+    corpus's held-out pairs (``aligner.cross_domain``; ``spanaug align cross-domain``)."""
+
+    corpora: dict[str, str] = setting(
+        factory=dict, help="name -> a word-aligned training corpus (Edinburgh++ JSON); its span instances are made"
+    )
+    dev: dict[str, str] = setting(
+        factory=dict,
+        help="name -> that corpus's development part (Edinburgh++ JSON), its test set; a corpus without one "
+        "holds out test_share of its pairs",
+    )
+    train_sets: list[str] = setting(
+        factory=list,
+        help="what each row trains on: a corpus name, names joined by '+', or 'all' (empty: each corpus, then all)",
+    )
+    kind: Literal["paper", "cross"] = setting("cross", "the aligner kind trained in every row")
+    reversed: bool = setting(True, "also train on the training instances read backwards")
+    phrases: bool = setting(True, "also train on every consistent phrase pair of the training pairs")
+    synthetic: str | None = setting(None, "kind cross: pre-training instances (spanaug align synthetic); null: none")
+    epochs: int = inherit(AlignerTrainSettings, "epochs", help="the paper aligner's training epochs")
+    seed: int = setting(0, "split and training seed")
+    dev_share: float = setting(
+        0.1,
+        "share of each corpus's training pairs held out to tune on (epoch, calibration, threshold)",
+        exclusiveMinimum=0,
+        exclusiveMaximum=1,
+    )
+    test_share: float = inherit(
+        AblationSettings, "test_share", help="share of the pairs of a corpus without dev tested on"
+    )
+    phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
+    phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
+    phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
+    cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+
+@settings
 class AlignerSection(Settings):
     """Config section ``aligner``."""
 
@@ -281,6 +367,9 @@ class AlignerSection(Settings):
     )
     evaluation: AblationSettings | None = setting(None, "held-out ablations (null: off)")
     systems: AlignerSystemsSettings | None = setting(None, "aligner kinds and data sources compared (null: off)")
+    cross_domain: CrossDomainSettings | None = setting(
+        None, "one recipe trained on each word-aligned corpus and on all, tested on each (null: off)"
+    )
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
 
     def __post_init__(self) -> None:
@@ -290,6 +379,8 @@ class AlignerSection(Settings):
         # passes it as --cross; `spanaug align systems` without --cross takes the section's defaults).
         if self.systems and self.systems.cross is None and self.train and self.train.cross:
             self.systems.cross = self.train.cross
+        if self.cross_domain and self.cross_domain.cross is None and self.train and self.train.cross:
+            self.cross_domain.cross = self.train.cross
 
 
 # ---------------------------------------------------------------- word-alignment baselines

@@ -121,12 +121,51 @@ def licences(run: dict[str, Any]) -> tuple[str, list[str]]:
         lines.append(
             f"- Paraphraser: `{run['paraphraser_model']}`; see its model card for its licence and training data."
         )
+    lines += aligner_data_licences(run.get("aligner_corpora") or [])
     enc = run.get("encoder")
     if enc == "minilm":
         lines.append("- Aligner encoder: all-MiniLM-L6-v2 (sentence-transformers), Apache 2.0.")
     elif enc:
         lines.append(f"- Aligner encoder: `{enc}`; see its model card.")
     return ("mit" if kinds == {"demo"} else "other"), lines
+
+
+#: Aligner training data known by its file name: (a part of the name, what it is and its licence).
+KNOWN_ALIGNER_DATA: tuple[tuple[str, str], ...] = (
+    (
+        "edinburgh",
+        "Edinburgh++ (Cohn, Callison-Burch and Lapata 2008; the version of Thadani, Martin and White 2012), "
+        "under the Apache License 2.0",
+    ),
+    (
+        "multimwa-mtref",
+        "MultiMWA-MTRef (Lan, Jiang and Xu 2021), released by its authors for research with their code, "
+        "without a licence file: research use; cite Lan et al. (2021)",
+    ),
+    (
+        "multimwa-wiki",
+        "MultiMWA-Wiki (Lan, Jiang and Xu 2021), released by its authors for research with their code, "
+        "without a licence file: research use; cite Lan et al. (2021)",
+    ),
+    ("resources/demo", "the demo data written for the spanaug project, under its MIT licence"),
+    ("fndata", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
+    ("framenet", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
+    ("fn1.", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
+)
+
+
+def aligner_data_licences(paths: list[str]) -> list[str]:
+    """One line per file the span aligner trained or was tuned on: what it is and its licence, where the
+    file name says (the aligner's weights derive from them; the outputs' spans are its answers)."""
+    lines = []
+    for path in paths:
+        name = Path(path).as_posix().lower()
+        known = next((text for key, text in KNOWN_ALIGNER_DATA if key in name), None)
+        lines.append(
+            f"- Aligner training data `{path}`: "
+            + (f"{known}." if known else "its licence is not known to spanaug; state it here before release.")
+        )
+    return lines
 
 
 def _copy(src: Path | str, dst: Path) -> None:
@@ -369,6 +408,7 @@ def _provenance(run: dict[str, Any]) -> list[str]:
         ("paraphraser", run.get("paraphraser")),
         ("decoding", run.get("decoding")),
         ("span aligner", run.get("aligner")),
+        ("span aligner trained on", ", ".join(f"`{p}`" for p in run.get("aligner_corpora") or [])),
         ("aligner encoder", run.get("encoder")),
         ("frame elements", _fe_settings(run.get("frame_elements"))),
     ]

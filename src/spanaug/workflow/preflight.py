@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 
 from spanaug.core import model_files, modeldir
+from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettings
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
@@ -196,6 +197,23 @@ def _model_files(key: str, name: str) -> Generator[Problem, None, model_files.Mo
     return model_files.find(name)
 
 
+def _word_aligned(train: AlignerTrainSection) -> Iterator[Problem]:
+    """aligner.train.word_aligned and word_aligned_dev: files there, and no two of one name (the file
+    name up to its first dot names the span instances the run makes from each)."""
+    seen: dict[str, str] = {}
+    for key in ("word_aligned", "word_aligned_dev"):
+        paths = getattr(train, key)
+        yield from _files(f"aligner.train.{key}", paths)
+        for path in paths:
+            name = Path(path).name.split(".")[0]
+            if name in seen and seen[name] != path:
+                yield Problem(
+                    f"aligner.train.{key}",
+                    f"{path} and {seen[name]} share the name {name!r}: rename one (it names the instances made of it)",
+                )
+            seen.setdefault(name, path)
+
+
 def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
     a = cfg.aligner
     if a.model:
@@ -215,21 +233,21 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
     elif not a.train:
         yield Problem("aligner.model", "not set, and aligner.train is null: name a trained aligner or training data")
     else:
-        if a.train.instances:
-            yield from _files("aligner.train.instances", [a.train.instances])
+        if a.train.instances or a.train.word_aligned:
+            yield from _files("aligner.train.instances", a.train.instances)
         elif a.train.bitext:
             yield from _files("aligner.train.bitext", [a.train.bitext])
         else:
             yield Problem(
                 "aligner.train.instances",
-                "neither it nor aligner.train.bitext is set: the aligner needs training data (or set aligner.model)",
+                "neither it, aligner.train.word_aligned nor aligner.train.bitext is set: the aligner needs "
+                "training data (or set aligner.model)",
             )
-        if a.train.dev:
-            yield from _files("aligner.train.dev", [a.train.dev])
+        yield from _files("aligner.train.dev", a.train.dev)
+        yield from _word_aligned(a.train)
         yield from _files("aligner.train.extra_instances", a.train.extra_instances)
-        if a.train.phrase_pairs:
-            yield from _files("aligner.train.phrase_pairs", [a.train.phrase_pairs])
-        if a.train.bitext_phrases and (a.train.instances or not a.train.bitext):
+        yield from _files("aligner.train.phrase_pairs", a.train.phrase_pairs)
+        if a.train.bitext_phrases and (a.train.instances or a.train.word_aligned or not a.train.bitext):
             yield Problem(
                 "aligner.train.bitext_phrases",
                 "needs the instances made from aligner.train.bitext (instances unset): name phrase_pairs instead",
@@ -246,6 +264,24 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         yield from _encoder("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
         yield from _made_or_given(cfg, "aligner.evaluation.data", a.evaluation.data)
+    if a.cross_domain:
+        yield from _cross_domain(a.cross_domain)
+
+
+def _cross_domain(section: CrossDomainSettings) -> Iterator[Problem]:
+    """aligner.cross_domain: its corpora there, dev parts only of named corpora, train sets of named ones."""
+    if not section.corpora:
+        yield Problem("aligner.cross_domain.corpora", "empty: name word-aligned corpora (name: FILE.json)")
+    yield from _files("aligner.cross_domain.corpora", section.corpora.values())
+    yield from _files("aligner.cross_domain.dev", section.dev.values())
+    for name in sorted(set(section.dev) - set(section.corpora)):
+        yield Problem("aligner.cross_domain.dev", f"{name!r} is not one of aligner.cross_domain.corpora")
+    for train_set in section.train_sets:
+        missing = [n for n in train_set.split("+") if train_set != "all" and n not in section.corpora]
+        if missing:
+            yield Problem("aligner.cross_domain.train_sets", f"{train_set!r}: no corpus named {missing[0]!r}")
+    if section.synthetic:
+        yield from _files("aligner.cross_domain.synthetic", [section.synthetic])
 
 
 def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:

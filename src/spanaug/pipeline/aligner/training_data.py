@@ -282,15 +282,16 @@ class DataSources:
     phrase_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def read_sources(cfg: Any, gold_pairs: str | None = None, synthetic: str | None = None) -> DataSources:
-    """The word-aligned pairs and synthetic instances in the files named, with the phrase options of
-    ``cfg`` (settings with ``phrase_max_len``, ``phrase_max_per_pair`` and ``phrase_keep_identical``:
-    ``aligner.train`` or ``aligner.systems``)."""
+def read_sources(cfg: Any, gold_pairs: str | Sequence[str] | None = None, synthetic: str | None = None) -> DataSources:
+    """The word-aligned pairs (one file or several) and synthetic instances in the files named, with
+    the phrase options of ``cfg`` (settings with ``phrase_max_len``, ``phrase_max_per_pair`` and
+    ``phrase_keep_identical``: ``aligner.train`` or ``aligner.systems``)."""
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
+    paths = [gold_pairs] if isinstance(gold_pairs, str) else list(gold_pairs or ())
     return DataSources(
-        gold_pairs=read_aligned_json(gold_pairs) if gold_pairs else (),
+        gold_pairs=[pair for path in paths for pair in read_aligned_json(path)],
         synthetic=read_instances(synthetic) if synthetic else (),
         phrase_options={
             "max_phrase": cfg.phrase_max_len,
@@ -306,10 +307,12 @@ def extra_training_instances(
     sources: DataSources,
     seed: int = 0,
     held_out: Sequence[Instance] = (),
+    by_source: dict[str, list[Instance]] | None = None,
 ) -> tuple[list[Instance], dict[str, Any]]:
     """The extra training instances of the sources ``names`` (phrases, reversed, chains) and their
     counts. They are made from the training pairs only, none lies on a ``held_out`` pair (either
-    way round), and none repeats a (pair, source span) already in ``train`` or an earlier source."""
+    way round), and none repeats a (pair, source span) already in ``train`` or an earlier source.
+    ``by_source``, when given, receives each source's instances (to count them by corpus)."""
     train_keys = {pair_key(i) for i in train}
     seen = {(pair_key(i), i.source_span) for i in train}
     out: list[Instance] = []
@@ -330,5 +333,58 @@ def extra_training_instances(
         fresh = [i for i in without_pairs(made, held_out) if (pair_key(i), i.source_span) not in seen]
         seen |= {(pair_key(i), i.source_span) for i in fresh}
         counts[name] = len(fresh)
+        if by_source is not None:
+            by_source[name] = fresh
         out.extend(fresh)
     return out, counts
+
+
+# ---------------------------------------------------------------- corpora and their origin
+
+
+def read_corpora(instance_files: Sequence[str], word_aligned: Sequence[str] = ()) -> dict[str, list[Instance]]:
+    """Span instances per file: span-alignment JSONL as they are, word-aligned corpora (Edinburgh++
+    JSON) through ``align import-aligned``'s rule (the shared data's); file -> its instances."""
+    from spanaug.pipeline.aligner.instances import read_instances
+    from spanaug.pipeline.aligner.word_aligned import import_instances
+
+    corpora = {path: read_instances(path) for path in instance_files}
+    corpora.update({path: import_instances(path, "edinburgh") for path in word_aligned})
+    return corpora
+
+
+def corpus_origins(
+    train: Mapping[str, Sequence[Instance]],
+    dev: Mapping[str, Sequence[Instance]],
+    made: Mapping[str, Sequence[Instance]],
+) -> list[dict[str, Any]]:
+    """Where the training and dev instances came from (``training_summary.json``'s ``corpora``): per
+    file, its part, instances and those with no counterpart, and the made instances (phrases,
+    reversed, ...) that lie on its sentence pairs, either way round."""
+    owner: dict[PairKey, str] = {}
+    for path, insts in train.items():
+        for inst in insts:
+            key = pair_key(inst)
+            owner.setdefault(key, path)
+            owner.setdefault((key[1], key[0]), path)
+    made_counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for source, insts in made.items():
+        for inst in insts:
+            path = owner.get(pair_key(inst), "other")
+            made_counts[path][source] = made_counts[path].get(source, 0) + 1
+    out = []
+    for part, corpora in (("train", train), ("dev", dev)):
+        for path, insts in corpora.items():
+            rec: dict[str, Any] = {
+                "file": path,
+                "part": part,
+                "instances": len(insts),
+                "null_instances": sum(i.target_span is None for i in insts),
+            }
+            if part == "train":
+                rec["made"] = made_counts.pop(path, {})
+            out.append(rec)
+    if made_counts:  # made instances on pairs of no listed corpus (e.g. a phrase_pairs file's other pairs)
+        other = {"file": "other", "part": "train", "instances": 0, "null_instances": 0}
+        out.append({**other, "made": made_counts["other"]})
+    return out
