@@ -84,7 +84,7 @@ PRODUCTION_ALIGNER := --kind cross --encoder minilm \
 	--word-aligned $(SHARED)/edinburgh-train.gold.json $(SHARED)/multimwa-mtref-train.gold.json \
 	$(SHARED)/multimwa-wiki-train.gold.json \
 	--word-aligned-dev $(SHARED)/multimwa-mtref-dev.gold.json $(SHARED)/multimwa-wiki-dev.gold.json \
-	--phrase-max-per-pair 2 --reversed \
+	--phrase-max-per-pair 2 --phrase-max-len 8 --phrase-keep-identical --reversed \
 	--cross '{"tune_layers": 4, "learning_rate": 1.0e-4, "epochs": 2, "max_minutes": 60}'
 aligner-production: $(STAMP)
 	@test -n "$(OUT)" || { echo "usage: make aligner-production OUT=DIR"; exit 2; }

@@ -164,6 +164,8 @@ def test_make_aligner_production_trains_the_recipe_config_yaml_states():
     assert names(_option_values(args, "--word-aligned-dev")) == names(train["word_aligned_dev"])
     assert ("--reversed" in args) == train["reversed"]
     assert _option_values(args, "--phrase-max-per-pair") == [str(train["phrase_max_per_pair"])]
+    assert _option_values(args, "--phrase-max-len") == [str(train["phrase_max_len"])]
+    assert ("--phrase-keep-identical" in args) == train["phrase_keep_identical"]
     assert json.loads(_option_values(args, "--cross")[0]) == train["cross"]
     assert _option_values(args, "--kind") == ["cross"] and _option_values(args, "--encoder") == ["minilm"]
     # synthetic pre-training, as synthetic_lexicon asks of the workflow
