@@ -44,7 +44,7 @@ import torch
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_dtype
-from spanaug.demo.standins import T5_BASE, T5_CPU, Size, build_model, train_tokenizer
+from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.importers import read_conll
 from spanaug.pipeline.paraphraser.banned import banned_sequences
@@ -181,35 +181,13 @@ def bench_decoding(
 def bench_aligner(
     device: torch.device, rows: list[dict], size: str, n_pairs: int, repeats: int, rng: random.Random
 ) -> float:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertModel
 
     from spanaug.core.aligner_settings import AlignerConfig
     from spanaug.pipeline.aligner.instances import Instance
     from spanaug.pipeline.aligner.model import SpanAligner
 
-    texts = [r["text"] for r in rows]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(
-        texts,
-        trainers.WordPieceTrainer(
-            vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
-        ),
-    )
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
+    fast = bert_tokenizer([r["text"] for r in rows], vocab_size=8000)
     shape = (
         {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
         if size == "base"

@@ -54,34 +54,17 @@ def one_torch_thread():
 def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2-layer BERT with a WordPiece vocabulary trained on a few sentences, saved to disk."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertModel
+
+    from spanaug.demo.standins import bert_tokenizer
 
     out = tmp_path_factory.mktemp("tiny_encoder")
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(
-        CORPUS * 3,
-        trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]),
-    )
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
+    fast = bert_tokenizer(CORPUS * 3, vocab_size=200)
     fast.save_pretrained(out)
     torch.manual_seed(0)
     BertModel(
         BertConfig(
-            vocab_size=tok.get_vocab_size(),
+            vocab_size=fast.backend_tokenizer.get_vocab_size(),
             hidden_size=32,
             num_hidden_layers=2,
             num_attention_heads=2,

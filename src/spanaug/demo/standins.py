@@ -218,16 +218,13 @@ def save_standin(
     return str(out)
 
 
-def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 2000) -> str:
-    """A random BERT encoder with a cased WordPiece vocabulary trained on ``texts``, saved to ``out``.
-
-    A fast stand-in for the aligner's frozen encoder (``make rehearsal``): the pipeline loads it as it
-    loads bert-base-cased, from disk, and its cost is that of a few small layers."""
-    import torch
+def bert_tokenizer(texts: Sequence[str], vocab_size: int):
+    """A cased WordPiece tokenizer with BERT's special tokens and [CLS] A [SEP] B [SEP] template,
+    trained on ``texts``: the vocabulary of every random BERT encoder that stands in for a real one
+    (the rehearsal's aligner encoder, the tests' tiny encoder, the GPU benchmark's)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    out = Path(out)
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
@@ -239,7 +236,7 @@ def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TIN
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
-    fast = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
         pad_token="[PAD]",
@@ -247,10 +244,22 @@ def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TIN
         sep_token="[SEP]",
         mask_token="[MASK]",
     )
+
+
+def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TINY, vocab_size: int = 2000) -> str:
+    """A random BERT encoder with a cased WordPiece vocabulary trained on ``texts``, saved to ``out``.
+
+    A fast stand-in for the aligner's frozen encoder (``make rehearsal``): the pipeline loads it as it
+    loads bert-base-cased, from disk, and its cost is that of a few small layers."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    out = Path(out)
+    fast = bert_tokenizer(texts, vocab_size)
     fast.save_pretrained(out)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=tok.get_vocab_size(),
+        vocab_size=fast.backend_tokenizer.get_vocab_size(),
         hidden_size=size.d_model,
         num_hidden_layers=size.layers,
         num_attention_heads=size.heads,
