@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings, CrossDomainSettings, CrossTrainSection
+from spanaug.core.aligner_settings import AlignerConfig, CrossDomainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.training import holdout_by_pair
+from spanaug.pipeline.aligner.training import holdout_by_pair, train_kind
 from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, instances_from_alignments
 
@@ -159,32 +159,19 @@ def _train(
     progress: bool,
 ) -> tuple[Any, dict[str, Any]]:
     """One row's aligner, tuned on its corpora's tuning parts."""
-    if cfg.kind == "paper":
-        if synthetic:
-            raise ConfigError("cross-domain synthetic pre-training: only the cross aligner pre-trains (kind: cross)")
-        from spanaug.pipeline.aligner.training import train_aligner
-
-        return train_aligner(
-            train,
-            AlignerConfig(encoder=base_cfg.encoder, k=base_cfg.k),
-            AlignerTrainSettings(epochs=cfg.epochs, seed=cfg.seed),
-            dev=tune,
-            device=device,
-            progress=progress,
-            extra=extra,
-        )
-    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
-    cross = cfg.cross or CrossTrainSection()
-    return train_cross_aligner(
+    return train_kind(
+        cfg.kind,
         train,
-        cross.architecture(base_cfg.encoder, base_cfg.k),
-        dataclasses.replace(cross.training(), seed=cfg.seed),
-        dev=tune,
+        tune,
+        encoder=base_cfg.encoder,
+        k=base_cfg.k,
+        epochs=cfg.epochs,
+        seed=cfg.seed,
+        cross=cfg.cross,
         device=device,
         progress=progress,
         extra=extra,
-        pretrain=list(synthetic),
+        pretrain=synthetic,
     )
 
 

@@ -19,7 +19,6 @@ share (gold spans are never null here); and, beside them, on the held-out span i
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings, CrossTrainSection, LongSpanSettings
+from spanaug.core.aligner_settings import AlignerConfig, LongSpanSettings
 from spanaug.core.metrics import prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.pipeline.aligner.instances import Instance, pair_key
@@ -162,22 +161,18 @@ def _train(
     device: str | None,
 ) -> Any:
     """One aligner of ``kind``, its threshold (and the cross kind's epoch and calibration) on ``dev``."""
-    if kind == "paper":
-        from spanaug.pipeline.aligner.training import train_aligner
+    from spanaug.pipeline.aligner.training import train_kind
 
-        cfg = AlignerConfig(encoder=base.encoder, k=base.k)
-        tcfg = AlignerTrainSettings(epochs=setup.epochs, seed=setup.seed)
-        return train_aligner(train, cfg, tcfg, dev=dev, device=device, progress=False, extra=extra)[0]
-    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
-    cross = setup.cross or CrossTrainSection()
-    return train_cross_aligner(
+    return train_kind(
+        kind,
         train,
-        cross.architecture(base.encoder, base.k),
-        dataclasses.replace(cross.training(), seed=setup.seed),
-        dev=dev,
+        dev,
+        encoder=base.encoder,
+        k=base.k,
+        epochs=setup.epochs,
+        seed=setup.seed,
+        cross=setup.cross,
         device=device,
-        progress=False,
         extra=extra,
     )[0]
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from spanaug.core import training_loop
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings, CrossTrainSection
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
@@ -83,6 +83,45 @@ def threshold_split(
         train, held = holdout_by_pair(train, share, seed)
         return train, without_pairs(extra, held), held, holdout_description(share, held)
     return train, extra, [], "untuned"
+
+
+def train_kind(
+    kind: str,
+    train: Sequence[Instance],
+    dev: Sequence[Instance] | None,
+    *,
+    encoder: str,
+    k: int,
+    epochs: int,
+    seed: int,
+    cross: CrossTrainSection | None = None,
+    device: str | None = "auto",
+    progress: bool = False,
+    extra: Sequence[Instance] = (),
+    pretrain: Sequence[Instance] = (),
+) -> tuple[Any, dict[str, Any]]:
+    """An aligner of ``kind`` on ``train`` (+ ``extra``), tuned on ``dev``, and its training summary:
+    the paper's for ``epochs``, the cross encoder as ``cross`` says (its defaults when None), both
+    seeded with ``seed``. The recipe the evaluations (long spans, cross-domain) train each row with."""
+    if kind == "paper":
+        if pretrain:
+            raise ConfigError("synthetic pre-training: only the cross aligner pre-trains (kind: cross)")
+        tcfg = AlignerTrainSettings(epochs=epochs, seed=seed)
+        cfg = AlignerConfig(encoder=encoder, k=k)
+        return train_aligner(train, cfg, tcfg, dev=dev, device=device, progress=progress, extra=extra)
+    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+
+    cross = cross or CrossTrainSection()
+    return train_cross_aligner(
+        train,
+        cross.architecture(encoder, k),
+        dataclasses.replace(cross.training(), seed=seed),
+        dev=dev,
+        device=device,
+        progress=progress,
+        extra=extra,
+        pretrain=pretrain,
+    )
 
 
 def train_aligner(
