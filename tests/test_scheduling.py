@@ -83,3 +83,32 @@ def test_each_shards_iteration_is_one_slurm_job(planned):
     assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(
         ("expand_constraints", "paraphrase", "align", "select_best"), 640
     )
+
+
+def test_a_grouped_iteration_job_never_remakes_the_seeds(tmp_path):
+    """What a grouped iteration job's Snakemake may run (the group's rules alone) has no maker of
+    iteration 0's chain: the seeds are shard_seeds' alone. When select_best matched iter0's chain,
+    the group job on SLURM planned an iteration -1 and make demo-slurm failed."""
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
+    group = ["expand_constraints", "paraphrase", "align", "select_best"]
+    run = [SNAKEMAKE, "-n", "--configfile", "config/demo.yaml", "--config", f"results_dir={tmp_path}"]
+    seeds = subprocess.run(
+        [*run, "--allowed-rules", *group, "--", f"{tmp_path}/demo/iterations/iter0/shard000.chain.parquet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert seeds.returncode != 0 and "MissingRuleException" in seeds.stderr + seeds.stdout
+    iteration = subprocess.run(
+        [*run, "--allowed-rules", *group, "--", f"{tmp_path}/demo/iterations/iter1/shard000.chain.parquet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    # iteration 1 is planned from the seeds' chain, which the group's rules cannot make: missing input
+    assert "iter0/shard000.chain.parquet" in iteration.stderr + iteration.stdout
+    assert "iter-1" not in iteration.stderr + iteration.stdout
