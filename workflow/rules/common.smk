@@ -16,6 +16,7 @@ from spanaug.core.overrides import coerce_overrides, read_config_file
 from spanaug.core.errors import SpanaugError, problem_lines
 from spanaug.core.files import remove_stale_temporaries
 from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
+from spanaug.core.aligner_settings import corpus_name
 from spanaug.workflow import envs, preflight, rundir
 
 
@@ -691,12 +692,12 @@ def word_aligned_corpora():
     if not train:
         return {}
     files = [*train["word_aligned"], *train["word_aligned_dev"]]
-    return {Path(path).name.split(".")[0]: path for path in files}
+    return {corpus_name(path): path for path in files}
 
 
 def made_word_aligned(path):
     """The span instances rule import_word_aligned makes from a word-aligned corpus."""
-    return f"{RES}/models/word_aligned/{Path(path).name.split('.')[0]}.spans.jsonl"
+    return f"{RES}/models/word_aligned/{corpus_name(path)}.spans.jsonl"
 
 
 def word_aligned_file(wildcards):

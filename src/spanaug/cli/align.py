@@ -413,6 +413,7 @@ def import_aligned(options: ImportAlignedOptions) -> None:
     from spanaug.pipeline.aligner.word_aligned import import_instances
 
     if options.phrases == "all":
+        from spanaug.core.aligner_settings import corpus_name
         from spanaug.pipeline.aligner.training_data import phrase_pair_instances
         from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
@@ -420,7 +421,7 @@ def import_aligned(options: ImportAlignedOptions) -> None:
             read_aligned_json(options.input),
             null_share=options.null_share,
             seed=options.seed,
-            prefix=Path(options.input).name.split(".")[0],
+            prefix=corpus_name(options.input),
         )
     else:
         insts = import_instances(options.input, options.format, null_share=options.null_share, seed=options.seed)

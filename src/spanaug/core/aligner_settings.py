@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from pathlib import Path
 from typing import Literal
 
 from spanaug.core.settings import Settings, inherit, setting, settings
 
 # ---------------------------------------------------------------- the span aligner
+
+
+def corpus_name(path: Path | str) -> str:
+    """A word-aligned corpus's name: its file name up to the first dot. It prefixes the ids of the
+    instances made from it and names the file of them a run makes, so two corpora must not share it."""
+    return Path(path).name.split(".")[0]
 
 
 @settings

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 
 from spanaug.core import model_files, modeldir
-from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettings
+from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettings, corpus_name
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
@@ -205,7 +205,7 @@ def _word_aligned(train: AlignerTrainSection) -> Iterator[Problem]:
         paths = getattr(train, key)
         yield from _files(f"aligner.train.{key}", paths)
         for path in paths:
-            name = Path(path).name.split(".")[0]
+            name = corpus_name(path)
             if name in seen and seen[name] != path:
                 yield Problem(
                     f"aligner.train.{key}",

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from spanaug.core.aligner_settings import corpus_name
 from spanaug.core.errors import InputError
 from spanaug.core.files import iter_lines, read_json
 from spanaug.pipeline.aligner.instances import Instance
@@ -262,7 +263,7 @@ def import_instances(path: Path | str, fmt: str = "auto", **kwargs: Any) -> list
     if fmt == "auto":
         fmt = "tsv" if str(path).endswith((".tsv", ".txt")) else "edinburgh"
     if fmt == "edinburgh":
-        return instances_from_alignments(read_aligned_json(path), prefix=Path(path).name.split(".")[0], **kwargs)
+        return instances_from_alignments(read_aligned_json(path), prefix=corpus_name(path), **kwargs)
     if fmt == "tsv":
         return read_span_tsv(path)
     raise InputError(path, None, f"unknown alignment format {fmt!r} (edinburgh, tsv)")
