@@ -28,7 +28,7 @@ from spanaug.core.metrics import prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.training import holdout_by_pair, train_kind
-from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
+from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances, phrase_options
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, instances_from_alignments
 
 log = logging.getLogger(__name__)
@@ -111,14 +111,7 @@ def run_cross_domain(
         train = [i for d in members for i in d.train]
         tune = [i for d in members for i in d.tune]
         names = (["phrases"] if cfg.phrases else []) + (["reversed"] if cfg.reversed else [])
-        sources = DataSources(
-            gold_pairs=[p for d in members for p in d.pairs],
-            phrase_options={
-                "max_phrase": cfg.phrase_max_len,
-                "max_per_pair": cfg.phrase_max_per_pair,
-                "keep_identical": cfg.phrase_keep_identical,
-            },
-        )
+        sources = DataSources(gold_pairs=[p for d in members for p in d.pairs], phrase_options=phrase_options(cfg))
         extra, counts = extra_training_instances(names, train, sources, cfg.seed, held_out=held_out)
         started = time.perf_counter()
         aligner, summary = _train(train, tune, extra, synthetic, cfg, base_cfg, device, progress)

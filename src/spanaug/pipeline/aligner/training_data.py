@@ -293,12 +293,18 @@ def read_sources(cfg: Any, gold_pairs: str | Sequence[str] | None = None, synthe
     return DataSources(
         gold_pairs=[pair for path in paths for pair in read_aligned_json(path)],
         synthetic=read_instances(synthetic) if synthetic else (),
-        phrase_options={
-            "max_phrase": cfg.phrase_max_len,
-            "max_per_pair": cfg.phrase_max_per_pair,
-            "keep_identical": cfg.phrase_keep_identical,
-        },
+        phrase_options=phrase_options(cfg),
     )
+
+
+def phrase_options(cfg: Any) -> dict[str, Any]:
+    """phrase_pair_instances' options from settings with ``phrase_max_len``, ``phrase_max_per_pair``
+    and ``phrase_keep_identical`` (``aligner.train``, ``aligner.systems``, ``aligner.cross_domain``)."""
+    return {
+        "max_phrase": cfg.phrase_max_len,
+        "max_per_pair": cfg.phrase_max_per_pair,
+        "keep_identical": cfg.phrase_keep_identical,
+    }
 
 
 def extra_training_instances(
