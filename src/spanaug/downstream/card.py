@@ -130,6 +130,7 @@ def licences(run: dict[str, Any]) -> tuple[str, list[str]]:
     return ("mit" if kinds == {"demo"} else "other"), lines
 
 
+_FRAMENET = "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"
 #: Aligner training data known by its file name: (a part of the name, what it is and its licence).
 KNOWN_ALIGNER_DATA: tuple[tuple[str, str], ...] = (
     (
@@ -148,9 +149,9 @@ KNOWN_ALIGNER_DATA: tuple[tuple[str, str], ...] = (
         "without a licence file: research use; cite Lan et al. (2021)",
     ),
     ("resources/demo", "the demo data written for the spanaug project, under its MIT licence"),
-    ("fndata", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
-    ("framenet", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
-    ("fn1.", "FrameNet (Berkeley FrameNet Project, ICSI), under a Creative Commons Attribution licence"),
+    ("fndata", _FRAMENET),
+    ("framenet", _FRAMENET),
+    ("fn1.", _FRAMENET),
 )
 
 
