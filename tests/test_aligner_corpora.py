@@ -172,6 +172,15 @@ def test_make_aligner_production_trains_the_recipe_config_yaml_states():
     assert bool(_option_values(args, "--pretrain")) == bool(train["synthetic_lexicon"])
 
 
+def test_cross_domain_rows_train_on_the_production_recipes_phrase_pairs():
+    # the table's `all` row stands for the production aligner only if it trains on the same phrase pairs
+    import yaml
+
+    aligner = yaml.safe_load((REPO / "config/config.yaml").read_text())["aligner"]
+    for key in ("phrase_max_per_pair", "phrase_max_len", "phrase_keep_identical"):
+        assert aligner["cross_domain"][key] == aligner["train"][key], key
+
+
 # ---------------------------------------------------------------- the report and the card
 
 
