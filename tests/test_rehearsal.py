@@ -68,3 +68,19 @@ def test_a_quick_look_seeds_the_first_blocks(tmp_path, monkeypatch):
     monkeypatch.setattr(rehearsal, "MODELS", tmp_path)
     assert rehearsal.seed_corpus(3).read_text() == "1\tw0\n\n1\tw1\n\n1\tw2\n"
     assert rehearsal.seed_corpus(0) == conll
+
+
+def test_the_rehearsal_config_names_nothing_missing_but_the_stand_ins(monkeypatch, capsys):
+    # config/rehearsal.yaml goes on top of config/config.yaml: a setting added to the production
+    # config must not point the rehearsal at files a fresh clone lacks (word_aligned's data/ once did)
+    import pytest
+
+    from spanaug.cli.main import main
+
+    if not rehearsal.CONLL.is_file():
+        pytest.skip("no shared data beside the checkout")
+    monkeypatch.chdir(REPO)
+    main(["config", "check", "--configfile", *rehearsal.CONFIGS])
+    problems = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("  - ")]
+    made = str(rehearsal.MODELS.relative_to(REPO))
+    assert all(made in ln for ln in problems), problems
