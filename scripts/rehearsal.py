@@ -289,6 +289,40 @@ def job_seconds(res: Path) -> dict[str, float]:
     return dict(total)
 
 
+def priorities() -> dict[str, int]:
+    """The rules' priorities as workflow/rules/common.smk states them (PRIORITIES; others: 0)."""
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
+    block = text.split("PRIORITIES = {", 1)[1].split("}", 1)[0]
+    return {name: int(value) for name, value in re.findall(r'"(\w+)":\s*(\d+)', block)}
+
+
+def job_starts(res: Path) -> dict[str, float]:
+    """Each rule's first job start (epoch seconds): a benchmark file is written when its job ends,
+    so the start is its modification time less the seconds it records."""
+    bench_root = res / "benchmarks"
+    first: dict[str, float] = {}
+    for path in bench_root.rglob("*.tsv"):
+        with path.open() as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+        start = path.stat().st_mtime - sum(float(r["s"]) for r in rows)
+        rule = rule_of(path, bench_root)
+        first[rule] = min(start, first.get(rule, start))
+    return first
+
+
+def critical_path(res: Path, start: float) -> str:
+    """When the training the iterations wait for began, against the first job of priority 0
+    (evaluations and reports), in minutes into the run: what the rules' priorities are for."""
+    starts, prio = job_starts(res), priorities()
+    trains = [r for r in ("train_aligner", "train_paraphraser") if r in starts]
+    others = [r for r in starts if prio.get(r, 0) == 0]
+    parts = [f"{r} started at {(starts[r] - start) / 60:.1f} min" for r in trains]
+    if others:
+        first = min(others, key=starts.__getitem__)
+        parts.append(f"the first job of priority 0 ({first}) at {(starts[first] - start) / 60:.1f} min")
+    return "; ".join(parts) or "no training or priority-0 job ran"
+
+
 def written(res: Path) -> tuple[int, int, int, int]:
     """(files, bytes) of the iterations' folder and of the whole run's folder."""
     it = [p for p in (res / "iterations").rglob("*") if p.is_file()]
@@ -305,6 +339,7 @@ def seeds_of(res: Path) -> int:
 def figures(
     res: Path,
     args: argparse.Namespace,
+    start: float,
     wall: float,
     submitted: int,
     planned: dict[str, dict[str, int]],
@@ -324,6 +359,7 @@ def figures(
     overhead = 1 - summed / (wall * cores)
     say(f"wall time: {wall / 60:.1f} min on {cores} cores; summed job time {summed / 60:.1f} min")
     say(f"overhead: 1 - summed job time / (wall time x cores) = {overhead:.1%}")
+    say(f"critical path: {critical_path(res, start)}")
     for rule, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
         say(f"  {rule:<28} {s / 60:7.1f} min  {s / summed:6.1%} of the summed job time")
     say(
@@ -405,7 +441,7 @@ def main() -> int:
     heads = sorted(logs.glob("head*.log"))
     submitted = sum(p.read_text(errors="replace").count("has been submitted with SLURM jobid") for p in heads)
     redone = faults.redone()
-    summary = figures(res, args, wall, submitted, planned, cores)
+    summary = figures(res, args, start, wall, submitted, planned, cores)
     if not args.no_faults:
         say(
             f"faults: scancel {faults.cancelled}; head killed, {len(faults.lost)} jobs lost with it; "

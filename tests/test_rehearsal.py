@@ -61,6 +61,24 @@ def test_only_jobs_rewritten_after_the_kill_count_as_redone(tmp_path):
     assert faults.redone() == [str(bench / "align.shard001.tsv")]
 
 
+def test_the_critical_path_is_read_from_benchmark_times(tmp_path):
+    # a benchmark file is written when its job ends: start = mtime - its seconds
+    bench = tmp_path / "benchmarks"
+    (bench / "report").mkdir(parents=True)
+    for name, seconds, end in (
+        ("train_aligner.tsv", 60, 1_000 + 180),  # started 2 min in
+        ("report/data_import_stats.tsv", 6, 1_000 + 306),  # 5 min in
+        ("align_ablation.tsv", 30, 1_000 + 270),  # 4 min in: the first of priority 0
+        ("import_corpus.tsv", 6, 1_000 + 6),
+    ):
+        (bench / name).write_text(f"s\th:m:s\n{seconds}\t0:00:{seconds % 60:02d}\n")
+        os.utime(bench / name, (end, end))
+    assert rehearsal.priorities()["train_aligner"] > 0 and "align_ablation" not in rehearsal.priorities()
+    assert rehearsal.critical_path(tmp_path, 1_000) == (
+        "train_aligner started at 2.0 min; the first job of priority 0 (align_ablation) at 4.0 min"
+    )
+
+
 def test_a_quick_look_seeds_the_first_blocks(tmp_path, monkeypatch):
     conll = tmp_path / "dev.conll"
     conll.write_text("".join(f"1\tw{i}\n\n" for i in range(5)))
