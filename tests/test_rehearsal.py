@@ -48,17 +48,32 @@ def test_benchmark_files_name_their_rule(tmp_path):
     assert rehearsal.rule_of(root / "report" / "data_import_stats.tsv", root) == "report_table"
 
 
-def test_only_jobs_rewritten_after_the_kill_count_as_redone(tmp_path):
-    bench = tmp_path / "benchmarks" / "iter1"
+def test_only_recorded_jobs_rewritten_after_the_kill_count_as_redone(tmp_path, monkeypatch):
+    import base64
+    import json
+
+    monkeypatch.setattr(rehearsal, "REPO", tmp_path)
+    res = tmp_path / "results" / "r"
+    bench = res / "benchmarks" / "iter1"
     bench.mkdir(parents=True)
-    for name in ("align.shard000.tsv", "align.shard001.tsv"):
+    for name in ("align.shard000.tsv", "align.shard001.tsv", "select_best.shard001.tsv"):
         (bench / name).write_text("s\n1.0\n")
-    faults = rehearsal.Faults(tmp_path, SimpleNamespace(iterations=10, shards=2), [], tmp_path)
-    faults.killed_at = rehearsal.benchmark_times(tmp_path)
+    # the head had recorded align of both shards (a record per output, naming the job's log), not
+    # select_best of shard 1: it was killed while it touched and recorded that group job
+    metadata = tmp_path / ".snakemake" / "metadata"
+    metadata.mkdir(parents=True)
+    for shard in ("000", "001"):
+        out = f"results/r/iterations/iter1/shard{shard}.aligned.parquet"
+        record = {"rule": "align", "log": [f"results/r/logs/iter1/align.shard{shard}.log"], "incomplete": False}
+        (metadata / base64.urlsafe_b64encode(out.encode()).decode()).write_text(json.dumps(record))
+    faults = rehearsal.Faults(res, SimpleNamespace(iterations=10, shards=2), [], tmp_path)
+    faults.killed_at, faults.recorded = rehearsal.benchmark_times(res), rehearsal.recorded_logs()
     (bench / "select_best.shard000.tsv").write_text("s\n1.0\n")  # never ran before the kill: not redone
-    assert faults.redone() == []
-    os.utime(bench / "align.shard001.tsv", (1, 1))  # its job ran again after the kill
+    assert faults.redone() == [] and faults.unrecorded() == []
+    os.utime(bench / "align.shard001.tsv", (1, 1))  # recorded, and it ran again after the kill
+    os.utime(bench / "select_best.shard001.tsv", (1, 1))  # finished but unrecorded: ran again
     assert faults.redone() == [str(bench / "align.shard001.tsv")]
+    assert faults.unrecorded() == [str(bench / "select_best.shard001.tsv")]
 
 
 def test_the_critical_path_is_read_from_benchmark_times(tmp_path):
