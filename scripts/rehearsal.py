@@ -302,8 +302,7 @@ class Faults:
         For a group job the head touches the outputs level by level and records each job after its
         touch, so a kill in that second leaves an output newer than the unrecorded one made from it
         (snakemake/snakemake#789): Snakemake, finding no record, runs the later jobs again."""
-        redone = set(self.redone())
-        return [p for p in self.rerun() if p not in redone]
+        return [p for p in self.rerun() if log_of(Path(p), self.res) not in self.recorded]
 
 
 # ---------------------------------------------------------------- figures
@@ -315,13 +314,17 @@ def rule_of(benchmark: Path, bench_root: Path) -> str:
     return "report_table" if rel.parts[0] == "report" else rel.name.split(".")[0]
 
 
+def benchmark_seconds(path: Path) -> float:
+    """The seconds a benchmark file records (one row per run of its job)."""
+    with path.open() as f:
+        return sum(float(r["s"]) for r in csv.DictReader(f, delimiter="\t"))
+
+
 def job_seconds(res: Path) -> dict[str, float]:
     bench_root = res / "benchmarks"
     total: dict[str, float] = defaultdict(float)
     for path in bench_root.rglob("*.tsv"):
-        with path.open() as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-        total[rule_of(path, bench_root)] += sum(float(r["s"]) for r in rows)
+        total[rule_of(path, bench_root)] += benchmark_seconds(path)
     return dict(total)
 
 
@@ -338,9 +341,7 @@ def job_starts(res: Path) -> dict[str, float]:
     bench_root = res / "benchmarks"
     first: dict[str, float] = {}
     for path in bench_root.rglob("*.tsv"):
-        with path.open() as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-        start = path.stat().st_mtime - sum(float(r["s"]) for r in rows)
+        start = path.stat().st_mtime - benchmark_seconds(path)
         rule = rule_of(path, bench_root)
         first[rule] = min(start, first.get(rule, start))
     return first
