@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -303,3 +306,18 @@ def write_conll(sentences, path, start=0):
                         + "\n"
                     )
                 handle.write("\n")
+
+
+@pytest.fixture(scope="session")
+def production_dry_run() -> subprocess.CompletedProcess:
+    """The production config's dry run through profiles/slurm (its data absent: SPANAUG_PREFLIGHT=warn
+    reports the missing files instead of stopping); one run for every test that reads its plan."""
+    snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
+    if snakemake is None:
+        pytest.skip("snakemake is not installed")
+    env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
+    proc = subprocess.run(
+        [snakemake, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
