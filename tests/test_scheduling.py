@@ -87,21 +87,17 @@ def test_a_grouped_iteration_job_never_remakes_the_seeds(tmp_path):
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
     group = ["expand_constraints", "paraphrase", "align", "select_best"]
     run = [SNAKEMAKE, "-n", "--configfile", "config/demo.yaml", "--config", f"results_dir={tmp_path}"]
-    seeds = subprocess.run(
-        [*run, "--allowed-rules", *group, "--", f"{tmp_path}/demo/iterations/iter0/shard000.chain.parquet"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+
+    def plan(i: int) -> subprocess.CompletedProcess:
+        """What a grouped job's Snakemake, allowed only the group's rules, plans for iteration i's chain."""
+        target = f"{tmp_path}/demo/iterations/iter{i}/shard000.chain.parquet"
+        return subprocess.run(
+            [*run, "--allowed-rules", *group, "--", target], cwd=REPO, capture_output=True, text=True, env=env
+        )
+
+    seeds = plan(0)
     assert seeds.returncode != 0 and "MissingRuleException" in seeds.stderr + seeds.stdout
-    iteration = subprocess.run(
-        [*run, "--allowed-rules", *group, "--", f"{tmp_path}/demo/iterations/iter1/shard000.chain.parquet"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    iteration = plan(1)
     # iteration 1 is planned from the seeds' chain, which the group's rules cannot make: missing input
     assert "iter0/shard000.chain.parquet" in iteration.stderr + iteration.stdout
     assert "iter-1" not in iteration.stderr + iteration.stdout
