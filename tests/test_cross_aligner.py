@@ -252,6 +252,33 @@ def test_null_is_weighed_against_all_spans_and_its_threshold_tuned(tiny_encoder)
     assert t > 0.9  # never null when nothing is
 
 
+def test_the_null_threshold_keeps_the_null_share_near_gold_when_told(tiny_encoder):
+    aligner = _aligner(tiny_encoder)
+    aligner.config.temperature = 1.0
+    cands = torch.tensor([[0, 0], [0, 1], [1, 1]])
+
+    def item(p_null: float) -> tuple[torch.Tensor, torch.Tensor]:
+        rest = (1 - p_null) / 3
+        return cands, torch.log(torch.tensor([p_null, rest + 0.01, rest, rest - 0.01]))
+
+    # Two null instances the model takes for answerable, and eight answerable ones whose best span
+    # (0, 0) half overlaps the gold (0, 1): soft F1 alone would rather answer everything.
+    raw = [item(0.05), item(0.07)] + [item(0.1 + 0.02 * n) for n in range(8)]
+    gold = [None] * 2 + [(0, 1)] * 8
+    free, _ = aligner.tune_threshold(raw, gold, "soft_f1")
+    held, m = aligner.tune_threshold(raw, gold, "soft_f1", null_share_tolerance=0.05)
+    assert _null_share(aligner, raw, free) == 0.0
+    assert _null_share(aligner, raw, held) == pytest.approx(0.2) and m["soft_p"] == pytest.approx(6 / 8)
+    # No threshold reaches the gold share (every null probability alike): the nearest share wins.
+    same = [item(0.3)] * 10
+    t, _ = aligner.tune_threshold(same, [None] * 3 + [(0, 1)] * 7, "soft_f1", null_share_tolerance=0.01)
+    assert _null_share(aligner, same, t) == 0.0
+
+
+def _null_share(aligner: CrossAligner, raw: list, t: float) -> float:
+    return sum(span is None for span, _ in aligner.decide(raw, temperature=1.0, threshold=t)) / len(raw)
+
+
 def test_platt_scaling_fixes_overconfident_scores_and_is_saved(tiny_encoder, tmp_path):
     aligner = _aligner(tiny_encoder)
     cands = torch.tensor([[0, 0], [1, 1]])

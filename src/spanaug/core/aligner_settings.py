@@ -117,6 +117,13 @@ class CrossTrainSettings(Settings):
     threshold_holdout: float = inherit(AlignerTrainSettings, "threshold_holdout")
     select_on: Literal["exact_f1", "soft_f1"] = setting("exact_f1", "held-out metric that chooses the epoch")
     tune_threshold_on: Literal["exact_f1", "soft_f1"] = setting("soft_f1", "held-out metric the threshold maximises")
+    null_share_tolerance: float | None = setting(
+        0.01,
+        "the threshold maximises tune_threshold_on among those whose share of null answers on the "
+        "held-out data is within this of the gold share (the nearest share when none is; null: any share)",
+        minimum=0,
+        maximum=1,
+    )
     calibrate: bool = setting(
         True,
         "fit the softmax temperature (least NLL) and the score's Platt scaling (against "

@@ -375,22 +375,33 @@ class CrossAligner:
         raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None],
         gold: Sequence[tuple[int, int] | None],
         metric: str = "soft_f1",
+        null_share_tolerance: float | None = None,
     ) -> tuple[float, dict[str, float]]:
-        """The null-probability threshold maximising ``metric`` on held-out data (ties: nearest 0.5)."""
+        """The null-probability threshold maximising ``metric`` on held-out data (ties: nearest 0.5).
+
+        With ``null_share_tolerance``, only thresholds whose share of null answers is within it of
+        the gold null share compete (the nearest share wins when none is): F1 alone answers null
+        too rarely, since a span on a null gold costs precision but a wrong span's overlap still
+        earns soft credit, and downstream filters read null as "no counterpart".
+        """
         probs = self.probabilities(raw)
         grid = sorted(
             {0.5, 1.01}
             | {round(p_null, 4) for _, _, p_null in probs}
             | {round(p_null, 4) + 1e-4 for _, _, p_null in probs}
         )
-        best: tuple[float, float, dict[str, float]] | None = None
+        gold_share = sum(g is None for g in gold) / max(1, len(gold))
+        best: tuple[tuple[float, ...], float, dict[str, float]] | None = None
         for t in grid:
-            m = span_metrics(gold, [span if p_null < t else None for span, _, p_null in probs])
-            key = (m[metric], -abs(t - 0.5))
-            if best is None or key > (best[2][metric], -abs(best[0] - 0.5)):
-                best = (t, m[metric], m)
+            preds = [span if p_null < t else None for span, _, p_null in probs]
+            m = span_metrics(gold, preds)
+            off = abs(sum(p is None for p in preds) / max(1, len(preds)) - gold_share)
+            fits = null_share_tolerance is None or off <= null_share_tolerance
+            key = (float(fits), 0.0 if fits else -off, m[metric], -abs(t - 0.5))
+            if best is None or key > best[0]:
+                best = (key, t, m)
         assert best is not None
-        return best[0], best[2]
+        return best[1], best[2]
 
     def ranked(
         self,

@@ -364,7 +364,7 @@ def _tune_on_heldout(trainer: _Trainer, data: _Data, source: str) -> dict[str, A
     if tcfg.calibrate:
         t, nll = fit_temperature(raw, gold)
         cfg.temperature, cfg.temperature_source = t, f"fitted on {source} (NLL {nll:.3f})"
-    cfg.threshold, metrics = aligner.tune_threshold(raw, gold, tcfg.tune_threshold_on)
+    cfg.threshold, metrics = aligner.tune_threshold(raw, gold, tcfg.tune_threshold_on, tcfg.null_share_tolerance)
     cfg.threshold_source = source
     out = {"threshold": cfg.threshold, "temperature": cfg.temperature, "heldout_metrics": metrics}
     if tcfg.calibrate:
