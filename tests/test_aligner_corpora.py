@@ -189,7 +189,7 @@ def _saved_aligner(path, kind: str) -> None:
     (path / "config.json").write_text(
         json.dumps({"kind": kind, "encoder": "minilm", "threshold_source": "dev instances"})
     )
-    metrics = {"soft_f1": 0.702, "exact_f1": 0.544, "n": 300}
+    metrics = {"soft_f1": 0.702, "exact_f1": 0.544, "n": 300, "pred_null_share": 0.0933, "gold_null_share": 0.1}
     summary = {"heldout_metrics": metrics, "calibration": {"heldout_ece_after": 0.05}} if kind == "cross" else {}
     summary["dev_metrics"] = {"soft_f1": 0.49, "exact_f1": 0.3, "n": 300} if kind == "paper" else None
     summary["corpora"] = [
@@ -216,6 +216,7 @@ def test_report_shows_the_runs_aligner_of_either_kind_beside_the_baselines(tmp_p
     page = aligner_section(ablation, comparison, trained)
     assert f"this run&#x27;s aligner ({kind} kind)" in page or f"this run's aligner ({kind} kind)" in page
     assert ("0.702" in page) == (kind == "cross") and "cosine" in page and "FastAlign" in page
+    assert ("9.3%/10.0%" in page) == (kind == "cross")  # the cross kind's held-out null share, against gold
     # the comparison's own span aligner is labelled as the paper kind it is, not as the run's aligner
     assert "span aligner (paper kind)" in page
     assert f"{kind}-kind aligner on minilm, trained on data/edinburgh-train.gold.json" in page

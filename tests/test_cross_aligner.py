@@ -268,7 +268,8 @@ def test_the_null_threshold_keeps_the_null_share_near_gold_when_told(tiny_encode
     free, _ = aligner.tune_threshold(raw, gold, "soft_f1")
     held, m = aligner.tune_threshold(raw, gold, "soft_f1", null_share_tolerance=0.05)
     assert _null_share(aligner, raw, free) == 0.0
-    assert _null_share(aligner, raw, held) == pytest.approx(0.2) and m["soft_p"] == pytest.approx(6 / 8)
+    assert _null_share(aligner, raw, held) == pytest.approx(0.2) == m["pred_null_share"] == m["gold_null_share"]
+    assert m["soft_p"] == pytest.approx(6 / 8)
     # No threshold reaches the gold share (every null probability alike): the nearest share wins.
     same = [item(0.3)] * 10
     t, _ = aligner.tune_threshold(same, [None] * 3 + [(0, 1)] * 7, "soft_f1", null_share_tolerance=0.01)

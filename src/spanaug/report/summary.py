@@ -162,8 +162,15 @@ def trained_aligner(model_dir: Path | str | None) -> dict[str, Any] | None:
         "exact_f1": heldout.get("exact_f1"),
         "n": heldout.get("n"),
         "ece": calibration.get("heldout_ece_after"),
+        "null_share": _null_shares(heldout),
         "corpora": [c["file"] for c in summary.get("corpora", []) if c.get("part") == "train"],
     }
+
+
+def _null_shares(metrics: Mapping[str, Any]) -> str | None:
+    """'predicted/gold' null share of held-out metrics that record them (the cross kind's threshold)."""
+    pred, gold = metrics.get("pred_null_share"), metrics.get("gold_null_share")
+    return None if pred is None or gold is None else f"{pred:.1%}/{gold:.1%}"
 
 
 def aligner_section(
@@ -182,6 +189,7 @@ def aligner_section(
                 "soft F1": trained.get("soft_f1"),
                 "exact F1": trained.get("exact_f1"),
                 "ECE": trained.get("ece"),
+                "null predicted/gold": trained.get("null_share"),
                 "test": trained.get("n"),
             }
         )

@@ -395,7 +395,9 @@ class CrossAligner:
         for t in grid:
             preds = [span if p_null < t else None for span, _, p_null in probs]
             m = span_metrics(gold, preds)
-            off = abs(sum(p is None for p in preds) / max(1, len(preds)) - gold_share)
+            m["pred_null_share"] = sum(p is None for p in preds) / max(1, len(preds))
+            m["gold_null_share"] = gold_share
+            off = abs(m["pred_null_share"] - gold_share)
             fits = null_share_tolerance is None or off <= null_share_tolerance
             key = (float(fits), 0.0 if fits else -off, m[metric], -abs(t - 0.5))
             if best is None or key > best[0]:
