@@ -57,6 +57,11 @@ def expected_calibration_error(scores: Sequence[float], correct: Sequence[bool],
     return sum(n / len(scores) * abs(c / n - s / n) for n, s, c in totals if n)
 
 
+def null_share(spans: Sequence[tuple[int, int] | None]) -> float:
+    """The share of null spans ('no counterpart'); 0 for none at all."""
+    return sum(s is None for s in spans) / len(spans) if spans else 0.0
+
+
 def prediction_metrics(
     gold: Sequence[tuple[int, int] | None], scored: Sequence[tuple[tuple[int, int] | None, float]], bins: int = 10
 ) -> dict[str, float]:
@@ -66,6 +71,6 @@ def prediction_metrics(
     m: dict[str, float] = span_metrics(gold, preds)
     answered = [(s, g is not None and tuple(g) == tuple(p)) for g, (p, s) in zip(gold, scored) if p is not None]
     m["ece"] = expected_calibration_error([s for s, _ in answered], [c for _, c in answered], bins)
-    m["pred_null_share"] = sum(p is None for p in preds) / len(preds) if preds else 0.0
-    m["gold_null_share"] = sum(g is None for g in gold) / len(gold) if gold else 0.0
+    m["pred_null_share"] = null_share(preds)
+    m["gold_null_share"] = null_share(gold)
     return m

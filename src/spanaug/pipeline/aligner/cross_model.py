@@ -41,7 +41,7 @@ from spanaug.core.calibration import platt
 from spanaug.core.devices import choose_device
 from spanaug.core.encoders import load_encoder
 from spanaug.core.errors import ConfigError
-from spanaug.core.metrics import span_metrics
+from spanaug.core.metrics import null_share, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import Candidates
@@ -390,12 +390,12 @@ class CrossAligner:
             | {round(p_null, 4) for _, _, p_null in probs}
             | {round(p_null, 4) + 1e-4 for _, _, p_null in probs}
         )
-        gold_share = sum(g is None for g in gold) / max(1, len(gold))
+        gold_share = null_share(gold)
         best: tuple[tuple[float, ...], float, dict[str, float]] | None = None
         for t in grid:
             preds = [span if p_null < t else None for span, _, p_null in probs]
             m = span_metrics(gold, preds)
-            m["pred_null_share"] = sum(p is None for p in preds) / max(1, len(preds))
+            m["pred_null_share"] = null_share(preds)
             m["gold_null_share"] = gold_share
             off = abs(m["pred_null_share"] - gold_share)
             fits = null_share_tolerance is None or off <= null_share_tolerance
