@@ -20,6 +20,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+#: The Snakemake installed beside this Python (the venv's), else the one on PATH; None when there is none.
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 SHARED = REPO.parent / "shared" / "data"
 
 CORPUS = [
@@ -312,12 +314,11 @@ def write_conll(sentences, path, start=0):
 def production_dry_run() -> subprocess.CompletedProcess:
     """The production config's dry run through profiles/slurm (its data absent: SPANAUG_PREFLIGHT=warn
     reports the missing files instead of stopping); one run for every test that reads its plan."""
-    snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
-    if snakemake is None:
+    if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
     proc = subprocess.run(
-        [snakemake, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
+        [SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

@@ -9,7 +9,7 @@ from conftest import WORDS, copy_task
 from spanaug.cli.main import main
 from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.core.aligner_settings import CrossTrainSettings as CrossTrainConfig
-from spanaug.core.metrics import span_metrics
+from spanaug.core.metrics import null_share, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.cross_training import _fit_calibration, train_cross_aligner
@@ -277,7 +277,7 @@ def test_the_null_threshold_keeps_the_null_share_near_gold_when_told(tiny_encode
 
 
 def _null_share(aligner: CrossAligner, raw: list, t: float) -> float:
-    return sum(span is None for span, _ in aligner.decide(raw, temperature=1.0, threshold=t)) / len(raw)
+    return null_share([span for span, _ in aligner.decide(raw, temperature=1.0, threshold=t)])
 
 
 def test_platt_scaling_fixes_overconfident_scores_and_is_saved(tiny_encoder, tmp_path):

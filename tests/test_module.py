@@ -2,17 +2,13 @@
 
 import os
 import re
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE
 
 pytestmark = pytest.mark.workflow
-SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 
 # What snakedeploy writes (workflow/Snakefile of the deploying project), with this checkout's workflow.
 DEPLOYED = """\

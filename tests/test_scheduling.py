@@ -3,16 +3,12 @@ reports) and, in profiles/slurm, each shard's iterations grouped into fewer SLUR
 
 import os
 import re
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE
 
 pytestmark = pytest.mark.workflow
-SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 
 CRITICAL_PATH = {
     "import_corpus",

@@ -5,23 +5,20 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE
 
 from spanaug.core import artifacts
 
 pytestmark = pytest.mark.workflow
 #: The demo's results folder in these tests: a space, a quote and a command substitution.
 RESULTS_DIR = "my results $(touch INJECTED) it's"
-SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 
 
 def _run(workdir, config, *args, check=True, env=None):
