@@ -9,7 +9,7 @@ from conftest import REPO
 
 from spanaug.cli.config import schema_text
 from spanaug.core.aligner_settings import AlignerTrainSection
-from spanaug.core.config import DecodeSettings, ImportSettings, RunConfig, config_schema, load_run_config
+from spanaug.core.config import DecodeSettings, ImportSettings, Resources, RunConfig, config_schema, load_run_config
 from spanaug.core.errors import ConfigError
 from spanaug.core.evaluation_settings import FilteringSection
 
@@ -199,3 +199,75 @@ def test_the_systems_cross_rows_train_as_the_runs_cross_aligner():
     assert _with_aligner({"model": "m", "train": None, "systems": {}}).aligner.systems.cross is None
     # `spanaug align systems` without --cross trains as a run whose aligner.train.cross is left out.
     assert _with_aligner({"systems": {}}).aligner.systems.cross == CrossTrainSection()
+
+
+def _demo_with(**sections) -> dict:
+    return {**yaml.safe_load((REPO / "config" / "demo.yaml").read_text()), **sections}
+
+
+def test_one_key_of_resources_gpu_keeps_the_other_gpu_defaults():
+    """resources.gpu's defaults (1 GPU, 4 cores, 240 min) are its own, not the CPU rules' (issue 33)."""
+    resources = load_run_config(_demo_with(resources={"gpu": {"mem_mb": 64000}})).resources
+    assert (resources.gpu.gpus, resources.gpu.mem_mb, resources.gpu.runtime, resources.gpu.cpus) == (1, 64000, 240, 4)
+    assert resources.cpu == Resources() and resources.cpu.gpus == 0
+
+
+def test_the_committed_schema_fills_in_resources_gpu_with_the_gpu_defaults(tmp_path):
+    """The schema (what the workflow catalogue and Snakemake's own validate() read): its defaults for
+    resources.gpu are the GPU rules', so a filler of defaults keeps them under a one-key override."""
+    snakemake_utils = pytest.importorskip("snakemake.utils")
+
+    committed = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    section = tmp_path / "resources.schema.yaml"
+    schema = {"$schema": committed["$schema"], **committed["properties"]["resources"]}
+    section.write_text(yaml.safe_dump(schema), encoding="utf-8")
+    resources = {"gpu": {"mem_mb": 64000}, "cpu": {"cpus": 2}}
+    snakemake_utils.validate(resources, str(section), set_default=True)
+    gpu, cpu = resources["gpu"], resources["cpu"]
+    assert (gpu["gpus"], gpu["mem_mb"], gpu["runtime"], gpu["cpus"]) == (1, 64000, 240, 4)
+    assert (cpu["gpus"], cpu["mem_mb"], cpu["runtime"], cpu["cpus"]) == (0, 8000, 120, 2)
+
+
+def test_a_section_field_with_its_own_default_keeps_it_under_a_partial_value():
+    """The mechanism (core.settings), for any section field whose default differs from its class's."""
+    from spanaug.core.settings import Settings, build, schema_of, setting, settings
+
+    @settings
+    class Inner(Settings):
+        """Inner."""
+
+        a: int = setting(1, "a")
+        b: int = setting(2, "b")
+
+    @settings
+    class Outer(Settings):
+        """Outer."""
+
+        plain: Inner = setting(factory=Inner, help="class defaults")
+        own: Inner = setting(factory=lambda: Inner(a=10, b=20), help="its own defaults")
+
+    props = schema_of(Outer)["properties"]
+    assert props["own"]["properties"]["a"]["default"] == 10 and props["plain"]["properties"]["a"]["default"] == 1
+    assert (props["own"]["description"], props["plain"]["description"]) == ("its own defaults", "class defaults")
+    assert "description" not in schema_of(Inner) or schema_of(Inner)["description"] == "Inner."
+    made = build(Outer, {"own": {"b": 3}, "plain": {"b": 3}})
+    assert (made.own, made.plain) == (Inner(a=10, b=3), Inner(a=1, b=3))
+    assert Outer(own={"a": 5}).own == Inner(a=5, b=20)  # a section given as a mapping (an option's JSON)
+
+
+@pytest.mark.parametrize("key", ["mem_mb", "runtime", "cpus", "gpus"])
+@pytest.mark.parametrize("rules", ["gpu", "cpu"])
+def test_resources_beyond_any_node_are_refused_naming_the_key(rules, key):
+    with pytest.raises(ConfigError, match=rf"^resources\.{rules}\.{key}: 100000000000000000000 is greater than"):
+        load_run_config(_demo_with(resources={rules: {key: 10**20}}))
+
+
+def test_config_check_refuses_a_runtime_of_ten_to_the_twentieth(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    path = tmp_path / "huge.yaml"
+    path.write_text("resources:\n  gpu:\n    mem_mb: 100000000000000000000\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "resources.gpu.mem_mb: 100000000000000000000 is greater than the maximum of 16777216" in err
+    assert len(err.strip().splitlines()) == 1

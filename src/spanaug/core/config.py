@@ -202,14 +202,28 @@ class ReportSettings(Settings):
     )
 
 
+#: Upper bounds of a job's resources: a job runs on one node, so each is above what any one node has
+#: (or any queue allows), and a typo of a few extra digits is refused before SLURM is asked for it.
+MAX_GPUS = 64  # nodes hold 4-16 GPUs
+MAX_MEM_MB = 16 * 1024 * 1024  # 16 TiB in MiB (SLURM's --mem unit): the largest nodes hold 4-12 TiB
+MAX_RUNTIME = 30 * 24 * 60  # 30 days in minutes: longer than any usual partition time limit
+MAX_CPUS = 1024  # cores of one node (the largest hold 256-512)
+
+
 @settings
 class Resources(Settings):
     """What a job asks the scheduler for."""
 
-    gpus: int = setting(0, "GPUs (SLURM gres=gpu:N)", minimum=0)
-    mem_mb: int = setting(8000, "memory in MB", minimum=1)
-    runtime: int = setting(120, "minutes", minimum=1)
-    cpus: int = setting(1, "CPU cores (threads of the job)", minimum=1)
+    gpus: int = setting(
+        0, f"GPUs (SLURM gres=gpu:N; at most {MAX_GPUS}, above any one node)", minimum=0, maximum=MAX_GPUS
+    )
+    mem_mb: int = setting(8000, "memory in MB (at most 16 TiB, above any one node)", minimum=1, maximum=MAX_MEM_MB)
+    runtime: int = setting(
+        120, "minutes (at most 30 days, above any usual partition's limit)", minimum=1, maximum=MAX_RUNTIME
+    )
+    cpus: int = setting(
+        1, f"CPU cores (threads of the job; at most {MAX_CPUS}, above any one node)", minimum=1, maximum=MAX_CPUS
+    )
     slurm_partition: str | None = setting(None, "SLURM partition (null: the cluster's default)")
 
 

@@ -62,7 +62,7 @@ class Settings:
             tp, value = hints[field.name], getattr(self, field.name)
             section = next((a for a in typing.get_args(tp) or [tp] if dataclasses.is_dataclass(a)), None)
             if isinstance(value, dict) and section is not None:
-                setattr(self, field.name, build(section, value))
+                setattr(self, field.name, build(section, value, _default_instance(field)))
         check(self)
 
 
@@ -92,7 +92,9 @@ def _type_schema(tp: Any) -> dict[str, Any]:
     if origin is dict:
         return {"type": "object", "additionalProperties": _type_schema(args[1])}
     if dataclasses.is_dataclass(tp):
-        return schema_of(tp)
+        # A copy: the field adds its own description and default, which must not leak into the cached
+        # schema of the class (nor into another field of the same class, such as resources.cpu/gpu).
+        return dict(schema_of(tp))
     names = {bool: "boolean", int: "integer", float: "number", str: "string"}
     if tp in names:
         return {"type": names[tp]}
@@ -109,6 +111,35 @@ def _default(field: dataclasses.Field) -> Any:
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
+def _default_instance(field: dataclasses.Field) -> Any:
+    """A section field's own default section (``resources.gpu``'s GPU defaults), or None when its
+    default is not a section (then a section given for it starts from its class defaults)."""
+    if field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        value = None if field.default is dataclasses.MISSING else field.default
+    return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else None
+
+
+def _with_defaults(schema: dict[str, Any], values: Any) -> dict[str, Any]:
+    """``schema`` of a section whose properties default to ``values`` (a field's own default section,
+    as a dict), nested sections included; the schema itself when its defaults already agree."""
+    properties = schema.get("properties")
+    if not isinstance(values, dict) or not properties:
+        return schema
+    changed = {}
+    for key, value in values.items():
+        prop = properties.get(key)
+        if prop is None:
+            continue
+        new = _with_defaults(prop, value)
+        if new.get("default", dataclasses.MISSING) != value:
+            new = {**new, "default": value}
+        if new is not prop:
+            changed[key] = new
+    return {**schema, "properties": {**properties, **changed}} if changed else schema
+
+
 @functools.cache
 def schema_of(cls: type) -> dict[str, Any]:
     """The JSON schema of a settings dataclass: types, bounds, help as descriptions, defaults."""
@@ -116,7 +147,10 @@ def schema_of(cls: type) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required = []
     for field in dataclasses.fields(cls):
-        prop = _type_schema(hints[field.name])
+        # A section field whose default differs from its class's defaults (resources.gpu: 1 GPU) has
+        # them as its properties' defaults, so that a config naming one of its keys (Snakemake fills
+        # in the rest from the schema) keeps the field's defaults for the others.
+        prop = _with_defaults(_type_schema(hints[field.name]), _default(field))
         prop.update(field.metadata.get(BOUNDS, {}))
         if field.metadata.get("help"):
             prop["description"] = field.metadata["help"]
@@ -157,8 +191,11 @@ def _as_json(value: Any) -> Any:
     return value
 
 
-def build(cls: type, values: dict[str, Any]) -> Any:
-    """Settings of ``cls`` from schema-valid ``values``, nested sections included."""
+def build(cls: type, values: dict[str, Any], base: Any = None) -> Any:
+    """Settings of ``cls`` from schema-valid ``values``, nested sections included. A setting that
+    ``values`` leaves out takes its value in ``base`` when given (a field's own default section, as
+    ``resources.gpu``'s), else its class default; a nested section given in part starts likewise
+    from its field's own default."""
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for field in dataclasses.fields(cls):
@@ -166,5 +203,11 @@ def build(cls: type, values: dict[str, Any]) -> Any:
             tp, value = hints[field.name], values[field.name]
             inner = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
             section = next((a for a in inner if dataclasses.is_dataclass(a)), None)
-            kwargs[field.name] = build(section, value) if section and isinstance(value, dict) else value
+            if section and isinstance(value, dict):
+                own = getattr(base, field.name) if base is not None else _default_instance(field)
+                own = own if dataclasses.is_dataclass(own) else None
+                value = build(section, value, own)
+            kwargs[field.name] = value
+        elif base is not None:
+            kwargs[field.name] = getattr(base, field.name)
     return cls(**kwargs)
