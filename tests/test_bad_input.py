@@ -410,8 +410,12 @@ def test_a_device_the_machine_lacks_is_named_not_the_model(tmp_path, capsys, mon
     from spanaug.cli.main import main
     from spanaug.core.devices import choose_device
 
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ConfigError, match=r"device: 'cuda:1', but \S+ has 1 CUDA device\(s\)"):
+        choose_device("cuda:1")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"device: 'cuda', but this machine has 0 CUDA device"):
+    with pytest.raises(ConfigError, match=r"device: cuda: the config names CUDA, but torch cannot use CUDA on host"):
         choose_device("cuda")
     assert choose_device("cpu").type == "cpu"
     instances = tmp_path / "in.jsonl"
@@ -434,7 +438,7 @@ def test_a_device_the_machine_lacks_is_named_not_the_model(tmp_path, capsys, mon
         ]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "device" in err and "CUDA device" in err, err
+    assert code == 2 and "device" in err and "torch cannot use CUDA" in err, err
 
 
 @pytest.mark.parametrize(

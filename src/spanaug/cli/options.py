@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from spanaug.core.config import Runtime
 from spanaug.core.errors import ConfigError
 from spanaug.core.settings import BOUNDS
 
@@ -106,6 +107,13 @@ class Command:
         for name, cls in self.settings.items():
             values = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init}
             kwargs[name] = cls(**values)
+        for value in kwargs.values():
+            if isinstance(value, Runtime):
+                # The device first, before the command opens or creates any output: a job that was given
+                # a GPU torch cannot use stops here with nothing written (core.devices).
+                from spanaug.core.devices import choose_device
+
+                choose_device(value.device)
         return self.run(**kwargs)
 
 

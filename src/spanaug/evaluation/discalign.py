@@ -13,7 +13,7 @@ from torch import nn
 
 from spanaug.core import modeldir, training_loop
 from spanaug.core.aligner_settings import AlignerConfig, DiscAlignSettings, DiscAlignTrainSettings
-from spanaug.core.devices import choose_device
+from spanaug.core.devices import choose_device, log_device
 from spanaug.core.settings import inherit, setting, settings
 from spanaug.core.splits import assign_parts
 from spanaug.evaluation.word_alignment import Pair, links_above
@@ -71,6 +71,7 @@ class DiscAligner:
     def __init__(self, config: DiscAlignConfig, device: str | None = "auto", scorer: LinkScorer | None = None):
         self.config = config
         self.device = choose_device(device)
+        log_device(self.device, torch.float32)  # the job log names its device (float32 throughout)
         self.words = PairEncoder(config.encoder, device=self.device, max_length=config.max_length, cache={})
         config.encoder_dim = self.words.encoder.config.hidden_size
         self.scorer = (scorer or LinkScorer(config)).to(self.device)

@@ -18,7 +18,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from spanaug.core import modeldir
-from spanaug.core.devices import choose_device
+from spanaug.core.devices import choose_device, log_device
 from spanaug.core.encoders import frozen_encoder, piece_limit, visible_words, windows
 from spanaug.core.errors import InputError
 from spanaug.core.files import iter_lines
@@ -156,6 +156,7 @@ class FrameIdentifier:
     def __init__(self, cfg: FrameIdConfig, device: str | None = "auto", net: FrameIdNet | None = None):
         self.cfg = cfg
         self.device = choose_device(device)
+        log_device(self.device, torch.float32)  # the job log names its device (float32 throughout)
         self.tokenizer, self.encoder = frozen_encoder(cfg.encoder, self.device)
         cfg.encoder_dim = self.encoder.config.hidden_size
         # Only the vectors of words actually seen are read from the GloVe file (see load_glove).

@@ -11,6 +11,7 @@ import torch
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
+from spanaug.core.devices import log_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import banned_sequences
@@ -73,6 +74,7 @@ class CT2Paraphraser(Paraphraser):
         # per core this process may use (a SLURM job's CPUs, not the node's).
         threads = {"inter_threads": usable_cores(), "intra_threads": 1} if dev == "cpu" else {}
         translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
+        log_device(torch.device(dev), getattr(translator, "compute_type", compute))
         paraphraser = cls(translator, tokenizer, dev)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)
         return paraphraser

@@ -16,7 +16,7 @@ import torch
 
 from spanaug.core import files, modeldir
 from spanaug.core.config import ParaphraserArchitecture, ParaphraserTrainSettings
-from spanaug.core.devices import choose_device
+from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -178,12 +178,15 @@ def train_paraphraser(
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, Seq2SeqTrainer, Seq2SeqTrainingArguments, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
+    # The device first: a job given a GPU that torch cannot use stops before anything is written.
+    dev = choose_device(device)
+    # Mixed precision where the GPU has bf16 (float32 weights, bf16 compute); float32 elsewhere.
+    bf16 = choose_dtype(dev, "bfloat16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "float32")
     out = Path(out)
     checkpoints = out / "checkpoints"
     checkpoints.mkdir(parents=True, exist_ok=True)
     pairs = read_bitext(cfg.bitext)
     set_seed(cfg.seed)
-    dev = choose_device(device)
     last = get_last_checkpoint(str(checkpoints))
     if last is not None:
         log.info("resuming from %s", last)
@@ -216,7 +219,7 @@ def train_paraphraser(
         dataloader_num_workers=0,
         disable_tqdm=not progress,
         use_cpu=dev.type == "cpu",
-        bf16=dev.type == "cuda" and torch.cuda.is_bf16_supported(),
+        bf16=bf16 == torch.bfloat16,
     )
     # Train on both directions: paraphrase is symmetric, and it doubles tiny bitexts.
     trainer = Seq2SeqTrainer(
