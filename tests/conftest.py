@@ -135,6 +135,23 @@ def copy_task(n, seed):
     return out
 
 
+def mixed_pairs(n, seed):
+    """Pairs of mixed lengths (2 to 20 words), each target its source shuffled with one word dropped or
+    added, and a source span of up to 3 words: inputs whose padding differs from batch to batch."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        source = rng.choices(WORDS, k=rng.randint(2, 20))
+        target = rng.sample(source, len(source))
+        if rng.random() < 0.5 and len(target) > 2:
+            target.pop(rng.randrange(len(target)))
+        else:
+            target.insert(rng.randrange(len(target) + 1), rng.choice(WORDS))
+        s = rng.randrange(len(source))
+        out.append(Instance(f"mixed:{seed}:{k}", source, target, (s, min(len(source) - 1, s + rng.randint(0, 2)))))
+    return out
+
+
 def seed(sid, tokens, start, end, frame, lu):
     """A SENTENCES row (a seed)."""
     return {

@@ -4,7 +4,7 @@ import json
 
 import pytest
 import torch
-from conftest import WORDS, copy_task
+from conftest import WORDS, copy_task, mixed_pairs
 
 from spanaug.cli.main import main
 from spanaug.core.aligner_settings import CrossAlignerConfig
@@ -335,3 +335,40 @@ def test_cli_pretrains_the_cross_kind_only(tiny_encoder, tmp_path):
     assert summary["pretrain_instances"] == 12 and summary["loss_history"][0]["pretrain_epoch"] == 1
     assert main(base + ["--out", str(tmp_path / "p"), "--epochs", "1"]) == 2
     assert not (tmp_path / "p").exists()
+
+
+def _sharp_aligner(tiny_encoder, path):
+    """A saved random aligner whose head is scaled up, so its scores spread out as a trained one's do
+    (a random head's are all near uniform, where any rounding looks harmless)."""
+    aligner = _aligner(tiny_encoder)
+    with torch.no_grad():
+        for p in aligner.head.parameters():
+            p.mul_(5 ** (1 / 3))
+    aligner.save_pretrained(path)
+    return path
+
+
+def test_bf16_predictions_agree_with_float32(tiny_encoder, tmp_path):
+    path = _sharp_aligner(tiny_encoder, tmp_path / "al")
+    full = CrossAligner.from_pretrained(path, device="cpu", dtype="float32")
+    half = CrossAligner.from_pretrained(path, device="cpu", dtype="bfloat16")
+    assert CrossAligner.from_pretrained(path, device="cpu").encoder.dtype == torch.float32  # auto on CPU
+    assert half.encoder.dtype == torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in half.head.parameters())
+    pairs = mixed_pairs(200, 3)
+    raw = half.raw_scores(pairs)
+    assert all(logits.dtype == torch.float32 for _, logits in raw)  # calibration math in float32
+    want, got = full.predict(pairs), half.predict(pairs)
+    assert sum(a == b for (a, _), (b, _) in zip(want, got)) >= 0.9 * len(pairs)
+    diffs = [abs(a - b) for (_, a), (_, b) in zip(want, got)]
+    assert max(diffs) < 0.05 and sum(diffs) / len(diffs) < 0.01
+    assert max(s for _, s in want) - min(s for _, s in want) > 0.5  # the scores do spread
+
+
+def test_length_sorted_batches_predict_as_one_pair_at_a_time(tiny_encoder, tmp_path):
+    aligner = CrossAligner.from_pretrained(_sharp_aligner(tiny_encoder, tmp_path / "al"), device="cpu")
+    pairs = mixed_pairs(60, 4)
+    alone = aligner.predict_candidates(pairs, 3, batch_size=1)  # no padding, input order
+    batched = aligner.predict_candidates(pairs, 3, batch_size=16)  # length-sorted, padded
+    assert [[span for span, _ in acc] for acc, _ in batched] == [[span for span, _ in acc] for acc, _ in alone]
+    assert [best for _, best in batched] == pytest.approx([best for _, best in alone], abs=1e-5)

@@ -127,9 +127,11 @@ rule align:
     params:
         model=aligner_model,
         batch_size=config["aligner"]["batch_size"],
+        dtype=config["aligner"]["dtype"],
         frame_elements=flags(config["frame_elements"], keys=("mode", "candidates")),
         device=config["device"],
     shell:
         "spanaug align paraphrases --model {params.model:q} --paraphrases {input.paraphrases:q} --out {output.aligned:q}"
         " --stats {output.stats:q}"
-        " --batch-size {params.batch_size} {params.frame_elements} --device {params.device} > {log:q} 2>&1"
+        " --batch-size {params.batch_size} --dtype {params.dtype} {params.frame_elements} --device {params.device}"
+        " > {log:q} 2>&1"

@@ -130,6 +130,7 @@ class PredictOptions:
     model: str = setting(help="a trained aligner directory")
     instances: str = setting(help="span-alignment JSONL")
     out: str = setting(help="predictions JSONL: {id, target_span, score}")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = inherit(AlignerSection, "dtype")
 
 
 @command("align", "predict", help="predict target spans (an aligner of either kind)")
@@ -138,7 +139,7 @@ def predict(options: PredictOptions, runtime: Runtime) -> None:
     from spanaug.pipeline.aligner.instances import read_instances
     from spanaug.pipeline.aligner.loading import AutoAligner
 
-    aligner = AutoAligner.from_pretrained(options.model, device=runtime.device)
+    aligner = AutoAligner.from_pretrained(options.model, device=runtime.device, dtype=options.dtype)
     insts = read_instances(options.instances)
     preds = aligner.predict(insts, progress=True)
     write_jsonl(
@@ -185,6 +186,7 @@ class AlignStageOptions:
     )
     encoder: str | None = setting(None, "override the encoder saved with the model")
     batch_size: int = inherit(AlignerSection, "batch_size")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = inherit(AlignerSection, "dtype")
 
 
 @command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard (and its FEs)")
@@ -198,6 +200,7 @@ def align_paraphrases(options: AlignStageOptions, runtime: Runtime, frame_elemen
         frame_elements,
         encoder=options.encoder,
         device=runtime.device,
+        dtype=options.dtype,
         batch_size=options.batch_size,
         stats_path=options.stats,
     )

@@ -385,6 +385,10 @@ class AlignerSection(Settings):
         None, "one recipe trained on each word-aligned corpus and on all, tested on each (null: off)"
     )
     batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
+    # Inference only: training keeps float32 weights, whatever this says.
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting(
+        "auto", "the aligner's encoder at prediction: auto, bf16 (or fp16) on GPUs and fp32 on CPU"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

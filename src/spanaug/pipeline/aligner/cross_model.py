@@ -38,7 +38,7 @@ from tqdm import tqdm
 from spanaug.core import modeldir
 from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.core.calibration import platt
-from spanaug.core.devices import choose_device
+from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.encoders import load_encoder
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import null_share, span_metrics
@@ -167,15 +167,23 @@ class CrossAligner:
         tokenizer: Any = None,
         head: SpanHead | None = None,
         device: str | torch.device | None = "auto",
+        dtype: str | None = "float32",
     ):
+        """``dtype`` is the encoder's (``auto``: ``core.devices.choose_dtype``); float32 unless told,
+        since training keeps float32 weights: ``from_pretrained``, which loads for prediction, says auto."""
         self.config = config
         self.device = device if isinstance(device, torch.device) else choose_device(device)
+        self.dtype = choose_dtype(self.device, dtype)
         if encoder is None or tokenizer is None:
             loaded_tokenizer, loaded_encoder = load_encoder(config.encoder)
             tokenizer, encoder = tokenizer or loaded_tokenizer, encoder or loaded_encoder
         self.tokenizer, self.encoder = tokenizer, encoder
         self._add_markers()
-        self.encoder.to(self.device).eval()
+        # The head stays in float32 (``scores`` upcasts the encoder's states), so the softmax,
+        # temperature and Platt scaling see float32 logits whatever the encoder runs in.
+        self.encoder.to(device=self.device, dtype=self.dtype).eval()
+        if self.dtype != torch.float32:
+            log.info("cross aligner: encoder in %s on %s (prediction)", self.dtype, self.device)
         dim = self.encoder.config.hidden_size
         if config.encoder_dim not in (0, dim):
             raise ConfigError(
@@ -231,7 +239,10 @@ class CrossAligner:
         return Path(out)
 
     @classmethod
-    def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "CrossAligner":
+    def from_pretrained(
+        cls, path: Path | str, device: str | None = "auto", dtype: str | None = "auto"
+    ) -> "CrossAligner":
+        """A trained aligner, for prediction: its encoder in ``dtype`` (auto: bf16 on GPUs, fp32 on CPU)."""
         from transformers import AutoModel, AutoTokenizer
 
         path = Path(path)
@@ -241,7 +252,7 @@ class CrossAligner:
             raise ConfigError(f"{path}: not a trained cross aligner")
         tokenizer = AutoTokenizer.from_pretrained(path / modeldir.ENCODER_DIR)
         encoder = AutoModel.from_pretrained(path / modeldir.ENCODER_DIR)
-        return cls(head.config, encoder=encoder, tokenizer=tokenizer, head=head, device=dev)
+        return cls(head.config, encoder=encoder, tokenizer=tokenizer, head=head, device=dev, dtype=dtype)
 
     # -- encoding
     @property

@@ -64,8 +64,9 @@ class SpanAlignerModel(Protocol):
         """The aligner's settings, saved as its directory's ``config.json``."""
 
     @classmethod
-    def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> Self:
-        """The aligner saved in ``path``, on ``device`` (``auto``: the accelerator when there is one)."""
+    def from_pretrained(cls, path: Path | str, device: str | None = "auto", dtype: str | None = "auto") -> Self:
+        """The aligner saved in ``path``, on ``device`` (``auto``: the accelerator when there is one), its
+        encoder in ``dtype`` for prediction (``auto``: bf16 on GPUs, fp32 on CPU)."""
 
     def save_pretrained(self, out: Path | str) -> Path:
         """Write the model directory ``out`` atomically (config.json, weights, a tuned encoder in ``encoder/``)."""

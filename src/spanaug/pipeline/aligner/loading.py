@@ -56,8 +56,11 @@ class AutoAligner:
         raise TypeError("AutoAligner is not instantiated: use AutoAligner.from_pretrained(path)")
 
     @staticmethod
-    def from_pretrained(path: Path | str, device: str | None = "auto", encoder: str | None = None) -> SpanAlignerModel:
-        """The trained aligner in ``path``, of whichever kind its ``config.json`` records.
+    def from_pretrained(
+        path: Path | str, device: str | None = "auto", encoder: str | None = None, dtype: str | None = "auto"
+    ) -> SpanAlignerModel:
+        """The trained aligner in ``path``, of whichever kind its ``config.json`` records, for
+        prediction: its encoder in ``dtype`` (auto: bf16 on GPUs, fp32 on CPU).
 
         ``encoder`` overrides the paper aligner's saved encoder; a cross aligner carries its own
         tuned one, so there it is ignored with a warning.
@@ -69,7 +72,7 @@ class AutoAligner:
         cls = aligner_class(kind)
         if encoder and kind == "paper":
             # Only the paper kind takes the override (its scorer runs on any encoder of the saved width).
-            return cls.from_pretrained(path, device=device, encoder=encoder)
+            return cls.from_pretrained(path, device=device, encoder=encoder, dtype=dtype)
         if encoder:
             log.warning("a %s aligner carries its own tuned encoder; ignoring the encoder override %r", kind, encoder)
-        return cls.from_pretrained(path, device=device)
+        return cls.from_pretrained(path, device=device, dtype=dtype)

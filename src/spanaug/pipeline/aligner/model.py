@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from spanaug.core import modeldir
 from spanaug.core.aligner_settings import AlignerConfig
-from spanaug.core.devices import choose_device
+from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.interface import Candidates, Prediction, best_predictions
@@ -99,12 +99,19 @@ class SpanAligner:
         scorer: SpanScorer | None = None,
         device: str | None = "auto",
         cache: dict | None = None,
+        dtype: str | None = "float32",
     ):
+        """``dtype`` is the encoder's (``auto``: ``core.devices.choose_dtype``); float32 unless told,
+        since training keeps float32 weights: ``from_pretrained``, which loads for prediction, says auto."""
         self.config = config
         self.device = choose_device(device)
+        self.dtype = choose_dtype(self.device, dtype)
         # The cache memoises encoder outputs per sentence pair, shared by aligners on one encoder
         # (ablations train several scorers over the same frozen encodings).
         self.pairs = PairEncoder(config.encoder, encoder, tokenizer, self.device, config.max_length, cache)
+        # The scorer stays in float32: the encoder's states are upcast into word vectors
+        # (``PairEncoder._hidden``), so features, scores and the threshold are float32 math.
+        self.encoder.to(self.dtype)
         if config.finetune_layers:
             for layer in encoder_layers(self.encoder)[-config.finetune_layers :]:
                 layer.requires_grad_(True)
@@ -129,9 +136,10 @@ class SpanAligner:
 
     @classmethod
     def from_pretrained(
-        cls, path: Path | str, device: str | None = "auto", encoder: str | None = None
+        cls, path: Path | str, device: str | None = "auto", encoder: str | None = None, dtype: str | None = "auto"
     ) -> "SpanAligner":
-        """Load a trained aligner; ``encoder`` overrides the saved encoder name or path."""
+        """Load a trained aligner for prediction; ``encoder`` overrides the saved encoder name or path,
+        ``dtype`` is the encoder's (auto: bf16 on GPUs, fp32 on CPU)."""
         path = Path(path)
         dev = choose_device(device)
         scorer = modeldir.load_head(SpanScorer, path, dev, "aligner")
@@ -139,7 +147,7 @@ class SpanAligner:
             scorer.config.encoder = encoder
         elif (path / modeldir.ENCODER_DIR / modeldir.CONFIG_FILE).is_file():
             scorer.config.encoder = str(path / modeldir.ENCODER_DIR)
-        return cls(scorer.config, scorer=scorer, device=device)
+        return cls(scorer.config, scorer=scorer, device=device, dtype=dtype)
 
     # -- encoding
     def limit_stats(self) -> dict[str, int]:
@@ -352,6 +360,14 @@ class SpanAligner:
         none: no counterpart) and the best score of all."""
         threshold = self.config.threshold if threshold is None else threshold
         batch_size = batch_size or self.predict_batch_size
+        # Inference mode, unless the encodings are cached: a shared cache may feed a scorer's
+        # training later, and inference tensors cannot be saved for backward.
+        with torch.inference_mode(self.cache is None):
+            return self._predict_candidates(instances, top_k, batch_size, progress, threshold)
+
+    def _predict_candidates(
+        self, instances: Sequence[Instance], top_k: int, batch_size: int, progress: bool, threshold: float
+    ) -> list[Candidates]:
         out: list[Candidates] = []
         # Encode a chunk of sentence pairs at a time so memory stays flat on large inputs;
         # each pair is encoded once for all of its spans (a trigger and its frame elements).

@@ -30,6 +30,7 @@ def align_stage(
     fe: FrameElementSettings | None = None,
     encoder: str | None = None,
     device: str | None = "auto",
+    dtype: str | None = "auto",
     chunk_rows: int = 4096,
     batch_size: int = 64,
     stats_path: Path | str | None = None,
@@ -42,7 +43,7 @@ def align_stage(
     and is said so.
     """
     fe = fe or FrameElementSettings()
-    aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder)  # either kind
+    aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)  # either kind
     stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
     with artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
