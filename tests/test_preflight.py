@@ -204,3 +204,51 @@ def test_bitext_phrases_need_the_bitext_made_instances(tmp_path):
     assert _keys(problems) == ["aligner.train.bitext_phrases"]
     assert "name phrase_pairs instead" in str(problems[0])
     assert check_run(_demo(aligner={"train": {"bitext_phrases": False, "instances": str(tmp_path / "i.jsonl")}})) == []
+
+
+PRODUCTION = yaml.safe_load((REPO / "config/config.yaml").read_text())
+CPU_ONLY = preflight.TorchBuild("2.11.0+cpu", None)
+CUDA_BUILD = preflight.TorchBuild("2.11.0", "13.0")
+
+
+def test_a_cpu_only_torch_with_the_production_config_is_told_not_stopped():
+    """The production config (1 GPU per GPU rule) on a laptop's CPU-only torch: a warning, no problem."""
+    cfg = load_run_config(PRODUCTION)
+    (warning,) = preflight.gpu_warnings(cfg, CPU_ONLY)
+    assert warning.startswith("torch 2.11.0+cpu is a CPU-only build: the GPU rules (resources.gpu.gpus: 1)")
+    assert "device: cpu" in warning
+    assert preflight.gpu_warnings(cfg, CUDA_BUILD) == []
+    assert preflight.gpu_warnings(cfg, None) == []  # the jobs' torch unknown (--sdm conda): nothing to say
+
+
+def test_gpu_rules_submitted_without_a_gpu_are_told():
+    for device in ("auto", "cuda"):
+        cfg = load_run_config(merge_configs(PRODUCTION, {"device": device, "resources": {"gpu": {"gpus": 0}}}))
+        (warning,) = preflight.gpu_warnings(cfg, CUDA_BUILD)
+        assert warning.startswith(f"resources.gpu.gpus: 0 with device: {device}: the GPU rules"), warning
+
+
+def test_device_cpu_says_the_cpu_is_meant():
+    for resources in ({"gpu": {"gpus": 0}}, {}):
+        cfg = load_run_config(merge_configs(PRODUCTION, {"device": "cpu", "resources": resources}))
+        assert preflight.gpu_warnings(cfg, CPU_ONLY) == []
+
+
+def test_the_installed_torch_build_is_read_without_importing_torch():
+    import sys
+
+    import torch
+
+    assert preflight.installed_torch() == preflight.TorchBuild(torch.__version__, torch.version.cuda)
+    assert "torch" in sys.modules  # (imported by this test, not by the preflight: lint-imports checks that)
+
+
+def test_config_check_warns_of_gpu_rules_without_a_gpu(tmp_path, capsys, caplog, monkeypatch):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(preflight, "installed_torch", lambda: CPU_ONLY)
+    override = tmp_path / "gpus.yaml"
+    override.write_text("device: auto\n")  # the demo asks for no GPU (resources.gpu.gpus: 0)
+    with caplog.at_level("WARNING"):
+        assert main(["config", "check", "--configfile", "config/demo.yaml", str(override)]) == 0
+    assert "every setting, file, model and dependency is in place" in capsys.readouterr().out
+    assert [r.getMessage()[:33] for r in caplog.records] == ["resources.gpu.gpus: 0 with device"]

@@ -258,6 +258,12 @@ def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
         "preflight (SPANAUG_PREFLIGHT=warn): the run would stop:\n  - data.inputs: data/fndata-1.7: no such directory\n"
     )
     assert warning in proc.stdout + proc.stderr
+    # GPU rules that will get no GPU are told before the first job (here: where torch is a CPU-only build).
+    from spanaug.workflow.preflight import installed_torch
+
+    build = installed_torch()
+    told = f"spanaug: warning: torch {build.version} is a CPU-only build: the GPU rules (resources.gpu.gpus: 1)"
+    assert (told in proc.stdout + proc.stderr) == (build.cuda is None)
     counts = _job_counts(proc.stdout)
     assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds

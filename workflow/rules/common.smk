@@ -62,7 +62,8 @@ CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
 def preflight_check():
-    """Before the DAG: every file, model, tagger and dependency the config names (spanaug.workflow.preflight).
+    """Before the DAG: every file, model, tagger and dependency the config names (spanaug.workflow.preflight),
+    and a warning when the GPU rules will run without a GPU.
 
     SPANAUG_PREFLIGHT=warn reports the problems without stopping (to plan a run before its data exists).
     """
@@ -70,6 +71,12 @@ def preflight_check():
         envs.conda_has_module(CHECKOUT / "envs") if CONDA else preflight.installed
     )
     problems = preflight.check_run(RUN, has_module)
+    # GPU rules that will run without a GPU: said before the first job. With --sdm conda the jobs
+    # import the torch of their own environments, which this process cannot see.
+    for warning in preflight.gpu_warnings(
+        RUN, None if CONDA else preflight.installed_torch()
+    ):
+        logger.warning(f"spanaug: warning: {warning}")
     if config["frameid"] and frameid_augmenters() != config["frameid"]["augmenters"]:
         logger.info(
             f"augmenters: null (off), so Figure 8 compares none with {', '.join(frameid_augmenters()) or 'nothing else'}"

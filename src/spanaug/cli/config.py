@@ -3,8 +3,12 @@ preflight check of a run's config, and the rules' conda environments (generated 
 
 from __future__ import annotations
 
+import logging
+
 from spanaug.cli.options import command, group
 from spanaug.core.settings import setting, settings
+
+log = logging.getLogger(__name__)
 
 group("config", "the configuration: its schema, checks of a run's config, the rules' environments")
 
@@ -58,7 +62,7 @@ def check(options: CheckOptions) -> None:
     from spanaug.core.config import load_run_config
     from spanaug.core.errors import ConfigError
     from spanaug.core.overrides import merge_configs, read_config_file
-    from spanaug.workflow.preflight import preflight
+    from spanaug.workflow.preflight import gpu_warnings, installed_torch, preflight
 
     raw: dict = {}
     for path in options.configfile:
@@ -70,6 +74,8 @@ def check(options: CheckOptions) -> None:
         # option (``--device``), which is how a ConfigError would print otherwise.
         raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
     preflight(cfg)
+    for warning in gpu_warnings(cfg, installed_torch()):
+        log.warning(warning)
     print(
         f"{', '.join(options.configfile)}: every setting, file, model and dependency is in place "
         f"(results go to {cfg.results_dir}/{cfg.run_name})"

@@ -6,7 +6,8 @@ every input file, model directory or hub name, encoder, tagger and optional depe
 names, and :func:`preflight` reports every problem at once, each with its config key. Of a model on
 disk (a folder, or a hub name's snapshot in the Hugging Face cache) it runs the checks its stage
 runs when loading it (:mod:`spanaug.core.model_files`), loading its config and tokenizer, never its
-weights; nothing is downloaded. Snakemake calls it when it builds the DAG (``workflow/rules/common.smk``);
+weights; nothing is downloaded. :func:`gpu_warnings` says when the GPU rules will run without a GPU
+(warnings: the run goes on). Snakemake calls both when it builds the DAG (``workflow/rules/common.smk``);
 ``spanaug config check`` runs it by hand.
 
 Relative paths are checked from the current directory, Snakemake's working directory.
@@ -14,6 +15,7 @@ Relative paths are checked from the current directory, Snakemake's working direc
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -68,6 +70,55 @@ def installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchBuild:
+    """The torch a run's jobs import: its version and the CUDA it was built for (None: CPU-only)."""
+
+    version: str
+    cuda: str | None
+
+
+def installed_torch() -> TorchBuild | None:
+    """The build of the torch beside this Python (None when there is none), read from its
+    ``torch/version.py``: the preflight runs in Snakemake's process and never imports torch."""
+    spec = importlib.util.find_spec("torch")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    version_file = next((Path(p) / "version.py" for p in locations if (Path(p) / "version.py").is_file()), None)
+    if version_file is None:
+        return None
+    values: dict[str, object] = {}
+    for node in ast.parse(version_file.read_text(encoding="utf-8")).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            values[target.id] = value.value
+    cuda = values.get("cuda")
+    return TorchBuild(str(values.get("__version__", "?")), str(cuda) if cuda else None)
+
+
+def gpu_warnings(cfg: RunConfig, torch_build: TorchBuild | None = None) -> list[str]:
+    """What the run says before its first job when its GPU rules (paraphrasing, alignment, model
+    training) will run without a GPU: they ask the scheduler for none (``resources.gpu.gpus: 0``), or
+    ``torch_build`` (the jobs' torch, when known) has no CUDA. Not errors: a CPU run of the production
+    config (the local profile on a laptop) still runs, but is told. ``device: cpu`` says it knowingly."""
+    if cfg.device == "cpu" or cfg.device == "mps":
+        return []
+    gpus = cfg.resources.gpu.gpus
+    if gpus == 0:
+        return [
+            f"resources.gpu.gpus: 0 with device: {cfg.device}: the GPU rules (paraphrasing, alignment, model "
+            "training) ask the scheduler for no GPU, so on a cluster they run on the CPU, many times slower "
+            "(set resources.gpu.gpus: 1, or device: cpu to run on the CPU knowingly)"
+        ]
+    if torch_build is not None and torch_build.cuda is None:
+        return [
+            f"torch {torch_build.version} is a CPU-only build: the GPU rules (resources.gpu.gpus: {gpus}) will "
+            "run on the CPU where no GPU is given, and stop where SLURM gives one (install a CUDA build of "
+            "torch in the run's environment, or set device: cpu to run on the CPU knowingly)"
+        ]
+    return []
 
 
 def preflight(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> None:
