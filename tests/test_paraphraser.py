@@ -191,7 +191,7 @@ def test_training_is_deterministic(tmp_path):
         assert torch.equal(p, q)
 
 
-def test_backend_auto_is_the_default_hf_on_a_gpu_ct2_on_cpu(monkeypatch):
+def test_backend_auto_is_the_default_static_on_cuda_ct2_on_cpu(monkeypatch):
     import torch
 
     from spanaug.pipeline.paraphraser import stage
@@ -200,10 +200,10 @@ def test_backend_auto_is_the_default_hf_on_a_gpu_ct2_on_cpu(monkeypatch):
     monkeypatch.setattr(stage.importlib.util, "find_spec", lambda name: object() if name == "ctranslate2" else None)
     assert stage.resolve_backend("auto", "cpu") == "ct2"
     assert stage.resolve_backend("hf", "cpu") == "hf" and stage.resolve_backend("ct2", "auto") == "ct2"
-    # What `auto` sees on a GPU node: the device resolves to CUDA (or MPS), so transformers decodes.
-    for gpu in ("cuda", "mps"):
+    # What `auto` sees on a GPU node: on CUDA the static engine decodes, on MPS transformers' generate.
+    for gpu, backend in (("cuda", "static"), ("mps", "hf")):
         monkeypatch.setattr(stage, "choose_device", lambda device, gpu=gpu: torch.device(gpu))
-        assert stage.resolve_backend("auto", "auto") == "hf"
+        assert stage.resolve_backend("auto", "auto") == backend
     monkeypatch.setattr(stage, "choose_device", lambda device: torch.device("cpu"))
     assert stage.resolve_backend("auto", "auto") == "ct2"
     # An environment without the ct2 extra decodes with hf rather than failing.

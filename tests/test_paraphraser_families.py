@@ -80,13 +80,15 @@ def _requests(texts, constraints):
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_family_stage_hf_and_ct2_agree_under_constraints(models, family, tmp_path, monkeypatch):
+def test_family_stage_hf_ct2_and_static_agree_under_constraints(models, family, tmp_path, monkeypatch):
     from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
+    from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
     monkeypatch.setenv("SPANAUG_CT2_CACHE", str(tmp_path / "ct2-cache"))
     path = models(family)
     hf = Paraphraser.from_pretrained(path, device="cpu", dtype="float32")
     ct2 = CT2Paraphraser.from_pretrained(path, device="cpu")
+    static = StaticParaphraser.from_pretrained(path, device="cpu", dtype="float32")
     cfg = DecodeSettings(beam_size=4, return_top=4, dtype="float32")  # the default length rule, per sentence, in both
     texts = CORPUS[:3]
     free = hf._decode_batch(_requests(texts, [[]] * 3), cfg, 0)
@@ -99,17 +101,18 @@ def test_family_stage_hf_and_ct2_agree_under_constraints(models, family, tmp_pat
     reqs = _requests(texts, constraints)
 
     # Same beams and decoder scores from both backends.
-    beams = {name: p._decode_batch(reqs, cfg, 0) for name, p in (("hf", hf), ("ct2", ct2))}
-    assert [[t for t, _ in b] for b in beams["hf"]] == [[t for t, _ in b] for b in beams["ct2"]]
-    for b_hf, b_ct2 in zip(beams["hf"], beams["ct2"]):
-        assert [s for _, s in b_hf] == pytest.approx([s for _, s in b_ct2], abs=1e-4)
+    beams = {name: p._decode_batch(reqs, cfg, 0) for name, p in (("hf", hf), ("ct2", ct2), ("static", static))}
+    for other in ("ct2", "static"):
+        assert [[t for t, _ in b] for b in beams["hf"]] == [[t for t, _ in b] for b in beams[other]]
+        for b_hf, b_other in zip(beams["hf"], beams[other]):
+            assert [s for _, s in b_hf] == pytest.approx([s for _, s in b_other], abs=1e-4)
 
     # Through the stage: no output violates its constraints, and both backends write the same rows.
     requests_path = tmp_path / "requests.parquet"
     with artifacts.open_writer(requests_path, artifacts.REQUESTS) as writer:
         writer.write(reqs)
     rows = {}
-    for backend in ("hf", "ct2"):
+    for backend in ("hf", "ct2", "static"):
         out = tmp_path / f"{backend}.parquet"
         stats = paraphrase_stage(requests_path, out, dataclasses.replace(cfg, model=path, backend=backend), "cpu")
         rows[backend] = artifacts.read_table(out, artifacts.PARAPHRASES).to_pylist()
@@ -119,7 +122,8 @@ def test_family_stage_hf_and_ct2_agree_under_constraints(models, family, tmp_pat
             assert violations(row["paraphrase_text"], row["constraints"]) == []
             assert math.isfinite(row["paraphrase_score"])
     key = [(r["seed_id"], r["beam_rank"], r["paraphrase_text"]) for r in rows["hf"]]
-    assert key == [(r["seed_id"], r["beam_rank"], r["paraphrase_text"]) for r in rows["ct2"]]
-    assert [r["paraphrase_score"] for r in rows["hf"]] == pytest.approx(
-        [r["paraphrase_score"] for r in rows["ct2"]], abs=1e-3
-    )
+    for other in ("ct2", "static"):
+        assert key == [(r["seed_id"], r["beam_rank"], r["paraphrase_text"]) for r in rows[other]]
+        assert [r["paraphrase_score"] for r in rows["hf"]] == pytest.approx(
+            [r["paraphrase_score"] for r in rows[other]], abs=1e-3
+        )

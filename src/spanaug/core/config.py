@@ -106,11 +106,13 @@ class DecodeSettings(Settings):
         None, "any AutoModelForSeq2SeqLM on the hub or on disk; ignored when paraphraser.train is set"
     )
     # auto: on CPU, ct2 decoded a shard about 9 times faster than hf with the same outputs; on a GPU,
-    # hf batches sentences under their own constraints, which ct2 can do only one sentence per call.
-    backend: Literal["auto", "hf", "ct2"] = setting(
+    # static keeps the GPU busy with generate's beams (docs/gpus.md); ct2 can batch sentences under
+    # their own constraints only one sentence per call.
+    backend: Literal["auto", "hf", "ct2", "static"] = setting(
         "auto",
-        "auto: hf on a GPU (CUDA, MPS), ct2 on CPU (hf when CTranslate2 is not installed); hf: transformers; "
-        "ct2: CTranslate2 (pip install 'spanaug[ct2]')",
+        "auto: static on CUDA (hf for model families it lacks), hf on MPS, ct2 on CPU (hf when CTranslate2 is "
+        "not installed); hf: transformers' generate; ct2: CTranslate2 (pip install 'spanaug[ct2]'); static: "
+        "beam search on a static cache, generate's beams (T5, BART, mBART, Pegasus, Marian)",
     )
     prefix: str = setting("", "text put before each source sentence, e.g. 'paraphrase: ' for T5 paraphrasers")
     mode: Literal["beam", "sample"] = setting("beam", "beam search or top-k sampling")

@@ -125,15 +125,22 @@ class Paraphraser:
             "num_return_sequences": cfg.num_samples,
         }
 
+    def batch_inputs(
+        self, requests: list[dict[str, Any]], cfg: DecodeSettings
+    ) -> tuple[dict[str, torch.Tensor], list[int], list[list[tuple[int, ...]]]]:
+        """A batch's encoder inputs, each sentence's new-token limit and its banned token sequences."""
+        enc = self.encode([r["source_text"] for r in requests], cfg.prefix)
+        limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
+        never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
+        banned = [banned_sequences(self.tokenizer, r["constraints"]) + never for r in requests]
+        return enc, limits, banned
+
     @torch.inference_mode()
     def _decode_batch(
         self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
     ) -> list[list[tuple[str, float]]]:
         """Each request's beams (or samples) as (text, decoder score), best first for beams."""
-        enc = self.encode([r["source_text"] for r in requests], cfg.prefix)
-        limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
-        never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
-        banned = [banned_sequences(self.tokenizer, r["constraints"]) + never for r in requests]
+        enc, limits, banned = self.batch_inputs(requests, cfg)
         processor = self.banned_processor(banned, self.model.config.vocab_size, self.device)
         if cfg.mode == "beam" and hasattr(processor, "renormalize"):
             # Beam search hands processors log-probabilities: renormalise them over the tokens the

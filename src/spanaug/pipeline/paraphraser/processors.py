@@ -79,6 +79,19 @@ class TensorBannedSequences(LogitsProcessor):
                 torch.tensor(valid, device=device),
             )
 
+    def select(self, sentences: torch.Tensor) -> TensorBannedSequences:
+        """The processor of ``sentences`` (indices into this batch's sentences), in that order: for a
+        batch that drops the sentences it has finished."""
+        kept = TensorBannedSequences.__new__(TensorBannedSequences)
+        kept.n_sentences = int(sentences.shape[0])
+        kept.vocab_size, kept.renormalize = self.vocab_size, self.renormalize
+        kept.single_tokens = kept.single_valid = None
+        if self.single_tokens is not None:
+            kept.single_tokens = self.single_tokens.index_select(0, sentences)
+            kept.single_valid = self.single_valid.index_select(0, sentences)
+        kept.groups = {p: tuple(t.index_select(0, sentences) for t in g) for p, g in self.groups.items()}
+        return kept
+
     @property
     def width(self) -> int:
         """``K``: banned-token slots examined per row and step."""

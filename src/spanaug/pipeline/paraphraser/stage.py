@@ -12,7 +12,9 @@ from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
+from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +25,25 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
         raise ConfigError("no paraphraser model: set paraphraser.model (or paraphraser.train)")
     backend = resolve_backend(cfg.backend, device)
     log.info("paraphraser backend: %s (paraphraser.backend: %s, device: %s)", backend, cfg.backend, device)
-    return BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    try:
+        return BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    except UnsupportedModel as err:
+        if cfg.backend != "auto":
+            raise ConfigError(f"paraphraser.backend: static: {err}") from None
+        log.warning("paraphraser backend: hf instead of static: %s", err)
+        return Paraphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:
-    """The backend ``paraphraser.backend`` names; ``auto`` is hf on a GPU (CUDA, MPS, which CTranslate2
-    lacks) and ct2 on CPU, or hf there too when CTranslate2 is not installed (a rule's environment
-    may lack the extra)."""
+    """The backend ``paraphraser.backend`` names; ``auto`` is static on CUDA, hf on other GPUs (MPS,
+    which CTranslate2 lacks) and ct2 on CPU, or hf there too when CTranslate2 is not installed (a
+    rule's environment may lack the extra)."""
     if backend != "auto":
         return backend
-    if choose_device(device).type != "cpu":
+    kind = choose_device(device).type
+    if kind == "cuda":
+        return "static"
+    if kind != "cpu":
         return "hf"
     return "ct2" if importlib.util.find_spec("ctranslate2") is not None else "hf"
 
@@ -59,4 +70,4 @@ def paraphrase_stage(
     return stats
 
 
-BACKENDS = {"hf": Paraphraser, "ct2": CT2Paraphraser}
+BACKENDS = {"hf": Paraphraser, "ct2": CT2Paraphraser, "static": StaticParaphraser}

@@ -1,0 +1,296 @@
+"""One decoder step of a transformers seq2seq model over a static cache, for beam search.
+
+transformers' ``generate`` keeps one copy of the cross-attention keys and values per beam and
+reorders every layer's self- and cross-attention cache at every step. Here the decoder step is
+computed from the model's own modules (its projections, norms, feed-forward blocks, embeddings
+and LM head), with two differences in how the state is kept:
+
+* the cross-attention keys and values are computed once per *sentence* (``[B, H, S, d]``) and
+  never copied or reordered: the beams of a sentence attend to them as ``W`` query positions of
+  one batch element (``[B, H, W, d]`` queries), which is the same arithmetic;
+* the self-attention keys and values live in one preallocated tensor
+  ``[layers, 2, rows, H, max_len, d]`` (a static cache); a step writes position ``t`` and attends
+  to ``[0, t]``, and a beam reorder copies positions ``[0, t]`` of all layers in one gather.
+
+The families are T5 (and mT5) and the BART family (BART, mBART, Pegasus, Marian). Each adapter's
+arithmetic is checked against the model's own forward pass by :func:`check_against_model` (the
+tests run it for every family; the engine runs it once when it loads a model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn.functional as F
+
+#: model_type -> pre-norm (True) or post-norm (False) decoder layers, for the BART family.
+BART_FAMILY_PRE_NORM = {"bart": False, "marian": False, "mbart": True, "pegasus": True}
+T5_FAMILY = {"t5", "mt5"}
+SUPPORTED = sorted(T5_FAMILY | set(BART_FAMILY_PRE_NORM))
+
+
+class UnsupportedModel(ValueError):
+    """The model's family has no static decoder step (use the hf backend)."""
+
+
+@dataclasses.dataclass
+class StepState:
+    """What a batch's decoding keeps on the device between steps."""
+
+    cross_k: list[torch.Tensor]  # per layer [B, H, S, d]
+    cross_v: list[torch.Tensor]
+    cross_bias: torch.Tensor  # [B, 1, 1, S] additive mask over the source
+    self_kv: torch.Tensor  # [L, 2, rows, H, max_len, d]
+    beams: int
+
+    @property
+    def sentences(self) -> int:
+        return self.cross_bias.shape[0]
+
+    def reorder(self, rows: torch.Tensor, upto: int) -> None:
+        """Beam ``r`` continues beam ``rows[r]``: copy each row's history ``[0, upto)`` over."""
+        n = rows.shape[0]
+        view = self.self_kv[:, :, :n, :, :upto]
+        view.copy_(view.index_select(2, rows))
+
+    def keep(self, sentences: torch.Tensor, upto: int) -> None:
+        """Keep only ``sentences`` (indices into the current batch), in that order, for the next steps."""
+        rows = (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).reshape(-1)
+        n = rows.shape[0]
+        view = self.self_kv[:, :, :, :, :upto]
+        view[:, :, :n].copy_(view.index_select(2, rows))
+        self.cross_k = [k.index_select(0, sentences) for k in self.cross_k]
+        self.cross_v = [v.index_select(0, sentences) for v in self.cross_v]
+        self.cross_bias = self.cross_bias.index_select(0, sentences)
+
+
+def _linear_heads(linear: torch.nn.Linear, x: torch.Tensor, heads: int) -> torch.Tensor:
+    """``[N, T, D] -> [N, H, T, d]``."""
+    y = linear(x)
+    n, t, _ = y.shape
+    return y.view(n, t, heads, -1).transpose(1, 2)
+
+
+class DecoderStep:
+    """The family-independent part: encoding, the cross-attention state, the LM head."""
+
+    def __init__(self, model):
+        self.model = model
+        self.config = model.config
+        self.decoder = model.get_decoder()
+        self.heads = self._heads()
+        self.layers = len(self._layers())
+
+    # -- what each family defines
+    def _layers(self):
+        raise NotImplementedError
+
+    def _heads(self) -> int:
+        raise NotImplementedError
+
+    def _cross_projections(self, layer) -> tuple[torch.nn.Linear, torch.nn.Linear]:
+        raise NotImplementedError
+
+    def _embed(self, tokens: torch.Tensor, t: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _layer(self, i: int, layer, h: torch.Tensor, t: int, state: StepState) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _final(self, h: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- shared
+    @property
+    def head_dim(self) -> int:
+        return self._cross_projections(self._layers()[0])[0].out_features // self.heads
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def start(self, encoded: torch.Tensor, attention_mask: torch.Tensor, beams: int, max_len: int) -> StepState:
+        """The state of a batch: cross-attention keys and values per sentence, an empty self cache."""
+        ks, vs = [], []
+        for layer in self._layers():
+            k_proj, v_proj = self._cross_projections(layer)
+            ks.append(_linear_heads(k_proj, encoded, self.heads).contiguous())
+            vs.append(_linear_heads(v_proj, encoded, self.heads).contiguous())
+        bias = torch.zeros(attention_mask.shape, dtype=encoded.dtype, device=encoded.device)
+        bias = bias.masked_fill(attention_mask == 0, torch.finfo(encoded.dtype).min)[:, None, None, :]
+        rows = encoded.shape[0] * beams
+        cache = torch.zeros(
+            (self.layers, 2, rows, self.heads, max_len, self.head_dim), dtype=encoded.dtype, device=encoded.device
+        )
+        return StepState(ks, vs, bias, cache, beams)
+
+    def __call__(self, tokens: torch.Tensor, t: int, state: StepState) -> torch.Tensor:
+        """Float32 logits ``[rows, vocab]`` of the next token after ``tokens`` (the tokens at position ``t``)."""
+        h = self._embed(tokens, t)[:, None, :]  # [rows, 1, D]
+        for i, layer in enumerate(self._layers()):
+            h = self._layer(i, layer, h, t, state)
+        return self._final(h)[:, 0, :].float()
+
+    # -- attention over the static cache and the per-sentence cross state
+    def _self_attention(self, i, q, k, v, t, state, bias=None, scale=None) -> torch.Tensor:
+        rows = q.shape[0]
+        cache = state.self_kv
+        cache[i, 0, :rows, :, t] = k[:, :, 0]
+        cache[i, 1, :rows, :, t] = v[:, :, 0]
+        keys, values = cache[i, 0, :rows, :, : t + 1], cache[i, 1, :rows, :, : t + 1]
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=scale)
+        return out.transpose(1, 2).reshape(rows, 1, -1)
+
+    def _cross_attention(self, i, q, state, scale=None) -> torch.Tensor:
+        """``q`` ``[rows, H, 1, d]``: the beams of a sentence become query positions of its element."""
+        rows = q.shape[0]
+        b, w = state.sentences, state.beams
+        q = q.view(b, w, self.heads, -1).transpose(1, 2)  # [B, H, W, d]
+        out = F.scaled_dot_product_attention(
+            q, state.cross_k[i], state.cross_v[i], attn_mask=state.cross_bias, scale=scale
+        )  # [B, H, W, d]
+        return out.transpose(1, 2).reshape(rows, 1, -1)
+
+
+class T5Step(DecoderStep):
+    """T5 and mT5: pre-norm RMS layers, unscaled attention, relative position bias in self-attention."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        first = self._layers()[0].layer[0].SelfAttention
+        self._bias_module = first
+        self._bias_cache: torch.Tensor | None = None
+        scale = getattr(self.config, "scale_decoder_outputs", None)
+        self.scale_output = self.config.tie_word_embeddings if scale is None else scale
+
+    def _layers(self):
+        return self.decoder.block
+
+    def _heads(self) -> int:
+        return self.config.num_heads
+
+    def _cross_projections(self, layer):
+        attn = layer.layer[1].EncDecAttention
+        return attn.k, attn.v
+
+    def position_bias(self, max_len: int, device, dtype) -> torch.Tensor:
+        """``[H, max_len, max_len]``: the bias of query position q over key position k."""
+        if self._bias_cache is None or self._bias_cache.shape[-1] < max_len or self._bias_cache.device != device:
+            self._bias_cache = self._bias_module.compute_bias(max_len, max_len, device=device)[0]
+        return self._bias_cache[:, :max_len, :max_len].to(dtype)
+
+    def _embed(self, tokens, t):
+        return self.decoder.embed_tokens(tokens)
+
+    def _layer(self, i, block, h, t, state):
+        self_layer, cross_layer, ff = block.layer[0], block.layer[1], block.layer[-1]
+        attn = self_layer.SelfAttention
+        x = self_layer.layer_norm(h)
+        q, k, v = (_linear_heads(p, x, self.heads) for p in (attn.q, attn.k, attn.v))
+        bias = self.position_bias(state.self_kv.shape[4], h.device, h.dtype)[None, :, t : t + 1, : t + 1]
+        h = h + attn.o(self._self_attention(i, q, k, v, t, state, bias=bias, scale=1.0))
+        cross = cross_layer.EncDecAttention
+        x = cross_layer.layer_norm(h)
+        q = _linear_heads(cross.q, x, self.heads)
+        h = h + cross.o(self._cross_attention(i, q, state, scale=1.0))
+        return ff(h)
+
+    def _final(self, h):
+        h = self.decoder.final_layer_norm(h)
+        if self.scale_output:
+            h = h * (self.config.d_model**-0.5)
+        return self.model.lm_head(h)
+
+
+class BartFamilyStep(DecoderStep):
+    """BART, mBART, Pegasus and Marian: learned or sinusoidal positions, pre- or post-norm layers."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.pre_norm = BART_FAMILY_PRE_NORM[self.config.model_type]
+        embed = self.decoder.embed_tokens
+        # BART's embedding scales itself; Pegasus and Marian scale in the decoder.
+        self.embed_scale = 1.0 if hasattr(embed, "embed_scale") else getattr(self.decoder, "embed_scale", 1.0)
+        self._positions: torch.Tensor | None = None
+
+    def _layers(self):
+        return self.decoder.layers
+
+    def _heads(self) -> int:
+        return self.config.decoder_attention_heads
+
+    def _cross_projections(self, layer):
+        return layer.encoder_attn.k_proj, layer.encoder_attn.v_proj
+
+    def positions(self, max_len: int, device) -> torch.Tensor:
+        """The decoder's position embeddings of positions ``[0, max_len)``, through its own module."""
+        if self._positions is None or self._positions.shape[0] < max_len or self._positions.device != device:
+            module = self.decoder.embed_positions
+            shape = torch.Size((1, max_len))
+            try:  # sinusoidal (Pegasus, Marian): called with the ids' shape
+                table = module(shape, 0)
+            except (TypeError, AttributeError, IndexError):  # learned (BART, mBART): called with the ids
+                table = module(torch.zeros(shape, dtype=torch.long, device=device), 0)
+            self._positions = table.reshape(max_len, -1).to(device)
+        return self._positions
+
+    def _embed(self, tokens, t):
+        h = self.decoder.embed_tokens(tokens) * self.embed_scale
+        h = h + self.positions(t + 1, h.device)[t].to(h.dtype)
+        norm = getattr(self.decoder, "layernorm_embedding", None)
+        return norm(h) if norm is not None else h
+
+    def _block(self, h, norm, fn):
+        if self.pre_norm:
+            return h + fn(norm(h))
+        return norm(h + fn(h))
+
+    def _layer(self, i, layer, h, t, state):
+        attn, cross = layer.self_attn, layer.encoder_attn
+
+        def self_block(x):
+            q, k, v = (_linear_heads(p, x, self.heads) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            return attn.out_proj(self._self_attention(i, q, k, v, t, state))
+
+        def cross_block(x):
+            return cross.out_proj(self._cross_attention(i, _linear_heads(cross.q_proj, x, self.heads), state))
+
+        def ff_block(x):
+            return layer.fc2(layer.activation_fn(layer.fc1(x)))
+
+        h = self._block(h, layer.self_attn_layer_norm, self_block)
+        h = self._block(h, layer.encoder_attn_layer_norm, cross_block)
+        return self._block(h, layer.final_layer_norm, ff_block)
+
+    def _final(self, h):
+        norm = getattr(self.decoder, "layer_norm", None)
+        if norm is not None:
+            h = norm(h)
+        logits = self.model.lm_head(h)
+        bias = getattr(self.model, "final_logits_bias", None)
+        return logits + bias.to(logits.dtype) if bias is not None else logits
+
+
+def for_model(model) -> DecoderStep:
+    """The decoder step of ``model``'s family; :class:`UnsupportedModel` for other families."""
+    kind = getattr(model.config, "model_type", None)
+    if kind in T5_FAMILY:
+        return T5Step(model)
+    if kind in BART_FAMILY_PRE_NORM:
+        return BartFamilyStep(model)
+    raise UnsupportedModel(f"no static decoder step for model type {kind!r} (supported: {', '.join(SUPPORTED)})")
+
+
+@torch.inference_mode()
+def check_against_model(step: DecoderStep, input_ids, attention_mask, decoder_ids) -> float:
+    """Largest difference between the step's logits and the model's own forward pass, relative to
+    the largest logit, feeding ``decoder_ids`` ``[B, T]`` one token at a time (one beam per sentence)."""
+    model = step.model
+    ref = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_ids).logits.float()
+    encoded = step.encode(input_ids, attention_mask)
+    state = step.start(encoded, attention_mask, beams=1, max_len=decoder_ids.shape[1])
+    worst = 0.0
+    for t in range(decoder_ids.shape[1]):
+        logits = step(decoder_ids[:, t], t, state)
+        worst = max(worst, (logits - ref[:, t]).abs().max().item())
+    return worst / max(1.0, ref.abs().max().item())

@@ -1,0 +1,136 @@
+"""The static backend: beam search on a static cache, the decoding engine for GPUs.
+
+It decodes the same beams as the hf backend (transformers' ``generate``) with the same
+constraints, length limits and scores (:mod:`.beam_search`), from the same model object, but
+keeps the decoder's state the way a GPU wants it (:mod:`.decoder_step`): cross-attention once per
+sentence, a preallocated self-attention cache, the constraint processor inside the step, and
+finished sentences leaving the batch. Sampling (``paraphraser.mode: sample``) is left to
+``generate``.
+
+Families: T5/mT5, BART, mBART, Pegasus and Marian. Loading a model of another family, or one
+whose generation config asks for a search feature the engine lacks, raises
+:class:`~.decoder_step.UnsupportedModel`; ``paraphraser.backend: auto`` then decodes with hf.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from spanaug.core.config import DecodeSettings
+from spanaug.pipeline.paraphraser import decoder_step
+from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
+from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
+
+log = logging.getLogger(__name__)
+
+#: Generation-config settings that change what ``generate`` does in beam search and that the
+#: engine does not implement, with the value that turns each off (the hf backend's own search
+#: settings already override length_penalty, repetition and no-repeat penalties, forced EOS, ...).
+UNSUPPORTED_GENERATION = {
+    "encoder_no_repeat_ngram_size": (None, 0),
+    "encoder_repetition_penalty": (None, 1.0),
+    "begin_suppress_tokens": (None, []),
+    "sequence_bias": (None, {}),
+    "exponential_decay_length_penalty": (None,),
+    "min_new_tokens": (None, 0),
+    "num_beam_groups": (None, 1),
+    "constraints": (None, []),
+    "force_words_ids": (None, []),
+}
+
+#: Steps between the host's looks at which sentences are done, on GPUs (on CPU every step: there
+#: a look costs nothing, and a finished sentence leaves at once).
+GPU_SYNC_EVERY = 4
+
+#: Self-check of the family adapter against the model's own forward pass when a model loads:
+#: logits may differ by this share of the largest logit (float32 on CPU differs by about 1e-7;
+#: half precision by rounding, about 1e-2).
+CHECK_TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-2, torch.bfloat16: 5e-2}
+
+
+def check_generation_config(model) -> None:
+    """Raise :class:`UnsupportedModel` when the model's generation config asks for something the
+    engine does not do."""
+    gen = getattr(model, "generation_config", None)
+    active = [
+        key for key, off in UNSUPPORTED_GENERATION.items() if gen is not None and getattr(gen, key, None) not in off
+    ]
+    if active:
+        raise UnsupportedModel(f"the model's generation config sets {', '.join(active)}, which static lacks")
+
+
+class StaticParaphraser(Paraphraser):
+    """A :class:`~.hf_backend.Paraphraser` whose beam search runs on :mod:`.beam_search`."""
+
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
+        super().__init__(model, tokenizer, device, dtype)
+        self.step = decoder_step.for_model(self.model)
+        check_generation_config(self.model)
+        self._checked = False
+
+    def _self_check(self, enc: dict[str, torch.Tensor]) -> None:
+        """Once per model: the adapter's logits against the model's own forward pass, on real input."""
+        if self._checked:
+            return
+        ids, mask = enc["input_ids"][:2], enc["attention_mask"][:2]
+        decoder_ids = ids[:, :4].clone()
+        decoder_ids[:, 0] = self._start_token()
+        worst = decoder_step.check_against_model(self.step, ids, mask, decoder_ids)
+        tolerance = CHECK_TOLERANCE.get(self.dtype, 1e-3)
+        if not worst <= tolerance:
+            raise UnsupportedModel(
+                f"the static decoder step differs from the model's own forward pass by {worst:.3g} "
+                f"(tolerance {tolerance:g} in {self.dtype}); decode with paraphraser.backend: hf"
+            )
+        log.info("static backend: decoder step agrees with the model (largest logit difference %.2g)", worst)
+        self._checked = True
+
+    def _start_token(self) -> int:
+        gen = self.model.generation_config
+        start = gen.decoder_start_token_id
+        return int(start if start is not None else self.model.config.decoder_start_token_id)
+
+    def search_settings(self, cfg: DecodeSettings) -> SearchSettings:
+        gen = self.model.generation_config
+        eos = gen.eos_token_id if gen.eos_token_id is not None else self.model.config.eos_token_id
+        eos = eos[0] if isinstance(eos, list) else eos
+        pad = self.model.config.pad_token_id
+        gpu = self.device.type == "cuda"
+        return SearchSettings(
+            beams=cfg.beam_size,
+            start_token=self._start_token(),
+            eos_token=int(eos),
+            fill_token=int(pad if pad is not None else eos),
+            length_penalty=1.0,  # as search_kwargs sets for generate
+            forced_bos_token=getattr(gen, "forced_bos_token_id", None),
+            fuse_constraints=gpu,
+            sync_every=GPU_SYNC_EVERY if gpu else 1,
+        )
+
+    @torch.inference_mode()
+    def _decode_batch(
+        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
+    ) -> list[list[tuple[str, float]]]:
+        if cfg.mode != "beam":
+            return super()._decode_batch(requests, cfg, batch_index)
+        enc, limits, banned = self.batch_inputs(requests, cfg)
+        self._self_check(enc)
+        processor = TensorBannedSequences(banned, self.model.config.vocab_size, self.device)
+        encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
+        state = self.step.start(encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits))
+        limit_tensor = torch.tensor(limits, dtype=torch.long, device=self.device)
+        tokens, scores = beam_search(self.step, state, limit_tensor, self.search_settings(cfg), processor)
+        width = cfg.beam_size
+        texts = self.tokenizer.batch_decode(
+            tokens.view(-1, tokens.shape[-1]).tolist(), skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+        flat_scores = scores.view(-1).tolist()
+        return [
+            list(zip(texts[i * width : (i + 1) * width], flat_scores[i * width : (i + 1) * width]))
+            for i in range(len(requests))
+        ]

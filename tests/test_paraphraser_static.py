@@ -1,0 +1,158 @@
+"""The static backend (the GPU decoding engine) against transformers' generate (the hf backend).
+
+Random models of every family (T5, BART on byte-level BPE and on WordPiece, Pegasus, Marian),
+tokenizers trained on the fly, on the CPU in float32: the engine's beams and scores must be
+generate's, under per-sentence constraints and length limits, with beams that end early (EOS
+made likelier) and beams that run to their limit.
+"""
+
+import dataclasses
+
+import pytest
+import torch
+from conftest import CORPUS
+
+from spanaug.core.config import DecodeSettings
+from spanaug.demo.standins import FAMILIES, Size, build_model, train_tokenizer
+from spanaug.pipeline.paraphraser import decoder_step
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
+from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser, UnsupportedModel
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+CPU = torch.device("cpu")
+SMALL = Size(d_model=64, layers=2, heads=4, ffn=128)
+
+
+def _requests():
+    # Each sentence bans two of its own words (and their case variants), so every beam is constrained.
+    return [{"source_text": t, "constraints": t.split()[1:3]} for t in CORPUS]
+
+
+@pytest.fixture(scope="module")
+def family_models():
+    built = {}
+
+    def get(family, eos_boost=1.0):
+        key = (family, eos_boost)
+        if key not in built:
+            tok = train_tokenizer(FAMILIES[family], CORPUS * 3, 160, family=family.split("-")[0])
+            model = build_model(family, tok, SMALL)
+            with torch.no_grad():  # random weights almost never end a beam: make EOS likelier
+                model.lm_head.weight[tok.eos_token_id] *= eos_boost
+            built[key] = (model, tok)
+        return built[key]
+
+    return get
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_decoder_step_matches_the_model_forward(family_models, family):
+    model, tok = family_models(family)
+    enc = tok(CORPUS[:3], padding=True, return_tensors="pt")
+    decoder_ids = torch.randint(3, len(tok), (3, 7), generator=torch.Generator().manual_seed(1))
+    step = decoder_step.for_model(model)
+    assert decoder_step.check_against_model(step, enc["input_ids"], enc["attention_mask"], decoder_ids) < 1e-5
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize(("beams", "eos_boost"), [(5, 1.0), (4, 1.6), (9, 2.0)])
+def test_beams_and_scores_equal_generate(family_models, family, beams, eos_boost):
+    model, tok = family_models(family, eos_boost)
+    cfg = DecodeSettings(beam_size=beams, return_top=beams)
+    requests = _requests()
+    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(requests, cfg, 0)
+    got = StaticParaphraser(model, tok, CPU, torch.float32)._decode_batch(requests, cfg, 0)
+    assert [[text for text, _ in beams_] for beams_ in got] == [[text for text, _ in beams_] for beams_ in expected]
+    for got_beams, expected_beams in zip(got, expected):
+        assert [score for _, score in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
+
+
+def test_some_beams_end_early_and_some_at_their_limit(family_models):
+    """The equality test above covers both ways a hypothesis ends (else it would prove less)."""
+    model, tok = family_models("t5", 2.0)
+    cfg = DecodeSettings(beam_size=9, return_top=9, max_new_tokens=12)
+    got = StaticParaphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    lengths = {len(tok(text, add_special_tokens=False)["input_ids"]) for beams in got for text, _ in beams}
+    assert min(lengths) < 6
+    assert max(lengths) >= 10
+
+
+def test_finished_sentences_leave_the_batch(family_models):
+    model, tok = family_models("t5", 2.0)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    rows_per_step = []
+    real_step = para.step.__class__.__call__
+
+    def counting(self, tokens, t, state):
+        rows_per_step.append(tokens.shape[0])
+        return real_step(self, tokens, t, state)
+
+    cfg = DecodeSettings(beam_size=4, return_top=4)
+    para._decode_batch(_requests(), cfg, 0)  # the first batch also checks the step against the model
+    para.step.__class__.__call__ = counting
+    try:
+        para._decode_batch(_requests(), cfg, 0)
+    finally:
+        para.step.__class__.__call__ = real_step
+    assert rows_per_step[0] == len(CORPUS) * 4
+    assert rows_per_step[-1] < rows_per_step[0]
+    assert rows_per_step == sorted(rows_per_step, reverse=True)
+
+
+def test_fused_constraints_give_the_same_beams(family_models, monkeypatch):
+    """On GPUs the bans go before the one log-softmax: the same renormalised distribution."""
+    model, tok = family_models("bart", 1.6)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    cfg = DecodeSettings(beam_size=5, return_top=5)
+    plain = para._decode_batch(_requests(), cfg, 0)
+    settings = para.search_settings(cfg)
+    assert not settings.fuse_constraints  # on CPU, generate's order
+    monkeypatch.setattr(para, "search_settings", lambda c: dataclasses.replace(settings, fuse_constraints=True))
+    fused = para._decode_batch(_requests(), cfg, 0)
+    assert [[t for t, _ in b] for b in fused] == [[t for t, _ in b] for b in plain]
+    for a, b in zip(fused, plain):
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
+
+
+def test_processor_select_keeps_each_sentences_bans():
+    banned = [[(5,), (7, 8)], [(9,)], [(3, 4, 6)]]
+    full = TensorBannedSequences(banned, vocab_size=20)
+    kept = full.select(torch.tensor([2, 0]))
+    history = torch.tensor([[1, 3, 4], [1, 1, 7]])
+    scores = kept(history, torch.zeros(2, 20))
+    assert torch.isinf(scores[0, 6]) and not torch.isinf(scores[0, 5])
+    assert torch.isinf(scores[1, 5]) and torch.isinf(scores[1, 8]) and not torch.isinf(scores[1, 9])
+
+
+def test_other_families_are_refused(family_models):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    with pytest.raises(UnsupportedModel, match="gpt2"):
+        decoder_step.for_model(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2)))
+    model, tok = family_models("t5")
+    model.generation_config.encoder_no_repeat_ngram_size = 3
+    try:
+        with pytest.raises(UnsupportedModel, match="encoder_no_repeat_ngram_size"):
+            StaticParaphraser(model, tok, CPU, torch.float32)
+    finally:
+        model.generation_config.encoder_no_repeat_ngram_size = 0
+
+
+def test_auto_falls_back_to_hf_where_the_engine_cannot_decode(tiny_paraphraser, monkeypatch, caplog):
+    """backend auto on CUDA picks static; a model it cannot decode goes to hf with a warning, while
+    an explicit backend: static is a config error naming the setting."""
+    from spanaug.core.errors import ConfigError
+    from spanaug.pipeline.paraphraser import stage
+
+    monkeypatch.setattr(stage, "resolve_backend", lambda backend, device: "static")
+
+    def refuse(*args, **kwargs):
+        raise UnsupportedModel("no static decoder step for model type 'x'")
+
+    monkeypatch.setattr(stage.StaticParaphraser, "from_pretrained", refuse)
+    loaded = stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, dtype="float32"), "cpu")
+    assert type(loaded) is Paraphraser
+    assert "hf instead of static" in caplog.text
+    with pytest.raises(ConfigError, match=r"paraphraser\.backend: static: no static decoder step"):
+        stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, backend="static"), "cpu")
