@@ -19,8 +19,17 @@ pipeline's default ceiling of 1.5 x source + 10 (on CPU, also at most 40 tokens,
 minutes). Each method is timed on the same batches,
 interleaved over ``--repeats`` rounds; the median round counts.
 
+The projection counts what production runs: the configured aligner kind (``aligner.kind`` of
+config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype through its ``predict``
+(the cross kind with a MiniLM-sized and a BERT-base-sized random encoder; the configured encoder's
+size is projected), and for the cross kind one encoder pass per (pair, span), so every aligned beam
+costs the trigger plus the frame elements the align stage places (overt and not the trigger: the
+mean per annotated FN1.7 dev sentence, measured here). ``--decode-rate`` projects with a decode rate
+measured elsewhere (a new decoding backend's) and skips the decoding benchmark.
+
     .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
     .venv/bin/python scripts/bench_gpu.py --device cpu
+    .venv/bin/python scripts/bench_gpu.py --decode-rate 350   # the aligners and the projection only
 """
 
 from __future__ import annotations
@@ -41,11 +50,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
+import yaml
 
-from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import choose_dtype
+from spanaug.core.config import DecodeSettings, RunConfig, load_run_config
+from spanaug.core.devices import choose_dtype, device_name
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
+from spanaug.pipeline.frame_elements import has_span, to_place
 from spanaug.pipeline.importers import read_conll
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
@@ -57,6 +68,13 @@ from spanaug.pipeline.paraphraser.processors import (
 )
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
+PRODUCTION_CONFIG = REPO / "config" / "config.yaml"
+#: Random BERT encoders the aligners are timed with (vocabulary 30,522, as bert-base-uncased and MiniLM).
+ENCODER_SHAPES = {
+    "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+    "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024},
+}
 CONLL_CANDIDATES = [
     Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
     REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
@@ -188,14 +206,11 @@ def bench_aligner(
     from spanaug.pipeline.aligner.model import SpanAligner
 
     fast = bert_tokenizer([r["text"] for r in rows], vocab_size=8000)
-    shape = (
-        {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
-        if size == "base"
-        else {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
-    )
     torch.manual_seed(0)
-    encoder = BertModel(BertConfig(vocab_size=28996, max_position_embeddings=512, **shape))
-    aligner = SpanAligner(AlignerConfig(encoder="random-bert"), encoder=encoder, tokenizer=fast, device=str(device))
+    encoder = BertModel(BertConfig(vocab_size=28996, max_position_embeddings=512, **ENCODER_SHAPES[size]))
+    aligner = SpanAligner(
+        AlignerConfig(encoder="random-bert"), encoder=encoder, tokenizer=fast, device=str(device), dtype="auto"
+    )
     aligner.scorer.eval()
     picked = rng.sample(range(len(rows)), n_pairs)
     insts = []
@@ -214,42 +229,113 @@ def bench_aligner(
         ts.append(time.perf_counter() - start)
     rate = n_pairs / statistics.median(ts)
     print(
-        f"aligner: BERT-{size}-sized encoder (random weights), {n_pairs} FrameNet-length pairs, one span each: "
-        f"{rate:.1f} pairs/s"
+        f"paper aligner: BERT-{size}-sized encoder (random weights, {aligner.dtype}), {n_pairs} FrameNet-length "
+        f"pairs, one span each: {rate:.1f} pairs/s  [{device_name(device)}]"
     )
     return rate
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--sentences", type=int, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
-    ap.add_argument(
-        "--max-new-tokens",
-        type=int,
-        help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)",
+def frameset_instances(rows: list[dict], n_pairs: int, rng: random.Random) -> list:
+    """``n_pairs`` FrameNet dev sentences, each paired with itself shuffled (a same-length stand-in for a
+    paraphrase beam) and its trigger as the span."""
+    from spanaug.pipeline.aligner.instances import Instance
+
+    insts = []
+    for k, i in enumerate(rng.sample(range(len(rows)), n_pairs)):
+        r = rows[i]
+        target = list(r["tokens"])
+        rng.shuffle(target)
+        insts.append(Instance(f"p{k}", list(r["tokens"]), target, (r["span_start"], r["span_end"])))
+    return insts
+
+
+def bench_cross_aligner(
+    device: torch.device, rows: list[dict], size: str, n_pairs: int, batch_size: int, repeats: int, seed: int
+) -> float:
+    """Pairs/s of ``CrossAligner.predict`` (one encoder pass per pair and span) with a random encoder of
+    ``size``, in the device's dtype, ``batch_size`` pairs per batch (the config's ``aligner.batch_size``)."""
+    from transformers import BertConfig, BertModel
+
+    from spanaug.core.aligner_settings import CrossAlignerConfig
+    from spanaug.pipeline.aligner.cross_model import CrossAligner
+
+    fast = bert_tokenizer([r["text"] for r in rows], vocab_size=8000)
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=30522, max_position_embeddings=512, **ENCODER_SHAPES[size]))
+    aligner = CrossAligner(
+        CrossAlignerConfig(encoder=f"random-{size}"), encoder=encoder, tokenizer=fast, device=device, dtype="auto"
     )
-    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: the device's)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)",
+    insts = frameset_instances(rows, n_pairs, random.Random(seed))
+    aligner.predict(insts[:batch_size], batch_size=batch_size)  # warm-up
+    ts = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        aligner.predict(insts, batch_size=batch_size)
+        sync(device)
+        ts.append(time.perf_counter() - start)
+    rate = n_pairs / statistics.median(ts)
+    print(
+        f"cross aligner: {size}-sized encoder (random weights, {aligner.dtype}), {n_pairs} FrameNet-length pairs, "
+        f"one span each, batches of {batch_size}: {rate:.1f} pairs/s  [{device_name(device)}]"
     )
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(
-        "cuda"
-        if args.device == "auto" and torch.cuda.is_available()
-        else ("cpu" if args.device == "auto" else args.device)
+    return rate
+
+
+def production_config() -> RunConfig:
+    """config/config.yaml with every default filled in: the aligner kind, encoder and batch size to project."""
+    return load_run_config(yaml.safe_load(PRODUCTION_CONFIG.read_text(encoding="utf-8")))
+
+
+def encoder_size(name: str) -> str:
+    """The random stand-in for a configured encoder: MiniLM-sized for MiniLM, else BERT-base-sized."""
+    return "minilm" if "minilm" in name.lower() else "base"
+
+
+def frame_element_spans(rows: list[dict]) -> tuple[float, float]:
+    """Per annotated sentence, the mean number of overt FE spans, and of those the align stage places
+    (overt and not the trigger itself: ``frame_elements.to_place``)."""
+    overt = [sum(has_span(fe) for fe in r["frame_elements"] or ()) for r in rows]
+    placed = [len(to_place(r["frame_elements"], (r["span_start"], r["span_end"]))) for r in rows]
+    return statistics.mean(overt), statistics.mean(placed)
+
+
+def project_hours(
+    decode_rate: float,
+    pairs_rate: float,
+    spans_per_output: float,
+    aligned_beams: int,
+    seeds: int,
+    iterations: int,
+    kind: str,
+    label: str,
+) -> float:
+    """Hours for ``seeds`` x ``iterations`` paraphrase requests: decoding each at ``decode_rate``
+    sentences/s, then aligning its top ``aligned_beams`` beams at ``pairs_rate`` encoder inputs/s.
+
+    The cross kind marks the span in its input, so each beam costs one input per span aligned (the
+    trigger and its frame elements: ``spans_per_output``); the paper kind encodes a pair once for all
+    of its spans (the align stage sends them in one call), so each beam costs one input.
+    """
+    requests = seeds * iterations
+    inputs_per_request = aligned_beams * (spans_per_output if kind == "cross" else 1.0)
+    decode_h = requests / decode_rate / 3600
+    align_h = requests * inputs_per_request / pairs_rate / 3600
+    print(f"  requests: {seeds:,} seeds x {iterations} iterations = {requests:,} sentences decoded  [{label}]")
+    print(f"  decoding: {requests:,} / {decode_rate:,.2f} sentences/s = {decode_h:,.2f} h  [{label}]")
+    print(
+        f"  aligning ({kind}): {requests:,} x {aligned_beams} beams x {inputs_per_request / aligned_beams:.2f} "
+        f"encoder inputs per beam = {requests * inputs_per_request:,.0f} inputs / {pairs_rate:,.1f} pairs/s = "
+        f"{align_h:,.2f} h  [{label}]"
     )
+    print(f"  total: {decode_h + align_h:,.2f} h  [{label}]")
+    return decode_h + align_h
+
+
+def bench_hf_decoding(args: argparse.Namespace, device: torch.device, rows: list[dict], rng: random.Random) -> float:
+    """The decoding benchmark (transformers' generate, beam 20, constraint sets of iterations 1, 5, 10);
+    returns the projection's decode rate: sentences/s under the on-device processor, mean of the iterations."""
     gpu = device.type == "cuda"
-    rng = random.Random(args.seed)
-    rows = framenet_rows()
     iterations = [1, 5, 10]
     sets = chain_constraints(rows, iterations, args.seed)
     texts = [r["text"] for r in rows]
@@ -257,8 +343,7 @@ def main() -> None:
     tokenizer = train_tokenizer("unigram", texts, vocab_size=8000)
     model = build_model("t5", tokenizer, size, seed=args.seed)
     para = Paraphraser(model, tokenizer, device, choose_dtype(device))
-    label = "GPU" if gpu else "CPU"
-    name = torch.cuda.get_device_name(device) if gpu else f"CPU, {torch.get_num_threads()} threads"
+    name = device_name(device)
     print(
         f"device: {name}; paraphraser: T5 d_model {size.d_model}, {size.layers}+{size.layers} layers, "
         f"vocabulary {size.vocab_size}, {para.dtype}, random weights"
@@ -276,28 +361,103 @@ def main() -> None:
     res = bench_decoding(para, rows, sets, n, budget, args.repeats, rng, max_new)
     med = res["median"]
     for name_, t in med.items():
-        print(f"{name_:<20} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})")
+        print(f"{name_:<20} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
     ratios = {it: med[f"iter {it} on-device"] / med["unconstrained"] for it in iterations}
     old = {it: med[f"iter {it} reference"] / med["unconstrained"] for it in iterations}
     for it in iterations:
-        print(f"iteration {it:>2}: on-device/unconstrained {ratios[it]:.2f}, reference/unconstrained {old[it]:.2f}")
+        print(
+            f"iteration {it:>2}: on-device/unconstrained {ratios[it]:.2f}, reference/unconstrained {old[it]:.2f}"
+            f"  [{name}]"
+        )
     print(
         f"constrained/unconstrained time: {max(ratios.values()):.2f}  (on-device processor, worst of iterations "
-        f"{', '.join(map(str, iterations))})"
+        f"{', '.join(map(str, iterations))})  [{name}]"
     )
     del para, model
     if gpu:
         torch.cuda.empty_cache()
-    pairs_rate = bench_aligner(device, rows, "base" if gpu else "small", 1024 if gpu else 128, args.repeats, rng)
-    decode_rate = n / statistics.mean(med[f"iter {it} on-device"] for it in iterations)
-    requests = SEEDS * ITERATIONS
-    hours = requests / decode_rate / 3600 + requests * ALIGNED_BEAMS / pairs_rate / 3600
-    print(
-        f"projected {label}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} iterations, beam 20, "
-        f"top {ALIGNED_BEAMS} beams aligned): {hours:,.1f} ({requests / decode_rate / 3600:,.1f} decoding at "
-        f"{decode_rate:.2f} sentences/s + {requests * ALIGNED_BEAMS / pairs_rate / 3600:,.1f} aligning at "
-        f"{pairs_rate:.1f} pairs/s){'' if gpu else '  [CPU-sized models: not a GPU projection]'}"
+    return n / statistics.mean(med[f"iter {it} on-device"] for it in iterations)
+
+
+def main() -> None:
+    config = production_config()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--sentences", type=int, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
+    ap.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)",
     )
+    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: the device's)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)",
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--aligner-kind",
+        choices=["paper", "cross"],
+        default=config.aligner.kind,
+        help=f"the aligner kind projected (default: {PRODUCTION_CONFIG.name}'s, {config.aligner.kind})",
+    )
+    ap.add_argument(
+        "--decode-rate",
+        type=float,
+        help="project with this decode rate (sentences/s, e.g. a new backend's measured elsewhere) and skip "
+        "the decoding benchmark",
+    )
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else ("cpu" if args.device == "auto" else args.device)
+    )
+    gpu = device.type == "cuda"
+    name = device_name(device)
+    rng = random.Random(args.seed)
+    rows = framenet_rows()
+    # The projection's decode rate: transformers' generate as measured here, unless one is given. A new
+    # decoding backend plugs in here (its measured sentences/s) or on the command line (--decode-rate).
+    decode_source = "given (--decode-rate)" if args.decode_rate else "hf generate, on-device processor, measured"
+    decode_rate = args.decode_rate or bench_hf_decoding(args, device, rows, rng)
+    paper_size = "base" if gpu else "small"
+    pairs_rates = {
+        ("paper", paper_size): bench_aligner(device, rows, paper_size, 1024 if gpu else 128, args.repeats, rng)
+    }
+    batch = config.aligner.batch_size
+    for size, n_pairs in (("minilm", 4096 if gpu else 256), ("base", 2048 if gpu else 64)):
+        pairs_rates["cross", size] = bench_cross_aligner(device, rows, size, n_pairs, batch, args.repeats, args.seed)
+    overt, placed = frame_element_spans(rows)
+    spans_per_output = 1.0 + (placed if config.frame_elements.mode == "align" else 0.0)
+    print(
+        f"frame elements per annotated FN1.7 dev sentence ({len(rows):,}): {overt:.2f} overt spans, {placed:.2f} "
+        f"placed by the align stage (overt, not the trigger); spans aligned per output with frame_elements.mode "
+        f"{config.frame_elements.mode}: {spans_per_output:.2f}"
+    )
+    kind = args.aligner_kind
+    size = paper_size if kind == "paper" else encoder_size(config.aligner.encoder)
+    note = "" if gpu else "  [CPU-sized models: not a GPU projection]"
+    print(
+        f"projected {'GPU' if gpu else 'CPU'}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} "
+        f"iterations, beam 20, top {ALIGNED_BEAMS} beams aligned; {kind} aligner, {size}-sized encoder as "
+        f"{config.aligner.encoder!r}; decode rate {decode_source}):{note}"
+    )
+    hours = project_hours(
+        decode_rate, pairs_rates[kind, size], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind, name
+    )
+    print(f"projected hours: {hours:,.1f}  [{name}]")
+    if kind == "cross":  # the other encoder size, for comparison
+        other = "minilm" if size == "base" else "base"
+        alt = decode_rate, pairs_rates[kind, other], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind
+        print(f"with a {other}-sized encoder instead:")
+        print(f"projected hours ({other}-sized cross encoder): {project_hours(*alt, name):,.1f}  [{name}]")
 
 
 if __name__ == "__main__":
