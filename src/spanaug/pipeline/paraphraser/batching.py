@@ -10,22 +10,81 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import torch
 
-#: Default budgets (source tokens x beams). CUDA: about 2,048 decoder rows of ~50-token sources
-#: (T5-base, beam 20: ~100 sentences, a few GiB of KV cache in bf16); CPU: a few sentences at
-#: beam 20, where bigger batches only add padding.
+#: Default budgets (source tokens x beams) where the card's memory is not measured: CPU, a few
+#: sentences at beam 20, where bigger batches only add padding (also the floor of a GPU's budget);
+#: CUDA, when its free memory cannot be read (about 2,048 decoder rows of ~50-token sources).
 DEFAULT_MAX_BATCH_TOKENS = {"cuda": 98304, "cpu": 4096}
+
+#: Share of the card's free memory a batch's estimated decoder state may take: the rest is for what the
+#: estimate leaves out (attention scores, feed-forward activations, beam bookkeeping, fragmentation).
+FREE_MEMORY_SHARE = 0.5
+#: Budget cap on any card: past it, batches decode no faster and one batch would take minutes.
+MAX_BATCH_TOKENS_CAP = 1 << 20
+#: Source tokens per sentence the logits' cost is spread over (it is per decoder row, not per token):
+#: a short sentence, so that batches of short sentences fit too.
+SHORT_SOURCE = 16
+#: Copies of a row's logits alive at once (the logits, their log-softmax, the processors' mask, the
+#: beam scores), in float32.
+LOGIT_COPIES = 4
+#: The model the estimate assumes when it is not given (the ct2 backend): T5-base's decoder.
+ASSUMED_MODEL = {"d_model": 768, "decoder_layers": 12, "vocab_size": 32128}
 
 #: Length rule when ``max_new_tokens`` is not set: ``ceil(LENGTH_RATIO * source ids) + LENGTH_EXTRA``.
 LENGTH_RATIO = 1.5
 LENGTH_EXTRA = 10
 
 
-def default_max_batch_tokens(device: torch.device | str) -> int:
-    kind = torch.device(device).type
-    return DEFAULT_MAX_BATCH_TOKENS.get(kind, DEFAULT_MAX_BATCH_TOKENS["cpu"])
+def bytes_per_batch_token(model_config: Any = None, dtype: torch.dtype | None = None) -> int:
+    """Estimated GPU memory of one budget unit (one source token of one beam) while decoding: the
+    encoder's states, repeated per beam; the cross-attention keys and values of every decoder layer;
+    the self-attention keys and values over LENGTH_RATIO new tokens per source token; twice over, as
+    beam search reorders the cache into a copy. Plus the row's float32 logits over the vocabulary,
+    spread over a short source."""
+    width = _config_value(model_config, ("d_model", "hidden_size"), ASSUMED_MODEL["d_model"])
+    # T5's attention width (heads x d_kv) may differ from its model width.
+    heads, d_kv = (_config_value(model_config, (name,), 0) for name in ("num_heads", "d_kv"))
+    kv_width = heads * d_kv or width
+    layers = _config_value(
+        model_config, ("decoder_layers", "num_decoder_layers", "num_layers"), ASSUMED_MODEL["decoder_layers"]
+    )
+    vocab = _config_value(model_config, ("vocab_size",), ASSUMED_MODEL["vocab_size"])
+    size = (dtype or torch.float32).itemsize
+    cache = 2 * layers * kv_width * (1 + LENGTH_RATIO)  # keys and values: cross- and self-attention
+    states = width + 2 * cache  # the encoder's states; the cache and its reordered copy
+    logits = LOGIT_COPIES * vocab * torch.float32.itemsize / SHORT_SOURCE
+    return int(states * size + logits)
+
+
+def _config_value(config: Any, names: tuple[str, ...], default: int) -> int:
+    """The first of ``names`` a model config sets (configs name the same thing differently)."""
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return default
+
+
+def default_max_batch_tokens(
+    device: torch.device | str, model_config: Any = None, dtype: torch.dtype | None = None
+) -> int:
+    """The decode budget (source tokens x beams) when ``max_batch_tokens`` is not set: on CUDA, a share
+    of the card's free memory (what the caching allocator holds unused counts as free) over
+    :func:`bytes_per_batch_token` of the model, between the CPU budget and MAX_BATCH_TOKENS_CAP;
+    elsewhere the CPU budget. A batch that still runs out is split (core.oom)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return DEFAULT_MAX_BATCH_TOKENS["cpu"]
+    try:
+        free, _total = torch.cuda.mem_get_info(device)
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    except (RuntimeError, AssertionError):  # no CUDA runtime to ask (a device named but unusable)
+        return DEFAULT_MAX_BATCH_TOKENS["cuda"]
+    budget = int(FREE_MEMORY_SHARE * free) // bytes_per_batch_token(model_config, dtype)
+    return max(DEFAULT_MAX_BATCH_TOKENS["cpu"], min(MAX_BATCH_TOKENS_CAP, budget))
 
 
 def length_limit(source_ids: int, max_new_tokens: int | None = None) -> int:

@@ -10,6 +10,7 @@ limit, with search settings shared with the ct2 backend.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,15 @@ from tqdm import tqdm
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
+from spanaug.core.oom import split_on_oom
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -174,7 +178,10 @@ class Paraphraser:
         """Request indices in decoder batches: a token budget, length-sorted."""
         lengths = self.source_lengths([r["source_text"] for r in requests], cfg.prefix)
         model_check.check_lengths(self.name, lengths, list(requests), self.positions)
-        budget = cfg.max_batch_tokens or default_max_batch_tokens(self.device)
+        model_config = getattr(getattr(self, "model", None), "config", None)  # none on ct2
+        budget = cfg.max_batch_tokens or default_max_batch_tokens(
+            self.device, model_config, getattr(self, "dtype", None)
+        )
         return token_budget_batches(lengths, cfg.width, budget, cfg.batch_size, self._batch_group(requests, cfg))
 
     def _batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
@@ -194,7 +201,13 @@ class Paraphraser:
         batches = self.batches(requests, cfg) if requests else []
         for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
             batch = [requests[i] for i in idx]
-            candidates = self._generate_batch(batch, cfg, b)
+            # A batch that runs out of GPU memory is decoded in halves (core.oom). Every sentence has
+            # its own constraints and length limit, so beam outputs are the unsplit batch's; sampling
+            # keeps the batch's seed (its index b) for every part, so samples are reproducible for a
+            # given split but differ from the unsplit batch's (one RNG stream serves a whole call).
+            candidates = split_on_oom(
+                lambda part, b=b: self._generate_batch(part, cfg, b), batch, f"paraphrase batch {b}", log
+            )
             keep: list[tuple[int, str]] = []
             for i, req, cands in zip(idx, batch, candidates):
                 stats.requests += 1
@@ -217,7 +230,14 @@ class Paraphraser:
                 keep.extend((i, t) for t in kept)
             if not keep:
                 continue
-            scores = self.score([requests[i]["source_text"] for i, _ in keep], [t for _, t in keep], cfg.prefix)
+            scores = split_on_oom(
+                lambda part: self.score(
+                    [requests[i]["source_text"] for i, _ in part], [t for _, t in part], cfg.prefix
+                ),
+                keep,
+                f"paraphrase batch {b}'s scoring",
+                log,
+            )
             for (i, text), score in zip(keep, scores):
                 results.setdefault(i, []).append(
                     {
