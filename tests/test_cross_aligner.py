@@ -10,11 +10,12 @@ from spanaug.cli.main import main
 from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.core.aligner_settings import CrossTrainSettings as CrossTrainConfig
 from spanaug.core.metrics import null_share, span_metrics
-from spanaug.pipeline.aligner.cross_inputs import target_distribution
+from spanaug.pipeline.aligner.cross_inputs import Batch, collate, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.cross_training import _fit_calibration, train_cross_aligner
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.loading import AutoAligner, aligner_kind
+from spanaug.pipeline.aligner.model import candidate_spans
 
 
 def _aligner(tiny_encoder, **kw):
@@ -372,3 +373,66 @@ def test_length_sorted_batches_predict_as_one_pair_at_a_time(tiny_encoder, tmp_p
     batched = aligner.predict_candidates(pairs, 3, batch_size=16)  # length-sorted, padded
     assert [[span for span, _ in acc] for acc, _ in batched] == [[span for span, _ in acc] for acc, _ in alone]
     assert [best for _, best in batched] == pytest.approx([best for _, best in alone], abs=1e-5)
+
+
+def _collate_one_write_at_a_time(encs, k, pooling, pad_id):
+    """The batch written element by element (collate as it was first written): the reference."""
+    n, length = len(encs), max(len(x.ids) for x in encs)
+    n_words = max(len(x.target_words) for x in encs)
+    ids = torch.full((n, length), pad_id, dtype=torch.long)
+    types, mask = torch.zeros((n, length), dtype=torch.long), torch.zeros((n, length), dtype=torch.long)
+    word_pool, query_pool, source_pool = (
+        torch.zeros((n, n_words, length)),
+        torch.zeros((n, length)),
+        torch.zeros((n, length)),
+    )
+    items, cand_parts, diffs, counts = [], [], [], []
+    for row, x in enumerate(encs):
+        ids[row, : len(x.ids)] = torch.tensor(x.ids)
+        types[row, : len(x.types)] = torch.tensor(x.types)
+        mask[row, : len(x.ids)] = 1
+        for w, (a, b) in enumerate(x.target_words):
+            if pooling == "first":
+                word_pool[row, w, a] = 1.0
+            else:
+                word_pool[row, w, a:b] = 1.0 / (b - a)
+        m0, m1 = x.marked
+        query_pool[row, m0 : m1 + 1] = 1.0 / (m1 - m0 + 1)
+        for a, b in x.source_words:
+            if pooling == "first":
+                source_pool[row, a] = 1.0 / len(x.source_words)
+            else:
+                source_pool[row, a:b] = 1.0 / ((b - a) * len(x.source_words))
+        cands = candidate_spans(len(x.target_words), x.source_len, k)
+        cand_parts.append(cands)
+        items.append(torch.full((len(cands),), row, dtype=torch.long))
+        diffs.append((cands[:, 1] - cands[:, 0] + 1) - x.source_len + k)
+        counts.append(len(cands))
+    return Batch(
+        ids,
+        types,
+        mask,
+        word_pool,
+        query_pool,
+        source_pool,
+        torch.cat(items),
+        torch.cat(cand_parts),
+        torch.cat(diffs),
+        counts,
+    )
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_collate_builds_the_batch_written_one_element_at_a_time(tiny_encoder, pooling):
+    aligner = _aligner(tiny_encoder, pooling=pooling)
+    pairs = mixed_pairs(40, 5) + [Instance("long", WORDS * 3, WORDS * 3, (0, 9))]  # multi-piece words too
+    encs = [e for e in aligner.encode(pairs)[0] if e is not None]
+    assert any(b - a > 1 for x in encs for a, b in x.target_words)
+    for start in (0, 7, 30):
+        part = encs[start : start + 11]
+        got = collate(part, 2, pooling, 0, torch.device("cpu"))
+        want = _collate_one_write_at_a_time(part, 2, pooling, 0)
+        assert got.counts == want.counts
+        for name in ("ids", "types", "mask", "word_pool", "query_pool", "source_pool", "item", "cands", "length_diff"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype and torch.equal(a, b), name
