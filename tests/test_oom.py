@@ -219,3 +219,49 @@ def test_the_paraphraser_budgets_by_its_model_on_cuda(para, monkeypatch):
     )
     para.batches(_requests(2), DecodeSettings(beam_size=2, return_top=1))
     assert seen == [("cuda", para.model.config, torch.float32)]
+
+
+# ---------------------------------------------------------------- through both aligner kinds
+
+
+def test_paper_aligner_predict_recovers_from_oom_with_the_unsplit_predictions(tiny_encoder, monkeypatch, caplog):
+    from conftest import copy_task
+    from test_aligner_interface import _make
+
+    aligner = _make("paper", tiny_encoder)
+    test = copy_task(30, 3)
+    whole = aligner.predict(test, batch_size=8)
+    encoded, ranked = [], []
+    monkeypatch.setattr(aligner, "encode_pairs", _fails_over(4, aligner.encode_pairs, encoded))
+    monkeypatch.setattr(aligner, "rank_spans", _fails_over(3, aligner.rank_spans, ranked))
+    with caplog.at_level(logging.WARNING):
+        split = aligner.predict(test, batch_size=8)
+    assert [p for p, _ in split] == [p for p, _ in whole]
+    assert [s for _, s in split] == pytest.approx([s for _, s in whole], abs=1e-5)
+    assert max(encoded) > 4 and max(ranked) == 8  # the chunk's encoding and every batch of 8 were split
+    # one warning for the chunk's encoding and one per ranking batch (8, 8, 8, 6), however often each split
+    assert len(_warnings(caplog)) == 1 + 4
+
+
+def test_cross_aligner_predict_recovers_from_oom_with_the_unsplit_predictions(tiny_encoder, monkeypatch, caplog):
+    from conftest import copy_task
+    from test_aligner_interface import _make
+
+    aligner = _make("cross", tiny_encoder)
+    test = copy_task(30, 3)
+    whole = aligner.predict(test, batch_size=8)
+    rows: list[int] = []
+    hidden = aligner.hidden
+
+    def hidden_or_oom(batch):
+        rows.append(len(batch.counts))
+        if len(batch.counts) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return hidden(batch)
+
+    monkeypatch.setattr(aligner, "hidden", hidden_or_oom)
+    with caplog.at_level(logging.WARNING):
+        split = aligner.predict(test, batch_size=8)
+    assert [p for p, _ in split] == [p for p, _ in whole]
+    assert [s for _, s in split] == pytest.approx([s for _, s in whole], abs=1e-5)
+    assert max(rows) == 8 and len(_warnings(caplog)) == 4  # one per batch (8, 8, 8, 6), not per split

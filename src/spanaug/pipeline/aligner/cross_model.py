@@ -42,6 +42,7 @@ from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.encoders import load_encoder
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import null_share, span_metrics
+from spanaug.core.oom import split_on_oom
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import Candidates
@@ -337,10 +338,16 @@ class CrossAligner:
             self.totals[key] = self.totals.get(key, 0) + self.stats[key]
         out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(encs)
         order = sorted((n for n, x in enumerate(encs) if x is not None), key=lambda n: len(encs[n].ids))
-        for start in tqdm(range(0, len(order), batch_size), desc="align", unit="batch", disable=not progress):
-            idx = order[start : start + batch_size]
+
+        def score(idx: list[int]) -> list[None]:
             batch = self.collate([encs[n] for n in idx])
             split_scores(batch, self.scores(batch, self.hidden(batch)), idx, out)
+            return [None] * len(idx)
+
+        for start in tqdm(range(0, len(order), batch_size), desc="align", unit="batch", disable=not progress):
+            # A batch that runs out of GPU memory is split in halves and retried (core.oom): each input
+            # is scored on its own row.
+            split_on_oom(score, order[start : start + batch_size], f"align batch {start // batch_size}", log)
         return out
 
     def decide(

@@ -8,6 +8,8 @@ candidate start, candidate length), and scored by one 770-unit PReLU + batch-nor
 sigmoid output, trained with binary cross-entropy against soft labels 2^-d (SBCE).
 """
 
+import functools
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,11 +22,14 @@ from spanaug.core import modeldir
 from spanaug.core.aligner_settings import AlignerConfig
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.errors import ConfigError
+from spanaug.core.oom import split_on_oom
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.interface import Candidates, Prediction, best_predictions
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 
 FEATURES = ("df", "mx", "cue")
+
+log = logging.getLogger(__name__)
 
 
 # No `from __future__ import annotations` in this module: the hub mixin reads the type of
@@ -375,10 +380,15 @@ class SpanAligner:
         for start in tqdm(range(0, len(instances), chunk), desc="align", unit="chunk", disable=not progress):
             part = instances[start : start + chunk]
             pairs = list(dict.fromkeys(pair_key(i) for i in part))
-            vecs = dict(zip(pairs, self.encode_pairs(pairs, batch_size)))
+            # A batch that runs out of GPU memory is split in halves and retried (core.oom): each pair's
+            # vectors, and each span's ranking, are independent of their batch-mates.
+            encode = functools.partial(self.encode_pairs, batch_size=batch_size)
+            vecs = dict(zip(pairs, split_on_oom(encode, pairs, f"align chunk {start // chunk} (encoding)", log)))
             for j in range(0, len(part), batch_size):
                 sub = part[j : j + batch_size]
-                ranked = self.rank_spans([(vecs[pair_key(i)], i.source_span) for i in sub], top_k)
+                rank = functools.partial(self.rank_spans, top_k=top_k)
+                items = [(vecs[pair_key(i)], i.source_span) for i in sub]
+                ranked = split_on_oom(rank, items, f"align chunk {start // chunk} batch {j // batch_size}", log)
                 out.extend(([c for c in r if c[1] >= threshold], r[0][1] if r else 0.0) for r in ranked)
         return out
 
