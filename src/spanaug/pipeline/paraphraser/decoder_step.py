@@ -8,9 +8,10 @@ and LM head), with two differences in how the state is kept:
 * the cross-attention keys and values are computed once per *sentence* (``[B, H, S, d]``) and
   never copied or reordered: the beams of a sentence attend to them as ``W`` query positions of
   one batch element (``[B, H, W, d]`` queries), which is the same arithmetic;
-* the self-attention keys and values live in one preallocated tensor
+* the self-attention keys and values live in a preallocated tensor
   ``[layers, 2, rows, H, max_len, d]`` (a static cache); a step writes position ``t`` and attends
-  to ``[0, t]``, and a beam reorder copies positions ``[0, t]`` of all layers in one gather.
+  to ``[0, t]``, and a beam reorder gathers positions ``[0, t]`` of all layers, in one kernel,
+  into a second such tensor, which then serves as the cache (the two swap: no copy back).
 
 The families are T5 (and mT5) and the BART family (BART, mBART, Pegasus, Marian). Each adapter's
 arithmetic is checked against the model's own forward pass by :func:`check_against_model` (the
@@ -41,25 +42,30 @@ class StepState:
     cross_k: list[torch.Tensor]  # per layer [B, H, S, d]
     cross_v: list[torch.Tensor]
     cross_bias: torch.Tensor  # [B, 1, 1, S] additive mask over the source
-    self_kv: torch.Tensor  # [L, 2, rows, H, max_len, d]
+    self_kv: torch.Tensor  # [L, 2, rows, H, max_len, d]: the cache the next step reads and writes
+    spare: torch.Tensor  # the same shape: what a reorder writes into (then the two swap)
     beams: int
 
     @property
     def sentences(self) -> int:
         return self.cross_bias.shape[0]
 
-    def reorder(self, rows: torch.Tensor, upto: int) -> None:
-        """Beam ``r`` continues beam ``rows[r]``: copy each row's history ``[0, upto)`` over."""
+    def _gather_rows(self, rows: torch.Tensor, upto: int) -> None:
+        """Row ``r`` of the cache becomes row ``rows[r]``'s history ``[0, upto)``, for every layer, in
+        one gather from one buffer into the other (no copy back)."""
         n = rows.shape[0]
-        view = self.self_kv[:, :, :n, :, :upto]
-        view.copy_(view.index_select(2, rows))
+        torch.index_select(self.self_kv[:, :, :, :, :upto], 2, rows, out=self.spare[:, :, :n, :, :upto])
+        self.self_kv, self.spare = self.spare, self.self_kv
+
+    def reorder(self, rows: torch.Tensor, upto: int) -> None:
+        """Beam ``r`` continues beam ``rows[r]``."""
+        self._gather_rows(rows, upto)
 
     def keep(self, sentences: torch.Tensor, upto: int) -> None:
         """Keep only ``sentences`` (indices into the current batch), in that order, for the next steps."""
-        rows = (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).reshape(-1)
-        n = rows.shape[0]
-        view = self.self_kv[:, :, :, :, :upto]
-        view[:, :, :n].copy_(view.index_select(2, rows))
+        self._gather_rows(
+            (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).reshape(-1), upto
+        )
         self.cross_k = [k.index_select(0, sentences) for k in self.cross_k]
         self.cross_v = [v.index_select(0, sentences) for v in self.cross_v]
         self.cross_bias = self.cross_bias.index_select(0, sentences)
@@ -70,6 +76,21 @@ def _linear_heads(linear: torch.nn.Linear, x: torch.Tensor, heads: int) -> torch
     y = linear(x)
     n, t, _ = y.shape
     return y.view(n, t, heads, -1).transpose(1, 2)
+
+
+class FusedProjections:
+    """A layer's query, key and value projections as one matrix product (one kernel, not three)."""
+
+    def __init__(self, *linears: torch.nn.Linear):
+        self.weight = torch.cat([lin.weight for lin in linears])
+        biases = [lin.bias for lin in linears]
+        self.bias = torch.cat(biases) if all(b is not None for b in biases) else None
+
+    def __call__(self, x: torch.Tensor, heads: int) -> list[torch.Tensor]:
+        """``[N, 1, D]`` -> query, key and value ``[N, H, 1, d]``."""
+        y = F.linear(x, self.weight, self.bias)
+        n = y.shape[0]
+        return [part.view(n, 1, heads, -1).transpose(1, 2) for part in y.chunk(3, dim=-1)]
 
 
 class DecoderStep:
@@ -119,10 +140,9 @@ class DecoderStep:
         bias = torch.zeros(attention_mask.shape, dtype=encoded.dtype, device=encoded.device)
         bias = bias.masked_fill(attention_mask == 0, torch.finfo(encoded.dtype).min)[:, None, None, :]
         rows = encoded.shape[0] * beams
-        cache = torch.zeros(
-            (self.layers, 2, rows, self.heads, max_len, self.head_dim), dtype=encoded.dtype, device=encoded.device
-        )
-        return StepState(ks, vs, bias, cache, beams)
+        shape = (self.layers, 2, rows, self.heads, max_len, self.head_dim)
+        cache = torch.empty(shape, dtype=encoded.dtype, device=encoded.device)  # positions are written before read
+        return StepState(ks, vs, bias, cache, torch.empty_like(cache), beams)
 
     def __call__(self, tokens: torch.Tensor, t: int, state: StepState) -> torch.Tensor:
         """Float32 logits ``[rows, vocab]`` of the next token after ``tokens`` (the tokens at position ``t``)."""
@@ -157,11 +177,14 @@ class T5Step(DecoderStep):
 
     def __init__(self, model):
         super().__init__(model)
-        first = self._layers()[0].layer[0].SelfAttention
-        self._bias_module = first
+        self._bias_module = self._layers()[0].layer[0].SelfAttention
         self._bias_cache: torch.Tensor | None = None
         scale = getattr(self.config, "scale_decoder_outputs", None)
         self.scale_output = self.config.tie_word_embeddings if scale is None else scale
+        self.qkv = [
+            FusedProjections(b.layer[0].SelfAttention.q, b.layer[0].SelfAttention.k, b.layer[0].SelfAttention.v)
+            for b in self._layers()
+        ]
 
     def _layers(self):
         return self.decoder.block
@@ -174,29 +197,40 @@ class T5Step(DecoderStep):
         return attn.k, attn.v
 
     def position_bias(self, max_len: int, device, dtype) -> torch.Tensor:
-        """``[H, max_len, max_len]``: the bias of query position q over key position k."""
-        if self._bias_cache is None or self._bias_cache.shape[-1] < max_len or self._bias_cache.device != device:
-            self._bias_cache = self._bias_module.compute_bias(max_len, max_len, device=device)[0]
-        return self._bias_cache[:, :max_len, :max_len].to(dtype)
+        """``[H, max_len, max_len]``: the bias of query position q over key position k (computed once
+        per model, device and dtype, for the longest batch so far)."""
+        cache = self._bias_cache
+        if cache is None or cache.shape[-1] < max_len or cache.device != device or cache.dtype != dtype:
+            length = max(max_len, 0 if cache is None else cache.shape[-1])
+            self._bias_cache = self._bias_module.compute_bias(length, length, device=device)[0].to(dtype)
+        return self._bias_cache
+
+    def __call__(self, tokens, t, state):
+        # The position bias of step t is the same in every layer: sliced once per step.
+        self._step_bias = self.position_bias(state.self_kv.shape[4], tokens.device, state.self_kv.dtype)[
+            None, :, t : t + 1, : t + 1
+        ]
+        return super().__call__(tokens, t, state)
 
     def _embed(self, tokens, t):
         return self.decoder.embed_tokens(tokens)
 
+    @staticmethod
+    def _norm(norm, h: torch.Tensor) -> torch.Tensor:
+        """T5LayerNorm (RMS, no bias) as one fused kernel."""
+        return F.rms_norm(h, (h.shape[-1],), norm.weight, norm.variance_epsilon)
+
     def _layer(self, i, block, h, t, state):
         self_layer, cross_layer, ff = block.layer[0], block.layer[1], block.layer[-1]
-        attn = self_layer.SelfAttention
-        x = self_layer.layer_norm(h)
-        q, k, v = (_linear_heads(p, x, self.heads) for p in (attn.q, attn.k, attn.v))
-        bias = self.position_bias(state.self_kv.shape[4], h.device, h.dtype)[None, :, t : t + 1, : t + 1]
-        h = h + attn.o(self._self_attention(i, q, k, v, t, state, bias=bias, scale=1.0))
+        q, k, v = self.qkv[i](self._norm(self_layer.layer_norm, h), self.heads)
+        h = h + self_layer.SelfAttention.o(self._self_attention(i, q, k, v, t, state, bias=self._step_bias, scale=1.0))
         cross = cross_layer.EncDecAttention
-        x = cross_layer.layer_norm(h)
-        q = _linear_heads(cross.q, x, self.heads)
+        q = _linear_heads(cross.q, self._norm(cross_layer.layer_norm, h), self.heads)
         h = h + cross.o(self._cross_attention(i, q, state, scale=1.0))
-        return ff(h)
+        return h + ff.DenseReluDense(self._norm(ff.layer_norm, h))
 
     def _final(self, h):
-        h = self.decoder.final_layer_norm(h)
+        h = self._norm(self.decoder.final_layer_norm, h)
         if self.scale_output:
             h = h * (self.config.d_model**-0.5)
         return self.model.lm_head(h)
@@ -212,6 +246,10 @@ class BartFamilyStep(DecoderStep):
         # BART's embedding scales itself; Pegasus and Marian scale in the decoder.
         self.embed_scale = 1.0 if hasattr(embed, "embed_scale") else getattr(self.decoder, "embed_scale", 1.0)
         self._positions: torch.Tensor | None = None
+        self.qkv = [
+            FusedProjections(layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj)
+            for layer in self._layers()
+        ]
 
     def _layers(self):
         return self.decoder.layers
@@ -249,7 +287,7 @@ class BartFamilyStep(DecoderStep):
         attn, cross = layer.self_attn, layer.encoder_attn
 
         def self_block(x):
-            q, k, v = (_linear_heads(p, x, self.heads) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            q, k, v = self.qkv[i](x, self.heads)
             return attn.out_proj(self._self_attention(i, q, k, v, t, state))
 
         def cross_block(x):

@@ -113,18 +113,30 @@ class StaticParaphraser(Paraphraser):
         )
 
     @torch.inference_mode()
+    def search(
+        self,
+        enc: dict[str, torch.Tensor],
+        limits: list[int],
+        banned: list[list[tuple[int, ...]]] | None,
+        cfg: DecodeSettings,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Beam search of a batch: token ids ``[B, beams, 1 + max(limits)]`` and scores ``[B, beams]``,
+        best first; ``banned`` None decodes without constraints (benchmarks)."""
+        self._self_check(enc)
+        vocab = self.model.config.vocab_size
+        processor = TensorBannedSequences(banned, vocab, self.device) if banned is not None else None
+        encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
+        state = self.step.start(encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits))
+        limit_tensor = torch.tensor(limits, dtype=torch.long, device=self.device)
+        return beam_search(self.step, state, limit_tensor, self.search_settings(cfg), processor)
+
     def _decode_batch(
         self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
     ) -> list[list[tuple[str, float]]]:
         if cfg.mode != "beam":
             return super()._decode_batch(requests, cfg, batch_index)
         enc, limits, banned = self.batch_inputs(requests, cfg)
-        self._self_check(enc)
-        processor = TensorBannedSequences(banned, self.model.config.vocab_size, self.device)
-        encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
-        state = self.step.start(encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits))
-        limit_tensor = torch.tensor(limits, dtype=torch.long, device=self.device)
-        tokens, scores = beam_search(self.step, state, limit_tensor, self.search_settings(cfg), processor)
+        tokens, scores = self.search(enc, limits, banned, cfg)
         width = cfg.beam_size
         texts = self.tokenizer.batch_decode(
             tokens.view(-1, tokens.shape[-1]).tolist(), skip_special_tokens=True, clean_up_tokenization_spaces=False
