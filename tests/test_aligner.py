@@ -13,6 +13,10 @@ from spanaug.pipeline.aligner.instances import Instance, instances_from_bitext, 
 from spanaug.pipeline.aligner.model import SpanAligner, candidate_spans, soft_labels
 from spanaug.pipeline.aligner.training import holdout_by_pair, train_aligner
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def test_candidates_within_k_of_source_length():
     cands = candidate_spans(6, 2, 1)

@@ -14,6 +14,10 @@ from spanaug.pipeline.aligner.instances import read_instances
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, write_aligned_json
 from spanaug.workflow.preflight import check_run
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 # Sentence pairs whose rewritten words (content words, linked one to one) give span instances by the
 # shared data's rule; "quickly" and "yesterday" are unlinked, so they give null instances.
 REWRITES = [

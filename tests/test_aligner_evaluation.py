@@ -1,11 +1,16 @@
 import csv
 import json
 
+import pytest
 from conftest import copy_task
 
 from spanaug.core.aligner_settings import AblationSettings, AlignerConfig
 from spanaug.evaluation.aligner_ablation import position_difference, run_ablation, split_by_pair, unseen_in_training
 from spanaug.pipeline.aligner.instances import Instance, pair_key
+
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_split_keeps_pairs_together():

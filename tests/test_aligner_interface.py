@@ -16,6 +16,10 @@ from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.loading import AutoAligner
 from spanaug.pipeline.aligner.model import SpanAligner
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def _make(kind: str, tiny_encoder: str) -> SpanAlignerModel:
     """An untrained aligner of ``kind`` with seeded random weights (loading must keep them exactly),

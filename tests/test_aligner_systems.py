@@ -24,6 +24,10 @@ from spanaug.pipeline.aligner.training_data import (
 )
 from spanaug.pipeline.aligner.word_aligned import AlignedPair
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def test_every_system_name_has_its_recipe():
     # the settings' list of names is the one a config may choose from: each needs a recipe, and a

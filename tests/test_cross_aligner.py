@@ -17,6 +17,10 @@ from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.loading import AutoAligner, aligner_kind
 from spanaug.pipeline.aligner.model import candidate_spans
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def _aligner(tiny_encoder, **kw):
     torch.manual_seed(0)

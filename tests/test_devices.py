@@ -13,6 +13,10 @@ from spanaug.cli.main import main
 from spanaug.core import artifacts, devices
 from spanaug.core.errors import ConfigError
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 #: Every variable that says a job was given a GPU; cleared before each test so the host's own do not count.
 ALLOCATION_VARIABLES = (*devices.SLURM_GPU_VARIABLES, "CUDA_VISIBLE_DEVICES")
 

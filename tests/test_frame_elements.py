@@ -12,6 +12,10 @@ from spanaug.core.config import FrameElementSettings
 from spanaug.core.validation import LOST
 from spanaug.pipeline import frame_elements as fer
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def fe(name, start=None, end=None, null_type=None, coreness=None, score=None):
     return {"name": name, "start": start, "end": end, "null_type": null_type, "coreness": coreness, "score": score}

@@ -14,6 +14,10 @@ from spanaug.downstream.frameid.lexicon import FrameLexicon, lu_lemmas, span_key
 from spanaug.downstream.frameid.model import FrameIdentifier
 from spanaug.downstream.frameid.training import build_config, train_frameid
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def test_triple_scores_need_span_and_frame():
     gold = [Sentence(["a", "b", "c"], {(0, 0): "F", (1, 2): "G"})]
@@ -308,11 +312,16 @@ def test_defaults_recover_a_trigger_seen_in_training(tiny_encoder, tmp_path, cap
                 tiny_encoder,
                 "--out",
                 str(model),
+                # the F1 bars below were measured on the CPU in float32; the defaults tested are the
+                # training's, not the device's
+                "--device",
+                "cpu",
             ]
         )
         == 0
     )
-    assert main(["frameid", "eval", "--model", str(model), "--test", str(tmp_path / "test.conll")]) == 0
+    test = str(tmp_path / "test.conll")
+    assert main(["frameid", "eval", "--model", str(model), "--test", test, "--device", "cpu"]) == 0
     scores = json.loads(capsys.readouterr().out)
     summary = json.loads((model / "training_summary.json").read_text())
     assert scores["n_pred"] > 0.8 * scores["n_gold"] and scores["f1"] > 0.8, (scores, summary["history"])

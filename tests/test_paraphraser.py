@@ -11,6 +11,10 @@ from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
 from spanaug.pipeline.paraphraser.processors import ReferenceBannedSequences, TensorBannedSequences
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 @pytest.fixture(scope="module")
 def para(tiny_paraphraser):

@@ -12,6 +12,10 @@ from spanaug.pipeline.constraints import expand_stage
 from spanaug.pipeline.iterations import assemble, init_shards, select_stage
 from spanaug.pipeline.seeds import shard_of
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def seeds_table(n):
     return [seed(f"s{i}", ["They", "bought", "it", str(i)], 1, 1, "Commerce_buy", "buy.v") for i in range(n)]

@@ -10,6 +10,10 @@ from torch import nn
 from spanaug.core import training_loop
 from spanaug.core.training_loop import LoopSettings, fit
 
+# Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
+# wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def _regression(seed: int = 0):
     """A 2->1 linear model and 4 batches of 8 rows of y = x1 - 2 x2."""
