@@ -6,7 +6,7 @@ production config (config/config.yaml with config/rehearsal.yaml on top: 10 iter
 stand-in models made here) through ``profiles/slurm``, and while it runs the script
 
 1. cancels (``scancel``) one running SLURM job that paraphrases or aligns;
-2. kills the Snakemake head with SIGKILL in the middle of an iteration, then resumes as the README
+2. kills the Snakemake head with SIGKILL in the middle of an iteration, then resumes as docs/running.md
    says (``scancel --name`` of the killed head's SLURM run ID, then the same command again);
 3. restarts slurmd (``cluster.sh restart-slurmd``).
 
@@ -96,7 +96,7 @@ def overrides(run_name: str, args: argparse.Namespace, corpus: Path) -> list[str
 
 
 def slurm_command(run_name: str, args: argparse.Namespace, corpus: Path, profile: str = "profiles/slurm") -> list[str]:
-    """The SLURM run; its rerun after a head kill is the same command (README: Killed runs)."""
+    """The SLURM run; its rerun after a head kill is the same command (docs/running.md: Killed runs)."""
     res = f"results/{run_name}"
     return [
         SNAKEMAKE,

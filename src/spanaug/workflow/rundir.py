@@ -78,7 +78,7 @@ def changed_config_message(results: Path | str, changes: list[str]) -> str:
         f"{results} was made with another config ({Path(results) / RECORD}); changed:\n{shown}\n"
         f"Snakemake would rerun the jobs whose settings changed and replace their results. To keep both, "
         f"give this config its own run_name (--config run_name=NAME; it can reuse this run's trained models, "
-        f"e.g. aligner.model: {Path(results) / 'models/aligner'}: see the README's ablations). To replace "
+        f"e.g. aligner.model: {Path(results) / 'models/aligner'}: see docs/running.md, Ablations). To replace "
         f"them, rerun with -R and the rules you changed (or delete {Path(results) / RECORD})."
     )
 
