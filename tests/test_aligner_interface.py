@@ -123,6 +123,40 @@ def test_auto_aligner_is_not_instantiated_and_a_kind_must_be_known():
         aligner_class("wordpiece-magic")
 
 
+def test_every_kind_is_registered_once_for_loading_and_training():
+    """KINDS names each kind's class, which records that kind, and its trainer; the trainers share
+    the registry's signature, so a caller never branches on the kind."""
+    from spanaug.pipeline.aligner.kinds import KINDS, Trainer, load_attribute
+
+    expected = list(inspect.signature(Trainer.__call__).parameters)[1:]  # without self
+    for kind, entry in KINDS.items():
+        assert load_attribute(entry.model).kind == kind
+        assert list(inspect.signature(load_attribute(entry.trainer)).parameters) == expected, kind
+    assert [kind for kind, entry in KINDS.items() if entry.pretrains] == ["cross"]
+
+
+@pytest.mark.parametrize("kind", ["paper", "cross"])
+def test_train_kind_trains_either_kind_from_one_recipe(tiny_encoder, kind):
+    from spanaug.core.aligner_settings import CrossTrainSection
+    from spanaug.pipeline.aligner.kinds import Recipe, train_kind
+
+    torch.manual_seed(0)
+    recipe = Recipe.of(tiny_encoder, 2, epochs=1, seed=0, cross=CrossTrainSection(epochs=1, head_dim=16))
+    aligner, summary = train_kind(kind, recipe, copy_task(24, 0), copy_task(8, 5), device="cpu")
+    assert aligner.kind == kind and aligner.config.encoder == tiny_encoder and aligner.config.k == 2
+    assert summary["threshold_source"] == "dev instances"
+
+
+def test_pretraining_a_kind_that_does_not_pretrain_is_refused_before_training(tiny_encoder):
+    from spanaug.pipeline.aligner.kinds import Recipe, train_kind
+
+    recipe = Recipe.of(tiny_encoder, 2, epochs=1, seed=0)
+    with pytest.raises(ConfigError, match="paper aligner: only the cross aligner pre-trains"):
+        train_kind("paper", recipe, copy_task(24, 0), None, device="cpu", pretrain=copy_task(4, 1))
+    with pytest.raises(ConfigError, match="unknown aligner kind 'wordpiece-magic'"):
+        train_kind("wordpiece-magic", recipe, copy_task(24, 0), None)
+
+
 def test_the_encoder_override_reaches_the_paper_kind_only(tiny_encoder, tmp_path, caplog):
     import shutil
 

@@ -16,10 +16,12 @@ from spanaug.core.aligner_settings import (
     AlignerSystemsSettings,
     AlignerTrainSection,
     CrossDomainSettings,
+    CrossTrainSection,
     LongSpanSettings,
 )
 from spanaug.core.config import FrameElementSettings, Runtime
 from spanaug.core.settings import inherit, setting, settings
+from spanaug.pipeline.aligner.kinds import Recipe, pretrain_problem, train_kind
 
 log = logging.getLogger(__name__)
 group("align", "the span aligners: the paper's discriminative one and the cross encoder")
@@ -37,8 +39,10 @@ def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -
     from spanaug.core.errors import ConfigError
     from spanaug.core.files import write_json
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, read_instances
-    from spanaug.pipeline.aligner.training import train_aligner
     from spanaug.pipeline.aligner.training_data import corpus_origins, read_corpora
+
+    if train.pretrain and (problem := pretrain_problem(options.kind)):  # before any file is read
+        raise ConfigError(f"--pretrain: {problem} (--kind, aligner.kind: {options.kind})")
 
     if train.instances or train.word_aligned:
         corpora = read_corpora(train.instances, train.word_aligned)
@@ -53,28 +57,18 @@ def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -
     extra = [inst for path in train.extra_instances for inst in read_instances(path)]
     made, counts, by_source = _made_sources(train, instances, dev or ())
     extra += made
+    pretrain = [inst for path in train.pretrain for inst in read_instances(path)]
     started = time.perf_counter()
-    if options.kind == "cross":
-        from spanaug.core.aligner_settings import CrossTrainSection
-        from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
-        cross = train.cross or CrossTrainSection()
-        pretrain = [inst for path in train.pretrain for inst in read_instances(path)]
-        aligner, summary = train_cross_aligner(
-            instances,
-            cross.architecture(options.encoder, train.k),
-            cross.training(),
-            dev=dev,
-            device=runtime.device,
-            extra=extra,
-            pretrain=pretrain,
-        )
-    else:
-        if train.pretrain:
-            raise ConfigError("--pretrain: only the cross aligner pre-trains (aligner.kind: cross)")
-        aligner, summary = train_aligner(
-            instances, train.architecture(options.encoder), train, dev=dev, device=runtime.device, extra=extra
-        )
+    aligner, summary = train_kind(
+        options.kind,
+        _recipe(train, options.encoder),
+        instances,
+        dev,
+        device=runtime.device,
+        progress=True,
+        extra=extra,
+        pretrain=pretrain,
+    )
     seconds = time.perf_counter() - started
     aligner.save_pretrained(options.out)
     log.info("aligner threshold %.4f: %s", aligner.config.threshold, summary["threshold_source"])
@@ -86,6 +80,18 @@ def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -
     log.info("trained in %.0f s, %.1f instances/s (every epoch counted)", seconds, summary["instances_per_s"])
     print(f"align train: {summary['instances_per_s']:.1f} instances/s ({seconds:.0f} s)")
     write_json(summary, Path(options.out) / "training_summary.json")
+
+
+def _recipe(train: AlignerTrainSection, encoder: str) -> Recipe:
+    """The recipe of ``align train`` and of the workflow's aligner: the paper kind from the section
+    itself, the cross kind from its ``cross`` settings (their defaults when unset)."""
+    cross = train.cross or CrossTrainSection()
+    return Recipe(
+        paper=train.architecture(encoder),
+        paper_training=train,
+        cross=cross.architecture(encoder, train.k),
+        cross_training=cross.training(),
+    )
 
 
 def _throughput(summary: dict, seconds: float) -> float:

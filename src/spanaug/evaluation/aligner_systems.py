@@ -21,19 +21,13 @@ from typing import Any
 import torch
 
 from spanaug.core import files
-from spanaug.core.aligner_settings import (
-    AlignerConfig,
-    AlignerSystem,
-    AlignerSystemsSettings,
-    AlignerTrainSettings,
-    CrossTrainSection,
-)
+from spanaug.core.aligner_settings import AlignerConfig, AlignerSystem, AlignerSystemsSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import prediction_metrics, span_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair, unseen_in_training
 from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.aligner.kinds import Recipe, train_kind
 from spanaug.pipeline.aligner.model import SpanAligner
-from spanaug.pipeline.aligner.training import train_aligner
 from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances
 
 log = logging.getLogger(__name__)
@@ -222,36 +216,38 @@ def _train_row(
     progress: bool,
 ) -> tuple[Any, dict[str, Any]]:
     """One row's aligner, trained as its recipe says, and its training summary."""
-    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
     row = SYSTEMS[name]
-    use_dev = split.dev if row.threshold == "dev" else None
-    if row.kind == "paper":
-        row_cfg = AlignerConfig(encoder=base_cfg.encoder, k=base_cfg.k)
-        tcfg = AlignerTrainSettings(
-            epochs=cfg.epochs, seed=cfg.seed, refit_after_holdout=row.threshold == "holdout-refit"
-        )
-        if row.threshold == "untuned":  # no held-out pairs: the threshold stays at its untuned default
-            tcfg = dataclasses.replace(tcfg, threshold_holdout=0.0)
-        return train_aligner(
-            split.train, row_cfg, tcfg, dev=use_dev, aligner=paper.aligner(row_cfg), progress=progress, extra=extra
-        )
-    cross = cfg.cross or CrossTrainSection()
-    if row.threshold not in ("dev", "holdout"):
-        raise ConfigError(f"cross systems tune the threshold on dev or held-out pairs, not {row.threshold!r}")
+    recipe = _row_recipe(row, cfg, base_cfg)
     pretrain = list(sources.synthetic) if row.pretrain else []
     if row.pretrain and not pretrain:
         raise ConfigError(f"system {name!r} needs synthetic pre-training instances")
-    return train_cross_aligner(
+    # The paper rows share one frozen encoder (and its cache of encoded sentences).
+    aligner = paper.aligner(recipe.paper) if row.kind == "paper" else None
+    use_dev = split.dev if row.threshold == "dev" else None
+    return train_kind(
+        row.kind,
+        recipe,
         split.train,
-        cross.architecture(base_cfg.encoder, base_cfg.k),
-        dataclasses.replace(cross.training(), seed=cfg.seed),
-        dev=use_dev,
+        use_dev,
         device=paper.device,
         progress=progress,
         extra=extra,
         pretrain=pretrain,
+        aligner=aligner,
     )
+
+
+def _row_recipe(row: Row, cfg: AlignerSystemsSettings, base_cfg: AlignerConfig) -> Recipe:
+    """The systems' recipe with the row's threshold handling: the paper kind tunes on dev pairs, on
+    held-out training pairs (then refits on all of them for ``holdout-refit``) or nowhere; the cross
+    kind on dev or held-out pairs."""
+    if row.kind == "cross" and row.threshold not in ("dev", "holdout"):
+        raise ConfigError(f"cross systems tune the threshold on dev or held-out pairs, not {row.threshold!r}")
+    recipe = Recipe.of(base_cfg.encoder, base_cfg.k, epochs=cfg.epochs, seed=cfg.seed, cross=cfg.cross)
+    paper_training = dataclasses.replace(recipe.paper_training, refit_after_holdout=row.threshold == "holdout-refit")
+    if row.threshold == "untuned":  # no held-out pairs: the threshold stays at its untuned default
+        paper_training = dataclasses.replace(paper_training, threshold_holdout=0.0)
+    return dataclasses.replace(recipe, paper_training=paper_training)
 
 
 def _test_scores(name: str, aligner: Any, split: _Split, out_dir: Path, train_s: float) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.pipeline.aligner.instances import Instance
-from spanaug.pipeline.aligner.training import holdout_by_pair, train_kind
+from spanaug.pipeline.aligner.kinds import Recipe, train_kind
+from spanaug.pipeline.aligner.training import holdout_by_pair
 from spanaug.pipeline.aligner.training_data import DataSources, extra_training_instances, phrase_options
 from spanaug.pipeline.aligner.word_aligned import AlignedPair, instances_from_alignments
 
@@ -152,15 +153,12 @@ def _train(
     progress: bool,
 ) -> tuple[Any, dict[str, Any]]:
     """One row's aligner, tuned on its corpora's tuning parts."""
+    recipe = Recipe.of(base_cfg.encoder, base_cfg.k, epochs=cfg.epochs, seed=cfg.seed, cross=cfg.cross)
     return train_kind(
         cfg.kind,
+        recipe,
         train,
         tune,
-        encoder=base_cfg.encoder,
-        k=base_cfg.k,
-        epochs=cfg.epochs,
-        seed=cfg.seed,
-        cross=cfg.cross,
         device=device,
         progress=progress,
         extra=extra,

@@ -30,6 +30,7 @@ from spanaug.core.aligner_settings import AlignerConfig, LongSpanSettings
 from spanaug.core.metrics import prediction_metrics
 from spanaug.evaluation.aligner_ablation import split_by_pair
 from spanaug.pipeline.aligner.instances import Instance, pair_key
+from spanaug.pipeline.aligner.kinds import Recipe, train_kind
 from spanaug.pipeline.aligner.training_data import consistent_phrases, pairs_for, phrase_pair_instances
 from spanaug.pipeline.aligner.word_aligned import AlignedPair
 
@@ -161,20 +162,8 @@ def _train(
     device: str | None,
 ) -> Any:
     """One aligner of ``kind``, its threshold (and the cross kind's epoch and calibration) on ``dev``."""
-    from spanaug.pipeline.aligner.training import train_kind
-
-    return train_kind(
-        kind,
-        train,
-        dev,
-        encoder=base.encoder,
-        k=base.k,
-        epochs=setup.epochs,
-        seed=setup.seed,
-        cross=setup.cross,
-        device=device,
-        extra=extra,
-    )[0]
+    recipe = Recipe.of(base.encoder, base.k, epochs=setup.epochs, seed=setup.seed, cross=setup.cross)
+    return train_kind(kind, recipe, train, dev, device=device, extra=extra)[0]
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:

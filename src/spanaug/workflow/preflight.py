@@ -29,6 +29,7 @@ from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettin
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
+from spanaug.pipeline.aligner.kinds import pretrain_problem
 from spanaug.pipeline.paraphraser import model_check
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
@@ -305,10 +306,8 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
             )
         yield from _files("aligner.train.pretrain", a.train.pretrain)
         for key, given in (("pretrain", a.train.pretrain), ("synthetic_lexicon", a.train.synthetic_lexicon)):
-            if given and a.kind != "cross":
-                yield Problem(
-                    f"aligner.train.{key}", "only the cross aligner pre-trains: set aligner.kind: cross, or drop it"
-                )
+            if given and (problem := pretrain_problem(a.kind)):
+                yield Problem(f"aligner.train.{key}", f"{problem}: set aligner.kind to one that does, or drop it")
         if a.train.synthetic_lexicon:
             yield from _lexicon("aligner.train.synthetic_lexicon", a.train.synthetic_lexicon)
     if not a.model or a.evaluation:

@@ -32,6 +32,7 @@ from spanaug.core.metrics import expected_calibration_error, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, split_scores, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.instances import Instance
+from spanaug.pipeline.aligner.kinds import Recipe
 from spanaug.pipeline.aligner.model import candidate_spans, encoder_layers
 from spanaug.pipeline.aligner.training import threshold_split
 
@@ -350,6 +351,32 @@ def train_cross_aligner(
         train_s,
     )
     return aligner, summary
+
+
+def train_cross(
+    recipe: Recipe,
+    train: Sequence[Instance],
+    dev: Sequence[Instance] | None,
+    *,
+    device: str | None,
+    progress: bool,
+    extra: Sequence[Instance],
+    pretrain: Sequence[Instance],
+    aligner: CrossAligner | None,
+) -> tuple[CrossAligner, dict[str, Any]]:
+    """The cross kind's trainer in the registry (:data:`~.kinds.KINDS`): :func:`train_cross_aligner`
+    on the recipe's cross settings."""
+    return train_cross_aligner(
+        train,
+        recipe.cross,
+        recipe.cross_training,
+        dev=dev,
+        device=device,
+        progress=progress,
+        aligner=aligner,
+        extra=extra,
+        pretrain=pretrain,
+    )
 
 
 def _tune_on_heldout(trainer: _Trainer, data: _Data, source: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from pathlib import Path
@@ -11,15 +10,10 @@ from pathlib import Path
 from spanaug.core import modeldir
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
+from spanaug.pipeline.aligner.kinds import KINDS, kind_entry, load_attribute
 
 log = logging.getLogger(__name__)
 
-#: Each kind's class (module, name), imported only when a directory of that kind is loaded (torch,
-#: transformers): the CLI reads a directory's kind, and reports a bad one, before any of that.
-KINDS: dict[str, tuple[str, str]] = {
-    "paper": ("spanaug.pipeline.aligner.model", "SpanAligner"),
-    "cross": ("spanaug.pipeline.aligner.cross_model", "CrossAligner"),
-}
 #: The kind of a directory whose config.json has no ``kind``: the paper aligner saved it none before.
 DEFAULT_KIND = "paper"
 
@@ -42,11 +36,9 @@ def aligner_kind(path: Path | str) -> str:
 
 
 def aligner_class(kind: str) -> type[SpanAlignerModel]:
-    """The class of aligner ``kind`` (``paper``, ``cross``)."""
-    if kind not in KINDS:
-        raise ConfigError(f"unknown aligner kind {kind!r} (known: {', '.join(KINDS)})")
-    module, name = KINDS[kind]
-    return getattr(importlib.import_module(module), name)
+    """The class of aligner ``kind`` (``paper``, ``cross``), imported only now (torch, transformers):
+    the CLI reads a directory's kind, and reports a bad one, before any of that."""
+    return load_attribute(kind_entry(kind).model)
 
 
 class AutoAligner:

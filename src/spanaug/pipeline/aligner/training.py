@@ -17,11 +17,12 @@ import torch
 from torch import nn
 
 from spanaug.core import training_loop
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings, CrossTrainSection
+from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import span_metrics
 from spanaug.core.splits import assign_parts
 from spanaug.pipeline.aligner.instances import Instance, pair_key, without_pairs
+from spanaug.pipeline.aligner.kinds import Recipe
 from spanaug.pipeline.aligner.model import SpanAligner, soft_labels
 from spanaug.pipeline.aligner.threshold_plan import threshold_plan
 
@@ -85,43 +86,21 @@ def threshold_split(
     return train, extra, [], "untuned"
 
 
-def train_kind(
-    kind: str,
+def train_paper(
+    recipe: Recipe,
     train: Sequence[Instance],
     dev: Sequence[Instance] | None,
     *,
-    encoder: str,
-    k: int,
-    epochs: int,
-    seed: int,
-    cross: CrossTrainSection | None = None,
-    device: str | None = "auto",
-    progress: bool = False,
-    extra: Sequence[Instance] = (),
-    pretrain: Sequence[Instance] = (),
-) -> tuple[Any, dict[str, Any]]:
-    """An aligner of ``kind`` on ``train`` (+ ``extra``), tuned on ``dev``, and its training summary:
-    the paper's for ``epochs``, the cross encoder as ``cross`` says (its defaults when None), both
-    seeded with ``seed``. The recipe the evaluations (long spans, cross-domain) train each row with."""
-    if kind == "paper":
-        if pretrain:
-            raise ConfigError("synthetic pre-training: only the cross aligner pre-trains (kind: cross)")
-        tcfg = AlignerTrainSettings(epochs=epochs, seed=seed)
-        cfg = AlignerConfig(encoder=encoder, k=k)
-        return train_aligner(train, cfg, tcfg, dev=dev, device=device, progress=progress, extra=extra)
-    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
-
-    cross = cross or CrossTrainSection()
-    return train_cross_aligner(
-        train,
-        cross.architecture(encoder, k),
-        dataclasses.replace(cross.training(), seed=seed),
-        dev=dev,
-        device=device,
-        progress=progress,
-        extra=extra,
-        pretrain=pretrain,
-    )
+    device: str | None,
+    progress: bool,
+    extra: Sequence[Instance],
+    pretrain: Sequence[Instance],
+    aligner: SpanAligner | None,
+) -> tuple[SpanAligner, dict[str, Any]]:
+    """The paper kind's trainer in the registry (:data:`~.kinds.KINDS`): :func:`train_aligner` on the
+    recipe's paper settings. It never pre-trains; the registry refuses ``pretrain`` before this."""
+    cfg, tcfg = recipe.paper, recipe.paper_training
+    return train_aligner(train, cfg, tcfg, dev=dev, device=device, progress=progress, aligner=aligner, extra=extra)
 
 
 def train_aligner(
