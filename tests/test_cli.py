@@ -23,7 +23,7 @@ def test_options_carry_the_settings_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["paraphrase", "--help"])
     text = capsys.readouterr().out
-    assert "--beam-size" in text and "(default: 20)" in text and "{auto,hf,ct2}" in text
+    assert "--beam-size" in text and "(default: 20)" in text and "{auto,hf,ct2,static}" in text
 
 
 def test_a_bad_setting_is_one_line_naming_the_option(tmp_path, capsys):

@@ -132,6 +132,9 @@ class DecodeSettings(Settings):
     max_new_tokens: int | None = setting(
         None, "new tokens per sentence, in both backends (null: ceil(1.5 x the sentence's source ids) + 10)", minimum=1
     )
+    cuda_graphs: bool = setting(
+        True, "static backend on CUDA: replay each decoder step from CUDA graphs (false: launch it op by op)"
+    )
     ct2_batching: Literal["exact", "union"] = setting(
         "exact",
         "ct2 only: exact, one call per constraint set (outputs equal hf's); union, one call per batch "

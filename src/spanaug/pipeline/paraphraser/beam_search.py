@@ -15,7 +15,8 @@ What differs is what it keeps and moves:
 * a beam reorder copies each layer's self-attention history ``[0, t]`` in one gather;
 * a sentence whose hypotheses can no longer change leaves the batch, so the step shrinks as
   sentences finish (``generate`` keeps decoding them until the whole batch is done); this is
-  checked every ``sync_every`` steps, the only host synchronisation of the loop;
+  checked every ``sync_every`` steps (every graph bucket when the step is replayed from CUDA
+  graphs, :mod:`.step_runner`), the only host synchronisation of the loop;
 * on ``fuse_constraints`` the bans are applied to the logits before the one log-softmax, which is
   the renormalised distribution the processor computes after it, one pass over the vocabulary
   fewer (used on GPUs; on CPU the order is ``generate``'s, so scores agree to the last bit).
@@ -32,8 +33,8 @@ import dataclasses
 
 import torch
 
-from spanaug.pipeline.paraphraser.decoder_step import DecoderStep, StepState
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
+from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
 
 NEG = -1.0e9  # transformers' stand-in for "impossible" in beam search bookkeeping
 
@@ -47,6 +48,7 @@ class SearchSettings:
     length_penalty: float = 1.0
     forced_bos_token: int | None = None
     fuse_constraints: bool = False
+    two_stage_topk: bool = False
     sync_every: int = 1
 
 
@@ -75,16 +77,16 @@ def _gather(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 @torch.inference_mode()
 def beam_search(
-    step: DecoderStep,
-    state: StepState,
+    runner: EagerRunner | GraphRunner,
     limits: torch.Tensor,
     settings: SearchSettings,
     processor: TensorBannedSequences | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Finished beams ``[B, W, 1 + max(limits)]`` (start token first, ``fill_token`` after the end)
-    and their scores ``[B, W]``, best first, for the ``B`` sentences of ``state``."""
+    and their scores ``[B, W]``, best first, for the ``B`` sentences of the runner's state."""
     w = settings.beams
-    b = state.sentences
+    b = runner.state.sentences
+    sync_every = runner.sync_every or settings.sync_every
     device = limits.device
     steps = int(limits.max())
     width = steps + 1
@@ -108,15 +110,13 @@ def beam_search(
     for s in range(steps):
         cur = s + 1  # tokens so far, the start token included
         n = beams.ids.shape[0]
-        logits = step(beams.running[:, :, s].reshape(-1), s, state)  # [n * w, V]
+        logits = runner(beams.running[:, :, s].reshape(-1), s)  # [n * w, V]
         vocab = logits.shape[-1]
         history = beams.running[:, :, :cur].reshape(n * w, cur)
         log_probs = _next_log_probs(logits, history, s, settings, processor)
-        log_probs = (log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]).view(n, w * vocab)
+        log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
         # c. the 2W best continuations
-        top_scores, top_index = torch.topk(log_probs, k=2 * w)
-        parent = top_index // vocab
-        token = top_index % vocab
+        top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
         top_seqs = _gather(beams.running, parent)
         top_seqs[:, :, cur] = token
         # d. which of them end here: EOS, or the sentence's own length limit
@@ -127,7 +127,7 @@ def beam_search(
         beams.running = _gather(top_seqs, nxt)
         beams.running_scores = _gather(run_scores, nxt)
         rows = (torch.arange(n, device=device)[:, None] * w + _gather(parent, nxt)).reshape(-1)
-        state.reorder(rows, cur)
+        runner.reorder(rows, cur)
         # f. finished hypotheses (transformers' _update_finished_beams)
         _update_finished(beams, top_seqs, top_scores, ends & top_w, cur, settings)
         # g. can a running beam still beat the worst finished one? (transformers' early-stop heuristic)
@@ -135,14 +135,30 @@ def beam_search(
         worst = torch.where(beams.is_finished, beams.finished_scores.min(dim=1, keepdim=True).values, NEG)
         beams.improvable &= (best_running > worst).any(dim=-1, keepdim=True)
         done = beams.is_finished.all(dim=1) | ~beams.improvable[:, 0] | ends.all(dim=1)
-        if s == steps - 1 or (s + 1) % settings.sync_every == 0:
-            beams, processor = _retire(beams, done, state, processor, out_tokens, out_scores, cur)
+        if s == steps - 1 or (s + 1) % sync_every == 0:
+            beams, processor = _retire(beams, done, runner, processor, out_tokens, out_scores, cur)
             if beams is None:
                 break
     if beams is not None:
         out_tokens.index_copy_(0, beams.ids, beams.finished)
         out_scores.index_copy_(0, beams.ids, beams.finished_scores)
     return out_tokens, out_scores
+
+
+def _top_continuations(
+    log_probs: torch.Tensor, k: int, two_stage: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k`` best (beam, token) continuations of each sentence from ``[B, W, V]`` scores: their
+    scores, beams and tokens, best first. Two-stage: each beam's ``k`` best first (``B x W`` short
+    rows, which a GPU runs in parallel), then the best of those, which are the same ``k`` (ties
+    aside) as one selection over ``W x V`` scores, transformers' way."""
+    n, w, vocab = log_probs.shape
+    if not two_stage or k >= vocab:
+        top_scores, index = torch.topk(log_probs.view(n, w * vocab), k=k)
+        return top_scores, index // vocab, index % vocab
+    beam_scores, beam_tokens = torch.topk(log_probs, k=k, dim=-1)  # [B, W, k]
+    top_scores, index = torch.topk(beam_scores.view(n, w * k), k=k)
+    return top_scores, index // k, beam_tokens.view(n, w * k).gather(1, index)
 
 
 def _next_log_probs(
@@ -187,7 +203,7 @@ def _update_finished(
 def _retire(
     beams: _Beams,
     done: torch.Tensor,
-    state: StepState,
+    runner: EagerRunner | GraphRunner,
     processor: TensorBannedSequences | None,
     out_tokens: torch.Tensor,
     out_scores: torch.Tensor,
@@ -202,7 +218,7 @@ def _retire(
     keep = (~done).nonzero().squeeze(-1)
     if keep.numel() == 0:
         return None, processor
-    state.keep(keep, upto)
+    runner.keep(keep, upto)
     if processor is not None:
         processor = processor.select(keep)
     return beams.select(keep), processor

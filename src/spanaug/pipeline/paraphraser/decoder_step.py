@@ -71,6 +71,33 @@ class StepState:
         self.cross_bias = self.cross_bias.index_select(0, sentences)
 
 
+@dataclasses.dataclass
+class Position:
+    """Where a step writes and what it reads: position ``t`` and the cache positions it attends to.
+
+    Eager steps take ``t`` as an int and attend to ``[0, t]``. A step captured in a CUDA graph must
+    have the same shapes at every replay: ``t`` is then a 0-d tensor on the device and the step
+    attends to a fixed ``span`` of positions, those after ``t`` masked out (exp(-inf) = 0, so the
+    result is the eager one's)."""
+
+    t: int | torch.Tensor
+    span: int | None = None
+
+    @property
+    def keys(self) -> int:
+        return self.t + 1 if self.span is None else self.span
+
+    def index(self) -> torch.Tensor:
+        return self.t.view(1)
+
+    def mask(self, device, dtype) -> torch.Tensor | None:
+        """``[1, 1, 1, span]``: 0 up to ``t``, -inf after; None for an eager step."""
+        if self.span is None:
+            return None
+        after = torch.arange(self.span, device=device) > self.t
+        return torch.zeros(self.span, device=device, dtype=dtype).masked_fill(after, float("-inf"))[None, None, None]
+
+
 def _linear_heads(linear: torch.nn.Linear, x: torch.Tensor, heads: int) -> torch.Tensor:
     """``[N, T, D] -> [N, H, T, d]``."""
     y = linear(x)
@@ -113,10 +140,10 @@ class DecoderStep:
     def _cross_projections(self, layer) -> tuple[torch.nn.Linear, torch.nn.Linear]:
         raise NotImplementedError
 
-    def _embed(self, tokens: torch.Tensor, t: int) -> torch.Tensor:
+    def _embed(self, tokens: torch.Tensor, pos: Position) -> torch.Tensor:
         raise NotImplementedError
 
-    def _layer(self, i: int, layer, h: torch.Tensor, t: int, state: StepState) -> torch.Tensor:
+    def _layer(self, i: int, layer, h: torch.Tensor, pos: Position, state: StepState) -> torch.Tensor:
         raise NotImplementedError
 
     def _final(self, h: torch.Tensor) -> torch.Tensor:
@@ -141,24 +168,31 @@ class DecoderStep:
         bias = bias.masked_fill(attention_mask == 0, torch.finfo(encoded.dtype).min)[:, None, None, :]
         rows = encoded.shape[0] * beams
         shape = (self.layers, 2, rows, self.heads, max_len, self.head_dim)
-        cache = torch.empty(shape, dtype=encoded.dtype, device=encoded.device)  # positions are written before read
-        return StepState(ks, vs, bias, cache, torch.empty_like(cache), beams)
+        # Zeros, not empty: a graphed step reads masked positions too, and 0 x NaN would be NaN.
+        cache = torch.zeros(shape, dtype=encoded.dtype, device=encoded.device)
+        return StepState(ks, vs, bias, cache, torch.zeros_like(cache), beams)
 
-    def __call__(self, tokens: torch.Tensor, t: int, state: StepState) -> torch.Tensor:
+    def __call__(self, tokens: torch.Tensor, t: int | Position, state: StepState) -> torch.Tensor:
         """Float32 logits ``[rows, vocab]`` of the next token after ``tokens`` (the tokens at position ``t``)."""
-        h = self._embed(tokens, t)[:, None, :]  # [rows, 1, D]
+        pos = t if isinstance(t, Position) else Position(t)
+        self._step_mask = pos.mask(tokens.device, state.self_kv.dtype)
+        h = self._embed(tokens, pos)[:, None, :]  # [rows, 1, D]
         for i, layer in enumerate(self._layers()):
-            h = self._layer(i, layer, h, t, state)
+            h = self._layer(i, layer, h, pos, state)
         return self._final(h)[:, 0, :].float()
 
     # -- attention over the static cache and the per-sentence cross state
-    def _self_attention(self, i, q, k, v, t, state, bias=None, scale=None) -> torch.Tensor:
+    def _self_attention(self, i, q, k, v, pos: Position, state, bias=None, scale=None) -> torch.Tensor:
         rows = q.shape[0]
         cache = state.self_kv
-        cache[i, 0, :rows, :, t] = k[:, :, 0]
-        cache[i, 1, :rows, :, t] = v[:, :, 0]
-        keys, values = cache[i, 0, :rows, :, : t + 1], cache[i, 1, :rows, :, : t + 1]
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=scale)
+        if pos.span is None:
+            cache[i, 0, :rows, :, pos.t] = k[:, :, 0]
+            cache[i, 1, :rows, :, pos.t] = v[:, :, 0]
+        else:  # the position is a device tensor: written without a host round-trip
+            cache[i, 0, :rows].index_copy_(2, pos.index(), k)
+            cache[i, 1, :rows].index_copy_(2, pos.index(), v)
+        keys, values = cache[i, 0, :rows, :, : pos.keys], cache[i, 1, :rows, :, : pos.keys]
+        out = self.attend(q, keys, values, bias, scale)
         return out.transpose(1, 2).reshape(rows, 1, -1)
 
     def _cross_attention(self, i, q, state, scale=None) -> torch.Tensor:
@@ -166,10 +200,25 @@ class DecoderStep:
         rows = q.shape[0]
         b, w = state.sentences, state.beams
         q = q.view(b, w, self.heads, -1).transpose(1, 2)  # [B, H, W, d]
-        out = F.scaled_dot_product_attention(
-            q, state.cross_k[i], state.cross_v[i], attn_mask=state.cross_bias, scale=scale
-        )  # [B, H, W, d]
+        out = self.attend(q, state.cross_k[i], state.cross_v[i], state.cross_bias, scale)  # [B, H, W, d]
         return out.transpose(1, 2).reshape(rows, 1, -1)
+
+    #: How attention is computed: "matmul" (two batched products over the cache's strided views,
+    #: softmax in float32 as transformers' eager attention) or "sdpa" (torch's fused kernels).
+    attention: str = "matmul"
+
+    def attend(self, q, k, v, bias, scale) -> torch.Tensor:
+        """``softmax(q k^T * scale + bias) v`` for ``q`` ``[N, H, Q, d]``, ``k``, ``v`` ``[N, H, T, d]``."""
+        if self.attention == "sdpa":
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+        if scale is None:
+            scale = q.shape[-1] ** -0.5
+        if scale != 1.0:
+            q = q * scale
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        if bias is not None:
+            scores = scores + bias
+        return torch.matmul(torch.softmax(scores.float(), dim=-1).to(v.dtype), v)
 
 
 class T5Step(DecoderStep):
@@ -207,12 +256,16 @@ class T5Step(DecoderStep):
 
     def __call__(self, tokens, t, state):
         # The position bias of step t is the same in every layer: sliced once per step.
-        self._step_bias = self.position_bias(state.self_kv.shape[4], tokens.device, state.self_kv.dtype)[
-            None, :, t : t + 1, : t + 1
-        ]
-        return super().__call__(tokens, t, state)
+        pos = t if isinstance(t, Position) else Position(t)
+        table = self.position_bias(state.self_kv.shape[4], tokens.device, state.self_kv.dtype)
+        if pos.span is None:
+            self._step_bias = table[None, :, pos.t : pos.t + 1, : pos.t + 1]
+        else:
+            mask = pos.mask(tokens.device, table.dtype)
+            self._step_bias = table.index_select(1, pos.index())[None, :, :, : pos.span] + mask
+        return super().__call__(tokens, pos, state)
 
-    def _embed(self, tokens, t):
+    def _embed(self, tokens, pos):
         return self.decoder.embed_tokens(tokens)
 
     @staticmethod
@@ -220,10 +273,11 @@ class T5Step(DecoderStep):
         """T5LayerNorm (RMS, no bias) as one fused kernel."""
         return F.rms_norm(h, (h.shape[-1],), norm.weight, norm.variance_epsilon)
 
-    def _layer(self, i, block, h, t, state):
+    def _layer(self, i, block, h, pos, state):
         self_layer, cross_layer, ff = block.layer[0], block.layer[1], block.layer[-1]
         q, k, v = self.qkv[i](self._norm(self_layer.layer_norm, h), self.heads)
-        h = h + self_layer.SelfAttention.o(self._self_attention(i, q, k, v, t, state, bias=self._step_bias, scale=1.0))
+        attended = self._self_attention(i, q, k, v, pos, state, bias=self._step_bias, scale=1.0)
+        h = h + self_layer.SelfAttention.o(attended)
         cross = cross_layer.EncDecAttention
         q = _linear_heads(cross.q, self._norm(cross_layer.layer_norm, h), self.heads)
         h = h + cross.o(self._cross_attention(i, q, state, scale=1.0))
@@ -272,9 +326,11 @@ class BartFamilyStep(DecoderStep):
             self._positions = table.reshape(max_len, -1).to(device)
         return self._positions
 
-    def _embed(self, tokens, t):
+    def _embed(self, tokens, pos):
         h = self.decoder.embed_tokens(tokens) * self.embed_scale
-        h = h + self.positions(t + 1, h.device)[t].to(h.dtype)
+        # The whole table at once, so that a graphed step never builds it while being captured.
+        table = self.positions(max(pos.keys, self.config.max_position_embeddings), h.device)
+        h = h + (table[pos.t] if pos.span is None else table.index_select(0, pos.index())).to(h.dtype)
         norm = getattr(self.decoder, "layernorm_embedding", None)
         return norm(h) if norm is not None else h
 
@@ -283,12 +339,12 @@ class BartFamilyStep(DecoderStep):
             return h + fn(norm(h))
         return norm(h + fn(h))
 
-    def _layer(self, i, layer, h, t, state):
+    def _layer(self, i, layer, h, pos, state):
         attn, cross = layer.self_attn, layer.encoder_attn
 
         def self_block(x):
             q, k, v = self.qkv[i](x, self.heads)
-            return attn.out_proj(self._self_attention(i, q, k, v, t, state))
+            return attn.out_proj(self._self_attention(i, q, k, v, pos, state, bias=self._step_mask))
 
         def cross_block(x):
             return cross.out_proj(self._cross_attention(i, _linear_heads(cross.q_proj, x, self.heads), state))

@@ -22,9 +22,10 @@ import torch
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser import decoder_step
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
-from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
+from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
+from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class StaticParaphraser(Paraphraser):
             length_penalty=1.0,  # as search_kwargs sets for generate
             forced_bos_token=getattr(gen, "forced_bos_token_id", None),
             fuse_constraints=gpu,
+            two_stage_topk=gpu,
             sync_every=GPU_SYNC_EVERY if gpu else 1,
         )
 
@@ -128,7 +130,13 @@ class StaticParaphraser(Paraphraser):
         encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
         state = self.step.start(encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits))
         limit_tensor = torch.tensor(limits, dtype=torch.long, device=self.device)
-        return beam_search(self.step, state, limit_tensor, self.search_settings(cfg), processor)
+        return beam_search(self.runner(state, cfg), limit_tensor, self.search_settings(cfg), processor)
+
+    def runner(self, state: StepState, cfg: DecodeSettings) -> EagerRunner | GraphRunner:
+        """CUDA graphs on CUDA (unless paraphraser.cuda_graphs is off), eager steps elsewhere."""
+        if self.device.type == "cuda" and cfg.cuda_graphs:
+            return GraphRunner(self.step, state)
+        return EagerRunner(self.step, state)
 
     def _decode_batch(
         self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
