@@ -3,9 +3,11 @@
 
 On a GPU: a T5-base-sized paraphraser (random weights, vocabulary 32,128), beam 20, FrameNet dev
 sentences, each under a constraint set of the size iterations 1, 5 and 10 produce; sentences/s
-for unconstrained generate, the reference (host) constraint processor and the on-device one; the
-aligner's pairs/s with a BERT-base-sized encoder (random weights); and the projected GPU-hours for
-198,368 seeds x 10 iterations. Without a GPU it runs a CPU-sized version of the same comparison
+of transformers' generate (the hf backend, unconstrained and under iteration 10's constraints;
+``--reference`` adds the host-side processor) and of the static backend (the engine backend auto
+runs on CUDA; unconstrained and under each iteration's constraints), how many top-3 outputs the
+two share, the aligners' pairs/s (random weights); and the projected GPU-hours for 198,368 seeds x
+10 iterations. Without a GPU it runs a CPU-sized version of the same comparison
 (a smaller T5 with the same vocabulary, fewer sentences) and prints the same lines.
 
 Constraint sets are measured, not assumed: ``constraints.expand`` on the FrameNet dev triggers
@@ -35,6 +37,7 @@ measured elsewhere (a new decoding backend's) and skips the decoding benchmark.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import random
@@ -66,6 +69,7 @@ from spanaug.pipeline.paraphraser.processors import (
     ReferenceBannedSequences,
     TensorBannedSequences,
 )
+from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
 PRODUCTION_CONFIG = REPO / "config" / "config.yaml"
@@ -121,7 +125,8 @@ def sync(device: torch.device) -> None:
 
 
 @torch.inference_mode()
-def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor) -> None:
+def decode_hf(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor):
+    """transformers' generate as the hf backend runs it; the top beams' token ids ``[B * beams, T]``."""
     enc = para.encode([r["source_text"] for r in batch], "")
     kwargs = para.search_kwargs(cfg)
     stop = [PerSentenceMaxNewTokens(limits, device=para.device)]
@@ -132,11 +137,23 @@ def decode(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeS
         if hasattr(proc, "renormalize"):
             proc.renormalize = True  # as the paraphrase stage runs it in beam search
         procs = [proc]
-    para.model.generate(**enc, **kwargs, max_new_tokens=max(limits), logits_processor=procs, stopping_criteria=stop)
+    return para.model.generate(
+        **enc, **kwargs, max_new_tokens=max(limits), logits_processor=procs, stopping_criteria=stop
+    )
+
+
+@torch.inference_mode()
+def decode_static(engine: StaticParaphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor):
+    """The static backend's beam search on the same inputs; token ids ``[B * beams, T]``."""
+    enc = engine.encode([r["source_text"] for r in batch], "")
+    banned = [banned_sequences(engine.tokenizer, r["constraints"]) for r in batch] if processor else None
+    tokens, _ = engine.search(enc, limits, banned, cfg)
+    return tokens.view(-1, tokens.shape[-1])
 
 
 def bench_decoding(
     para: Paraphraser,
+    engine: StaticParaphraser,
     rows: list[dict],
     sets: dict[int, list[list[str]]],
     n_sentences: int,
@@ -144,7 +161,11 @@ def bench_decoding(
     repeats: int,
     rng: random.Random,
     max_new: int | None,
+    reference: bool,
 ) -> dict:
+    """Seconds per method (hf: generate, static: the engine; unconstrained or under iteration i's
+    constraints), each on the same batches, interleaved over ``repeats`` rounds; and how many of the
+    sentences' top-3 outputs the two backends share under iteration 10's constraints."""
     cfg = DecodeSettings(beam_size=20, return_top=3)
     picked = rng.sample(range(len(rows)), n_sentences)
     texts = [rows[i]["text"] for i in picked]
@@ -153,35 +174,43 @@ def bench_decoding(
     batches = token_budget_batches(lengths, cfg.width, budget)
     print(
         f"decoding: {n_sentences} FrameNet dev sentences (source ids: {describe(lengths)}; new tokens: "
-        f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget} tokens x beams"
+        f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget:,} tokens x beams"
     )
-    methods = [("unconstrained", None, None)]
-    for it in sorted(sets):
-        methods += [
-            (f"iter {it} reference", it, ReferenceBannedSequences),
-            (f"iter {it} on-device", it, TensorBannedSequences),
-        ]
+    last = max(sets)
+    methods = [("hf unconstrained", None, None), (f"hf iter {last}", last, TensorBannedSequences)]
+    if reference:
+        methods += [(f"hf iter {last} reference", last, ReferenceBannedSequences)]
+    methods += [("static unconstrained", None, None)] + [
+        (f"static iter {it}", it, TensorBannedSequences) for it in sorted(sets)
+    ]
+    if para.device.type == "cuda":  # what the CUDA graphs are worth
+        methods += [(f"static iter {last} (no CUDA graphs)", last, TensorBannedSequences)]
     times: dict[str, list[float]] = defaultdict(list)
+    outputs: dict[str, list] = {}
 
-    def run(it, processor, warm=False):
-        total = 0.0
+    def run(name, it, processor, warm=False):
+        backend, fn = (engine, decode_static) if name.startswith("static") else (para, decode_hf)
+        total, out = 0.0, []
         for b in batches[:1] if warm else batches:
             reqs = [{"source_text": texts[j], "constraints": sets[it][picked[j]] if it else []} for j in b]
             sync(para.device)
             start = time.perf_counter()
-            decode(para, reqs, [limits[j] for j in b], cfg, processor)
+            c = dataclasses.replace(cfg, cuda_graphs=False) if "no CUDA graphs" in name else cfg
+            ids = fn(backend, reqs, [limits[j] for j in b], c, processor)
             sync(para.device)
             total += time.perf_counter() - start
+            out.append(ids.view(len(b), cfg.beam_size, -1)[:, : cfg.return_top].cpu())
+        outputs[name] = out
         return total
 
-    run(None, None, warm=True)
-    run(max(sets), TensorBannedSequences, warm=True)
+    for name, it, proc in methods:  # warm-up: kernels, allocator, the engine's one check against the model
+        run(name, it, proc, warm=True)
     for r in range(repeats):
         order = methods if r % 2 == 0 else methods[::-1]
         for name, it, proc in order:
-            times[name].append(run(it, proc))
+            times[name].append(run(name, it, proc))
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    # processor sizes for the largest sets
+    same = _same_top(para.tokenizer, outputs[f"hf iter {last}"], outputs[f"static iter {last}"])
     widest = max(batches, key=len)
     for it in sorted(sets):
         proc = TensorBannedSequences(
@@ -190,10 +219,22 @@ def bench_decoding(
         rows_ = len(widest) * cfg.width
         print(
             f"  iter {it}: processor K = {proc.width} banned-token slots per row, {proc.comparisons_per_row()} "
-            f"prefix-token comparisons per row; largest batch {rows_} rows -> {rows_ * proc.comparisons_per_row():,} "
-            f"booleans compared and {rows_ * proc.width:,} scores gathered/scattered per step"
+            f"prefix-token comparisons per row; largest batch {rows_} rows"
         )
-    return {"n": n_sentences, "median": med, "times": times}
+    return {"n": n_sentences, "median": med, "times": times, "same_top": same}
+
+
+def _same_top(tokenizer, a: list[torch.Tensor], b: list[torch.Tensor]) -> tuple[int, int, int]:
+    """(sentences whose top-3 texts are identical, identical outputs at the same rank, outputs)."""
+    same_sentences = same_outputs = total = 0
+    for x, y in zip(a, b):
+        for beams_x, beams_y in zip(x, y):
+            tx = tokenizer.batch_decode(beams_x.tolist(), skip_special_tokens=True)
+            ty = tokenizer.batch_decode(beams_y.tolist(), skip_special_tokens=True)
+            same_sentences += tx == ty
+            same_outputs += sum(p == q for p, q in zip(tx, ty))
+            total += len(tx)
+    return same_sentences, same_outputs, total
 
 
 def bench_aligner(
@@ -332,9 +373,10 @@ def project_hours(
     return decode_h + align_h
 
 
-def bench_hf_decoding(args: argparse.Namespace, device: torch.device, rows: list[dict], rng: random.Random) -> float:
-    """The decoding benchmark (transformers' generate, beam 20, constraint sets of iterations 1, 5, 10);
-    returns the projection's decode rate: sentences/s under the on-device processor, mean of the iterations."""
+def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[dict], rng: random.Random) -> float:
+    """The decoding benchmark: generate (hf) and the static engine, beam 20, without constraints and
+    under the constraint sets of iterations 1, 5, 10; returns the projection's decode rate, the static
+    engine's sentences/s under constraints (mean of the iterations): what backend auto runs on CUDA."""
     gpu = device.type == "cuda"
     iterations = [1, 5, 10]
     sets = chain_constraints(rows, iterations, args.seed)
@@ -343,6 +385,7 @@ def bench_hf_decoding(args: argparse.Namespace, device: torch.device, rows: list
     tokenizer = train_tokenizer("unigram", texts, vocab_size=8000)
     model = build_model("t5", tokenizer, size, seed=args.seed)
     para = Paraphraser(model, tokenizer, device, choose_dtype(device))
+    engine = StaticParaphraser(para.model, tokenizer, device, para.dtype)
     name = device_name(device)
     print(
         f"device: {name}; paraphraser: T5 d_model {size.d_model}, {size.layers}+{size.layers} layers, "
@@ -356,27 +399,34 @@ def bench_hf_decoding(args: argparse.Namespace, device: torch.device, rows: list
             f"banned token sequences per sentence (first 400) {describe(seqs)}"
         )
     n = args.sentences or (256 if gpu else 6)
-    budget = args.max_batch_tokens or default_max_batch_tokens(device)
+    budget = args.max_batch_tokens or default_max_batch_tokens(device, model.config, para.dtype)
     max_new = args.max_new_tokens or (None if gpu else 40)
-    res = bench_decoding(para, rows, sets, n, budget, args.repeats, rng, max_new)
+    res = bench_decoding(para, engine, rows, sets, n, budget, args.repeats, rng, max_new, args.reference)
     med = res["median"]
     for name_, t in med.items():
-        print(f"{name_:<20} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
-    ratios = {it: med[f"iter {it} on-device"] / med["unconstrained"] for it in iterations}
-    old = {it: med[f"iter {it} reference"] / med["unconstrained"] for it in iterations}
+        print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
+    last = max(iterations)
+    ratios = {it: med[f"static iter {it}"] / med["static unconstrained"] for it in iterations}
     for it in iterations:
-        print(
-            f"iteration {it:>2}: on-device/unconstrained {ratios[it]:.2f}, reference/unconstrained {old[it]:.2f}"
-            f"  [{name}]"
-        )
+        print(f"iteration {it:>2}: static constrained/unconstrained time {ratios[it]:.2f}  [{name}]")
     print(
-        f"constrained/unconstrained time: {max(ratios.values()):.2f}  (on-device processor, worst of iterations "
-        f"{', '.join(map(str, iterations))})  [{name}]"
+        f"constrained/unconstrained time: {max(ratios.values()):.2f} (static, worst of iterations "
+        f"{', '.join(map(str, iterations))}); hf at iteration {last}: "
+        f"{med[f'hf iter {last}'] / med['hf unconstrained']:.2f}  [{name}]"
     )
-    del para, model
+    print(
+        f"static/hf speed at iteration {last}: {med[f'hf iter {last}'] / med[f'static iter {last}']:.2f}x; "
+        f"static at iteration {last}: {n / med[f'static iter {last}']:.1f} sentences/s  [{name}]"
+    )
+    same_sentences, same_outputs, total = res["same_top"]
+    print(
+        f"hf and static outputs under iteration {last}'s constraints ({para.dtype}): top-3 identical for "
+        f"{same_sentences} of {n} sentences; {same_outputs} of {total} outputs identical at the same rank  [{name}]"
+    )
+    del para, model, engine
     if gpu:
         torch.cuda.empty_cache()
-    return n / statistics.mean(med[f"iter {it} on-device"] for it in iterations)
+    return n / statistics.mean(med[f"static iter {it}"] for it in iterations)
 
 
 def main() -> None:
@@ -398,6 +448,7 @@ def main() -> None:
         help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)",
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reference", action="store_true", help="also time generate with the host-side processor")
     ap.add_argument(
         "--aligner-kind",
         choices=["paper", "cross"],
@@ -423,10 +474,9 @@ def main() -> None:
     name = device_name(device)
     rng = random.Random(args.seed)
     rows = framenet_rows()
-    # The projection's decode rate: transformers' generate as measured here, unless one is given. A new
-    # decoding backend plugs in here (its measured sentences/s) or on the command line (--decode-rate).
-    decode_source = "given (--decode-rate)" if args.decode_rate else "hf generate, on-device processor, measured"
-    decode_rate = args.decode_rate or bench_hf_decoding(args, device, rows, rng)
+    # The projection's decode rate: the static backend's as measured here, unless one is given.
+    decode_source = "given (--decode-rate)" if args.decode_rate else "the static backend, measured"
+    decode_rate = args.decode_rate or bench_decoders(args, device, rows, rng)
     paper_size = "base" if gpu else "small"
     pairs_rates = {
         ("paper", paper_size): bench_aligner(device, rows, paper_size, 1024 if gpu else 128, args.repeats, rng)
