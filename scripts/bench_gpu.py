@@ -278,11 +278,15 @@ def bench_aligner(
 
 def frameset_instances(rows: list[dict], n_pairs: int, rng: random.Random) -> list:
     """``n_pairs`` FrameNet dev sentences, each paired with itself shuffled (a same-length stand-in for a
-    paraphrase beam) and its trigger as the span."""
+    paraphrase beam) and its trigger as the span; sentences repeat (in a new order each round) when
+    ``n_pairs`` is more than there are (the H100 run asks for 4,096 of the dev file's 2,257)."""
     from spanaug.pipeline.aligner.instances import Instance
 
+    picked: list[int] = []
+    while len(picked) < n_pairs:
+        picked += rng.sample(range(len(rows)), min(len(rows), n_pairs - len(picked)))
     insts = []
-    for k, i in enumerate(rng.sample(range(len(rows)), n_pairs)):
+    for k, i in enumerate(picked):
         r = rows[i]
         target = list(r["tokens"])
         rng.shuffle(target)

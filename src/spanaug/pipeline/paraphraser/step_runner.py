@@ -62,7 +62,6 @@ class GraphRunner:
         self.capture = capture and not GraphRunner.disabled
         self.sync_every = bucket
         self.max_len = state.self_kv.shape[4]
-        self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.warm = False
         self._buffers()
 
@@ -75,6 +74,11 @@ class GraphRunner:
         self.identity = torch.arange(rows, device=device)
         self.parents = self.identity.clone()
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
+        # A fresh memory pool for each generation of graphs: the graphs of a pool are replayed in the
+        # order they were captured, as sharing requires, and a pool whose graphs were all freed
+        # cannot take a capture again (on an H100, torch 2.11 stopped on an internal assert when
+        # graphs captured after sentences left reused the first generation's pool).
+        self.pool = torch.cuda.graph_pool_handle() if self.capture else None
 
     def span(self, s: int) -> int:
         return min(self.max_len, (s // self.bucket + 1) * self.bucket)
