@@ -88,6 +88,7 @@ def test_frame_elements_round_trip_with_null_and_empty_kept_apart(tmp_path):
         ([_fe("A", 0, 0, null_type="DNI")], r"FE 'A' is marked DNI but has a span \[0, 0\]"),
         ([_fe("A", null_type="LOST")], r"FE 'A' has null_type 'LOST' \(expected one of CNI, DNI, INI, or null"),
         ([_fe("A", 0, 0, score=1.5)], r"FE 'A' has score 1.5 \(expected 0 <= score <= 1"),
+        ([_fe("A", 0, 0, score=float("nan"))], r"FE 'A' has score nan \(expected 0 <= score <= 1"),
         ([_fe("A", null_type="XNI")], r"FE 'A' has null_type 'XNI' \(expected one of CNI, DNI, INI"),
         ([_fe("A", 0, 0, coreness="core")], r"FE 'A' has coreness 'core' \(expected one of Core"),
         ([None], r"an item is null"),

@@ -271,3 +271,34 @@ def test_config_check_refuses_a_runtime_of_ten_to_the_twentieth(tmp_path, capsys
     err = capsys.readouterr().err
     assert "resources.gpu.mem_mb: 100000000000000000000 is greater than the maximum of 16777216" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("frame_elements", "message"),
+    [
+        ({"mode": "off", "require": "core"}, r"^frame_elements\.require: core needs frame elements carried"),
+        ({"mode": "off", "require": "all"}, r"^frame_elements\.require: all needs frame elements carried"),
+        ({"mode": "off", "select": "joint"}, r"^frame_elements\.select: joint needs frame elements carried"),
+        ({"mode": "align", "candidates": 10**9}, r"^frame_elements\.candidates: 1000000000 is greater than the max"),
+    ],
+)
+def test_contradictory_frame_element_settings_are_refused_naming_the_key(frame_elements, message):
+    with pytest.raises(ConfigError, match=message):
+        load_run_config(_demo_with(frame_elements=frame_elements))
+
+
+def test_frame_element_settings_that_agree_are_taken():
+    cfg = load_run_config(_demo_with(frame_elements={"mode": "keep", "require": "all", "select": "joint"}))
+    assert (cfg.frame_elements.mode, cfg.frame_elements.require, cfg.frame_elements.select) == ("keep", "all", "joint")
+
+
+def test_an_unquoted_off_is_explained(tmp_path, capsys):
+    """YAML 1.1 reads `mode: off` as false: the error says to quote it, not only that False is no mode."""
+    from spanaug.cli.main import main
+
+    path = tmp_path / "off.yaml"
+    path.write_text("frame_elements:\n  mode: off\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "frame_elements.mode: False is not one of ['off', 'align', 'keep']" in err
+    assert "write it in quotes, e.g. 'off'" in err and len(err.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ from spanaug.core.evaluation_settings import (
     HumanEvalSettings,
     StatsConfig,
 )
-from spanaug.core.settings import Settings, build, inherit, schema_of, setting, settings
+from spanaug.core.settings import Settings, build, inherit, schema_error_message, schema_of, setting, settings
 
 #: The device names a model job accepts: what torch.device takes for the backends spanaug runs on.
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:[0-9]+)?)$"
@@ -91,8 +91,25 @@ class FrameElementSettings(Settings):
         "none", "beams kept when an FE is lost: any, those keeping every core FE (unknown coreness: core), or all"
     )
     candidates: int = setting(
-        5, "align: candidate spans per FE among which the best consistent placement is searched", minimum=1
+        5,
+        "align: candidate spans per FE among which the best consistent placement is searched (at most 100: the "
+        "search is exponential in it, and the aligner ranks far fewer spans worth trying)",
+        minimum=1,
+        maximum=100,
     )
+
+    def contradictions(self) -> list[str]:
+        """Settings of a run that act on carried FEs while none are carried (``mode: off``): a config
+        that says both is refused rather than run as if one of them were not written. (A stage given
+        ``select`` or ``require`` alone, as ``spanaug select``, acts on the FEs its input carries.)"""
+        if self.mode != "off":
+            return []
+        return [
+            f"frame_elements.{key}: {value} needs frame elements carried (frame_elements.mode: align or keep), "
+            f"but frame_elements.mode is off"
+            for key, value, default in (("require", self.require, "none"), ("select", self.select, "trigger"))
+            if value != default
+        ]
 
 
 # ---------------------------------------------------------------- the paraphraser
@@ -288,6 +305,9 @@ def load_run_config(raw: dict[str, Any]) -> RunConfig:
 
     errors = sorted(jsonschema.Draft202012Validator(config_schema()).iter_errors(raw), key=lambda e: list(e.path))
     if errors:
-        where = ".".join(map(str, errors[0].absolute_path)) or "config"
-        raise ConfigError(f"{where}: {errors[0].message}")
-    return build(RunConfig, raw)
+        raise ConfigError(schema_error_message(errors[0]))
+    cfg = build(RunConfig, raw)
+    problems = cfg.frame_elements.contradictions()
+    if problems:
+        raise ConfigError(problems[0])
+    return cfg

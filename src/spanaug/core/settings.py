@@ -175,9 +175,18 @@ def check(value: Any) -> None:
     validator = jsonschema.Draft202012Validator(schema_of(type(value)))
     errors = sorted(validator.iter_errors(_as_json(value)), key=lambda e: list(e.absolute_path))
     if errors:
-        error = errors[0]
-        where = ".".join(map(str, error.absolute_path)) or type(value).__name__
-        raise ConfigError(f"{where}: {error.message}")
+        raise ConfigError(schema_error_message(errors[0], type(value).__name__))
+
+
+def schema_error_message(error: Any, top: str = "config") -> str:
+    """``key.path: message`` of a jsonschema error. A boolean where words are expected gets a hint:
+    YAML 1.1 reads unquoted off/on/no/yes as false/true, so ``mode: off`` arrives as False."""
+    where = ".".join(map(str, error.absolute_path)) or top
+    message = error.message
+    if isinstance(error.instance, bool) and error.validator in ("enum", "type"):
+        words = {False: "off, no or false", True: "on, yes or true"}[error.instance]
+        message += f" (YAML reads an unquoted {words} as {str(error.instance).lower()}: write it in quotes, e.g. 'off')"
+    return f"{where}: {message}"
 
 
 def _as_json(value: Any) -> Any:

@@ -188,7 +188,8 @@ def _fe_problems(table: pa.Table, tokens_col: str, fe_col: str, carried: bool) -
             ),
         ),
         (
-            pc.or_(pc.less(score, 0), pc.greater(score, 1)),
+            # NaN compares false with both bounds: it is named on its own.
+            pc.or_(pc.or_(pc.less(score, 0), pc.greater(score, 1)), pc.is_nan(score)),
             lambda k: f"FE {name[k].as_py()!r} has score {score[k].as_py()} (expected 0 <= score <= 1, or null)",
         ),
         (
