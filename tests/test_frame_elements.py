@@ -354,3 +354,40 @@ def test_a_span_longer_than_the_output_by_more_than_k_has_no_candidate(tiny_enco
     candidates = aligner.predict_candidates([long_fe, short], 3)
     assert candidates[0] == ([], 0.0) and len(candidates[1][0]) == 3
     assert aligner.predict([long_fe])[0] == (None, 0.0)
+
+
+def _placed(*spans):
+    """Output FEs in SOURCE_FES' order: a span per overt FE (None: lost), then Time's INI."""
+    names = ["Buyer", "Goods", "Seller"]
+    out = [fe(n, *s, coreness="Core") if s else fe(n, null_type=LOST, coreness="Core") for n, s in zip(names, spans)]
+    return [*out, fe("Time", null_type="INI", coreness="Peripheral")]
+
+
+def test_verbatim_agreement_counts_fes_repeated_once_and_placed_on_their_words():
+    from spanaug.pipeline.frame_elements import verbatim_agreement
+
+    output = ["From", "Robin", "Abby", "purchased", "a", "car", "."]  # Buyer, Goods, Seller verbatim, once
+    trigger = (1, 1)
+    assert verbatim_agreement(SOURCE, SOURCE_FES, trigger, output, _placed((2, 2), (4, 5), (1, 1))) == (3, 2)
+    assert verbatim_agreement(SOURCE, SOURCE_FES, trigger, output, _placed((2, 2), (4, 5), None)) == (3, 2)
+    assert verbatim_agreement(SOURCE, SOURCE_FES, trigger, output, _placed((0, 0), (5, 5), (6, 6))) == (3, 0)
+    # "Abby" twice: not a verbatim check; "a car" rewritten: not counted either.
+    twice = ["Abby", "and", "Abby", "got", "one", "from", "Robin"]
+    assert verbatim_agreement(SOURCE, SOURCE_FES, trigger, twice, _placed((0, 0), None, (5, 6))) == (1, 1)
+    # No FEs (mode off) or none in the output list: nothing to place is agreed.
+    assert verbatim_agreement(SOURCE, None, trigger, output, None) == (0, 0)
+    assert verbatim_agreement(SOURCE, SOURCE_FES, trigger, output, None) == (3, 0)
+
+
+def test_align_stats_report_verbatim_agreement(copy_aligner, tmp_path):
+    beams = [["Abby", "purchased", "a", "car", "from", "Robin"], ["From", "Robin", ",", "Abby", "got", "a", "car"]]
+    where = [[(0, 0), (2, 3), (4, 5)], [(3, 3), (5, 6), (0, 1)]]  # Buyer, Goods, Seller: each once, verbatim
+    rows, stats = run_align(copy_aligner, tmp_path, beams, FrameElementSettings(mode="align"))
+    agreed = sum(
+        (f["start"], f["end"]) == span
+        for row, spans in zip(rows, where)
+        for f, span in zip(row["frame_elements"], spans)
+    )
+    assert stats["frame_elements_verbatim"] == 6
+    assert stats["frame_elements_verbatim_agreed"] == agreed
+    assert stats["frame_elements_verbatim_agreement"] == pytest.approx(agreed / 6)

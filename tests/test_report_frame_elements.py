@@ -78,7 +78,11 @@ def test_page_shows_retention_names_and_fe_marked_chains(tmp_path):
         names = {r["name"]: r for r in csv.DictReader(handle)}
     assert names["Seller"]["retention_iter2"] == "0.0" and "Place" not in names
     assert summary["mode"] == "align" and summary["seed_overt_fes"] == 6 and summary["outputs_carry_fes"]
-    assert summary["warnings"] == []  # 50% in iteration 2 is not below LOW_RETENTION
+    # 50% retention in iteration 2 is not below LOW_RETENTION; but of the 4 FEs whose words its outputs
+    # repeat, 2 were lost: verbatim agreement 50%, under the default 80%.
+    assert [w["kind"] for w in summary["warnings"]] == ["degraded"]
+    assert "iteration(s) 2 (50% of 4)" in summary["warnings"][0]["message"]
+    assert [(r["verbatim_fes"], r["verbatim_agreement"]) for r in rows] == [("6", "1.0"), ("4", "0.5")]
 
 
 def test_off_page_says_what_the_seeds_hold_and_warns(tmp_path):
@@ -127,3 +131,33 @@ def test_fe_warnings_reach_the_warnings_page_and_retention_the_summary(tmp_path)
     assert '<td class="num">0.500</td>' in section  # iteration 2's retention
     numbers = json.loads((tmp_path / "s.json").read_text())["frame_elements"]
     assert [r["retention"] for r in numbers["per_iteration"]] == pytest.approx([1.0, 0.5])
+
+
+def test_fes_placed_off_their_own_words_are_a_warning():
+    """Retention counts FEs placed anywhere; verbatim agreement checks the ones whose words the output
+    repeats. Under frame_elements.min_verbatim_agreement, the page (and so the warnings page) warns."""
+
+    def row(it, verbatim, agreed):
+        return {
+            "iteration": it,
+            "fes_to_carry": 10,
+            "carried": 10,
+            "retention": 1.0,
+            "verbatim_fes": verbatim,
+            "verbatim_agreement": agreed / verbatim if verbatim else None,
+        }
+
+    counts = {"seeds": 3, "seeds_with_fes": 2, "overt_fes": 6, "null_instantiated_fes": 0}
+    assert fe_warnings("align", counts, [row(1, 61, 59), row(2, 0, 0)], 0.8) == []
+    found = fe_warnings("align", counts, [row(1, 61, 12), row(2, 40, 36), row(3, 30, 20)], 0.8)
+    assert [w["kind"] for w in found] == ["degraded"]
+    assert "iteration(s) 1 (20% of 61), 3 (67% of 30)" in found[0]["message"]
+    assert fe_warnings("align", counts, [row(1, 61, 12)], 0.1) == []
+
+
+def test_the_page_reports_verbatim_agreement_per_iteration(tmp_path):
+    write_fe_chains(tmp_path)
+    _page(tmp_path, tmp_path / "augmented.parquet")
+    with open(tmp_path / "report" / "frame_elements.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {"verbatim_fes", "verbatim_agreement"} <= set(rows[0])

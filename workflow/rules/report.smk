@@ -128,7 +128,7 @@ rule report_frame_elements:
     resources:
         **CPU,
     params:
-        fe=flags(config["frame_elements"], keys=("mode", "select", "require")),
+        fe=flags(config["frame_elements"], keys=("mode", "select", "require", "min_verbatim_agreement")),
         options=flags(config["report"], keys=("chains", "seed", "max_rows")),
         demo=is_demo(),
     shell:

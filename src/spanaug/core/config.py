@@ -97,6 +97,13 @@ class FrameElementSettings(Settings):
         minimum=1,
         maximum=100,
     )
+    min_verbatim_agreement: float = setting(
+        0.8,
+        "the report warns when, of the FEs whose words an output repeats verbatim (once), fewer than this share "
+        "were placed on those words (an aligner that never saw a copied phrase places them elsewhere)",
+        minimum=0,
+        maximum=1,
+    )
 
     def contradictions(self) -> list[str]:
         """Settings of a run that act on carried FEs while none are carried (``mode: off``): a config

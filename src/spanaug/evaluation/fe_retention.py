@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spanaug.core.validation import LOST
+from spanaug.pipeline import frame_elements as placements
 
 #: What became of a seed's FE in an output.
 STATUSES = ("carried", "lost", "null_instantiated")
@@ -121,10 +122,12 @@ def _mean_scores(items: pa.Table, keys: list[str]) -> dict[tuple[Any, ...], floa
     return {tuple(row[k] for k in keys): row["score_mean"] for row in grouped}
 
 
-def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
+def per_iteration(table: pa.Table, verbatim: dict[int, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
     """Per iteration of ``table``'s outputs: the outputs, those with seed FEs to carry, the FEs
     carried, lost and null-instantiated, the retention (all, and per coreness class), the outputs
-    keeping every FE, and the mean score of the carried FEs (lost ones are counted, not scored 0)."""
+    keeping every FE, the mean score of the carried FEs (lost ones are counted, not scored 0), and
+    with ``verbatim`` (:func:`verbatim_agreement`) the FEs an output repeats verbatim and the share
+    of them placed on their words."""
     items = fe_items(table)
     counts = output_counts(table, items)
     iterations = table.column("iteration").to_numpy()
@@ -151,8 +154,38 @@ def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
             row[CLASS_COLUMNS[cls]] = _share(c["carried"], c["carried"] + c["lost"])
         row["outputs_keeping_every_fe"] = int(((counts["carried"] > 0) & (counts["lost"] == 0) & mine).sum())
         row["mean_fe_score"] = means.get((it,))
+        repeated, agreed = (verbatim or {}).get(it, (0, 0))
+        row["verbatim_fes"] = repeated if verbatim is not None else None
+        row["verbatim_agreement"] = _share(agreed, repeated)
         rows.append(row)
     return rows
+
+
+def verbatim_agreement(table: pa.Table, seeds: pa.Table) -> dict[int, tuple[int, int]]:
+    """Per iteration: the FEs whose words an output repeats verbatim (once), and those it placed on
+    them (:func:`spanaug.pipeline.frame_elements.verbatim_agreement`). An output's source is its
+    chain's previous output (the seed, in iteration 1), found by seed and iteration; an output whose
+    source had no aligned trigger has no source FEs to check."""
+    columns = ["seed_id", "iteration", "paraphrase_tokens", "aligned_start", "aligned_end", "frame_elements"]
+    rows = table.select(columns).to_pylist()
+    sources: dict[tuple[str, int], tuple[list[str], Any, tuple[int, int] | None]] = {
+        (s["sentence_id"], 0): (s["tokens"], s["frame_elements"], (s["span_start"], s["span_end"]))
+        for s in seeds.select(["sentence_id", "tokens", "span_start", "span_end", "frame_elements"]).to_pylist()
+    }
+    for r in rows:
+        trigger = (r["aligned_start"], r["aligned_end"]) if r["aligned_start"] is not None else None
+        sources[r["seed_id"], r["iteration"]] = (r["paraphrase_tokens"], r["frame_elements"], trigger)
+    out: dict[int, tuple[int, int]] = {}
+    for r in rows:
+        tokens, fes, trigger = sources.get((r["seed_id"], r["iteration"] - 1), ([], None, None))
+        if not fes or trigger is None:
+            continue
+        verbatim, agreed = placements.verbatim_agreement(
+            tokens, fes, trigger, r["paraphrase_tokens"], r["frame_elements"]
+        )
+        total = out.get(r["iteration"], (0, 0))
+        out[r["iteration"]] = (total[0] + verbatim, total[1] + agreed)
+    return out
 
 
 def by_name(table: pa.Table) -> list[dict[str, Any]]:

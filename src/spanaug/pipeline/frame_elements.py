@@ -157,6 +157,28 @@ def verbatim_candidates(source_tokens: Sequence[str], span: Span, output_tokens:
     return [(s, 1.0) for s in hits]
 
 
+def verbatim_agreement(
+    source_tokens: Sequence[str],
+    source_fes: Sequence[dict[str, Any]] | None,
+    source_trigger: Span,
+    output_tokens: Sequence[str],
+    output_fes: Sequence[dict[str, Any]] | None,
+) -> tuple[int, int]:
+    """A check of FE placements that needs no label: of the source's FEs to place whose words occur
+    verbatim exactly once in the output (``verbatim``), how many the output places exactly there
+    (``agreed``). An aligner that never learned that a copied phrase aligns to its copy places such
+    FEs elsewhere; a lost FE counts as not agreed. ``output_fes`` is in the source's order."""
+    verbatim = agreed = 0
+    for n in to_place(source_fes, source_trigger):
+        hits = verbatim_candidates(source_tokens, _span(source_fes[n]), output_tokens)
+        if len(hits) != 1:
+            continue
+        verbatim += 1
+        placed = output_fes[n] if output_fes is not None and n < len(output_fes) else None
+        agreed += placed is not None and has_span(placed) and _span(placed) == hits[0][0]
+    return verbatim, agreed
+
+
 def _same_words(a: Sequence[str], b: Sequence[str], first_case: bool) -> bool:
     if list(a[1:]) != list(b[1:]):
         return False

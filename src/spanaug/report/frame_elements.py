@@ -75,6 +75,8 @@ ITERATION_COLUMNS = [
     *fe_retention.CLASS_COLUMNS.values(),
     "outputs_keeping_every_fe",
     "mean_fe_score",
+    "verbatim_fes",
+    "verbatim_agreement",
 ]
 
 
@@ -96,6 +98,8 @@ ITERATION_LABELS = dict(
             "unknown coreness",
             "keeping every FE",
             "mean score of carried FEs",
+            "FEs repeated verbatim",
+            "placed on their words",
         ],
     )
 )
@@ -231,7 +235,10 @@ def figure(per_iteration: Sequence[Mapping[str, Any]], histogram: Sequence[Mappi
 
 
 def fe_warnings(
-    mode: str, seed_counts: Mapping[str, int], per_iteration: Sequence[Mapping[str, Any]]
+    mode: str,
+    seed_counts: Mapping[str, int],
+    per_iteration: Sequence[Mapping[str, Any]],
+    min_verbatim_agreement: float = 0.0,
 ) -> list[dict[str, Any]]:
     """The page's warnings (see the module's docstring)."""
     warnings: list[dict[str, Any]] = []
@@ -258,6 +265,24 @@ def fe_warnings(
             "degraded",
             f"frame-element retention below {LOW_RETENTION:.0%} in iteration(s) {listed}: those outputs have lost "
             "most of the arguments their seeds had (see the Frame elements page)",
+        )
+    misplaced = [
+        r
+        for r in per_iteration
+        if r.get("verbatim_agreement") is not None and r["verbatim_agreement"] < min_verbatim_agreement
+    ]
+    if misplaced:
+        listed = ", ".join(
+            f"{r['iteration']} ({r['verbatim_agreement']:.0%} of {r['verbatim_fes']:,})" for r in misplaced
+        )
+        warn(
+            warnings,
+            "degraded",
+            f"frame elements placed off their own words: of the FEs whose words an output repeats verbatim, under "
+            f"{min_verbatim_agreement:.0%} sit on those words in iteration(s) {listed}; retention counts FEs placed "
+            "anywhere, so it overstates what the outputs carry (an aligner trained with copied phrases, "
+            "aligner.train.bitext_phrases with phrase_keep_identical, places them; frame_elements."
+            "min_verbatim_agreement sets the bar)",
         )
     return warnings
 
@@ -333,9 +358,11 @@ def build(
 ) -> FrameElementReport:
     """The page's tables, summary and body (without the page's title and links)."""
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
-    seed_counts = fe_retention.seed_fe_counts(artifacts.read_table(seeds, artifacts.SENTENCES))
+    seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
+    seed_counts = fe_retention.seed_fe_counts(seed_table)
     carried = fe_retention.carries_fes(table)
-    per_iteration = fe_retention.per_iteration(table) if carried else []
+    verbatim = fe_retention.verbatim_agreement(table, seed_table) if carried else None
+    per_iteration = fe_retention.per_iteration(table, verbatim) if carried else []
     names = fe_retention.by_name(table) if carried else []
     summary: dict[str, Any] = {
         "mode": fe.mode,
@@ -347,7 +374,7 @@ def build(
         "seed_null_instantiated_fes": seed_counts["null_instantiated_fes"],
         "outputs_carry_fes": carried,
         "per_iteration": per_iteration,
-        "warnings": fe_warnings(fe.mode, seed_counts, per_iteration),
+        "warnings": fe_warnings(fe.mode, seed_counts, per_iteration, fe.min_verbatim_agreement),
     }
     if not carried or not seed_counts["overt_fes"]:
         return FrameElementReport(per_iteration, names, summary, _off_body(fe, seed_counts))

@@ -43,20 +43,27 @@ def align_stage(
     and is said so.
     """
     fe = fe or FrameElementSettings()
+    # The input is checked (its columns, and that it holds paraphrases) before the model loads.
+    batches = artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows)
     aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)  # either kind
     stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
     with artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
-        for table in artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows):
+        for table in batches:
             rows = table.to_pylist()
             align_rows(aligner, rows, fe, batch_size)
             for row in rows:
                 stats["aligned" if row["aligned_start"] is not None else "unaligned"] += 1
                 if fe.mode != "off":
                     stats.update(fe_counts(row["source_frame_elements"], row["frame_elements"]))
+                    stats.update(verbatim_counts(row))
             stats["beams"] += len(rows)
             writer.write(rows)
     summary: dict[str, Any] = {**stats, **aligner.limit_stats(), "frame_elements_mode": fe.mode}
+    if fe.mode != "off":
+        summary["frame_elements_verbatim_agreement"] = _share(
+            stats["frame_elements_verbatim_agreed"], stats["frame_elements_verbatim"]
+        )
     summary["empty_shard"] = stats["beams"] == 0
     if summary["empty_shard"]:
         log.warning("%s holds no paraphrase (every chain of this shard has ended): empty shard", paraphrases_path)
@@ -114,6 +121,19 @@ def carry(row: dict[str, Any], found: dict[int, list[fe_rules.Candidate]] | None
     return fe_rules.place(fes, trigger, aligned, row["aligner_score"], found)
 
 
+def verbatim_counts(row: dict[str, Any]) -> Counter[str]:
+    """One beam's FEs whose words it repeats verbatim (once), and those placed on them
+    (``frame_elements.verbatim_agreement``)."""
+    verbatim, agreed = fe_rules.verbatim_agreement(
+        row["source_tokens"],
+        row["source_frame_elements"],
+        (row["source_span_start"], row["source_span_end"]),
+        row["paraphrase_tokens"],
+        row["frame_elements"],
+    )
+    return Counter(frame_elements_verbatim=verbatim, frame_elements_verbatim_agreed=agreed)
+
+
 def fe_counts(source: list[dict[str, Any]] | None, carried: list[dict[str, Any]] | None) -> Counter[str]:
     """What one beam did with its source's FEs, for the stage's statistics."""
     if not source or carried is None:
@@ -127,3 +147,7 @@ def fe_counts(source: list[dict[str, Any]] | None, carried: list[dict[str, Any]]
         frame_elements_lost=to_carry - kept,
         beams_keeping_every_frame_element=int(to_carry > 0 and kept == to_carry),
     )
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
