@@ -476,3 +476,110 @@ def test_seeds_with_bad_frame_elements_are_refused_by_the_cli(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert re.fullmatch(rf"spanaug: error: {re.escape(str(seeds))}, row 0: frame_elements: {message}.*\n", err), err
     assert not (tmp_path / "c0.parquet").exists()
+
+
+def _paraphrase_row():
+    return {
+        "seed_id": "s",
+        "frame": "Commerce_buy",
+        "lexical_unit": "buy.v",
+        "seed_trigger": "bought",
+        "iteration": 1,
+        "source_tokens": ["Abby", "bought", "a", "car"],
+        "source_text": "Abby bought a car",
+        "source_span_start": 1,
+        "source_span_end": 1,
+        "constraints": ["bought"],
+        "beam_rank": 0,
+        "paraphrase_tokens": ["Abby", "purchased", "a", "car"],
+        "paraphrase_text": "Abby purchased a car",
+        "paraphrase_score": 0.5,
+    }
+
+
+def test_align_refuses_an_already_aligned_shard_naming_its_stage(tiny_encoder, tmp_path, capsys):
+    """The aligned shard has every column of the paraphrases it extends: only its record tells them apart."""
+    from spanaug.cli.main import main
+    from spanaug.core.aligner_settings import AlignerConfig
+    from spanaug.pipeline.aligner.model import SpanAligner
+
+    SpanAligner(AlignerConfig(encoder=tiny_encoder, k=2, hidden=8, max_length=24), device="cpu").save_pretrained(
+        tmp_path / "aligner"
+    )
+    artifacts.write_table([_paraphrase_row()], tmp_path / "p.parquet", artifacts.PARAPHRASES)
+
+    def align(paraphrases, out):
+        args = ["--model", str(tmp_path / "aligner"), "--paraphrases", str(paraphrases), "--out", str(out)]
+        return main(["align", "paraphrases", *args, "--device", "cpu"])
+
+    assert align(tmp_path / "p.parquet", tmp_path / "a.parquet") == 0
+    assert artifacts.read_artifact_record(tmp_path / "a.parquet") == {
+        "artifact": "aligned",
+        "stage": "align paraphrases",
+    }
+    capsys.readouterr()
+    assert align(tmp_path / "a.parquet", tmp_path / "a2.parquet") == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"spanaug: error: {tmp_path / 'a.parquet'}: holds the 'aligned' artifact (stage align paraphrases), "
+        "expected 'paraphrases'\n"
+    )
+    assert not (tmp_path / "a2.parquet").exists()
+
+
+def test_assemble_refuses_the_augmented_dataset(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    row = output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")
+    artifacts.write_table([row], tmp_path / "c1.parquet", artifacts.CHAIN)
+    assert main(["assemble", "--inputs", str(tmp_path / "c1.parquet"), "--out", str(tmp_path / "aug.parquet")]) == 0
+    capsys.readouterr()
+    assert main(["assemble", "--inputs", str(tmp_path / "aug.parquet"), "--out", str(tmp_path / "again.parquet")]) == 2
+    err = capsys.readouterr().err
+    aug = tmp_path / "aug.parquet"
+    assert err == f"spanaug: error: {aug}: holds the 'augmented' artifact (stage assemble), expected 'chain'\n"
+    assert not (tmp_path / "again.parquet").exists()
+
+
+def _unrecorded(path, rows, schema):
+    """``rows`` written as another tool (or a spanaug before the record) would: no metadata at all."""
+    loose = pa.schema([f.with_nullable(True) for f in schema])
+    pq.write_table(pa.Table.from_pylist(rows, schema=loose), path)
+    assert artifacts.read_artifact_record(path) is None
+    return path
+
+
+def test_a_file_without_the_record_reads_unless_its_columns_are_a_later_stages(tmp_path):
+    """Decision: a file without the record still reads as before, judged by its columns; one with every
+    column of a later artifact is refused, since that is the mistake the record exists to catch."""
+    row = _paraphrase_row()
+    plain = _unrecorded(tmp_path / "p.parquet", [row], artifacts.PARAPHRASES)
+    assert artifacts.read_table(plain, artifacts.PARAPHRASES).num_rows == 1
+    extra = pq.read_table(plain).append_column("note", pa.array(["another tool's column"]))
+    pq.write_table(extra, tmp_path / "extra.parquet")
+    assert next(artifacts.iter_batches(tmp_path / "extra.parquet", artifacts.PARAPHRASES)).num_rows == 1
+    aligned = {**row, "aligned_start": 1, "aligned_end": 1, "aligner_score": 0.9, "frame_elements": None}
+    _unrecorded(tmp_path / "a.parquet", [aligned], artifacts.ALIGNED)
+    with pytest.raises(ArtifactError) as err:
+        artifacts.iter_batches(tmp_path / "a.parquet", artifacts.PARAPHRASES)  # refused at the call
+    assert str(err.value) == (
+        f"{tmp_path / 'a.parquet'}: has the columns of the 'aligned' artifact, expected 'paraphrases' "
+        "(the file does not record its stage: written by another tool or an older spanaug)"
+    )
+    assert artifacts.read_table(tmp_path / "a.parquet", artifacts.ALIGNED).num_rows == 1
+
+
+def test_the_scored_dataset_serves_as_the_augmented_one_but_not_the_reverse(tmp_path):
+    row = output("s1", 1, ["He", "purchased", "it"], 1, 1, "Commerce_buy", "buy.v", "purchase")
+    row["output_id"] = "s1#1"
+    artifacts.write_table([{**row, "p_classifier": 0.5}], tmp_path / "scored.parquet", artifacts.SCORED)
+    assert artifacts.read_table(tmp_path / "scored.parquet", artifacts.AUGMENTED).num_rows == 1
+    with pytest.raises(ArtifactError, match=r"holds the 'scored' artifact, expected 'chain'"):
+        artifacts.read_columns(tmp_path / "scored.parquet", artifacts.CHAIN, ["iteration", "seed_id"])
+
+
+def test_a_damaged_artifact_record_is_named(tmp_path):
+    table = pa.Table.from_pylist([_paraphrase_row()], schema=artifacts.PARAPHRASES)
+    pq.write_table(table.replace_schema_metadata({artifacts.ARTIFACT_KEY: "{not json"}), tmp_path / "p.parquet")
+    with pytest.raises(ArtifactError, match=rf"p\.parquet: its {artifacts.ARTIFACT_KEY} metadata is not JSON"):
+        artifacts.read_table(tmp_path / "p.parquet", artifacts.PARAPHRASES)

@@ -22,6 +22,7 @@ from spanaug.cli import (
     stats,
 )
 from spanaug.cli.options import COMMANDS, build_parser, settings_error
+from spanaug.core import artifacts
 from spanaug.core.errors import ConfigError, ConfigProblems, SpanaugError
 
 log = logging.getLogger("spanaug")
@@ -66,7 +67,8 @@ def run(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        args._command.invoke(args)
+        with artifacts.writing_stage(" ".join(args._command.path)):  # recorded in what it writes
+            args._command.invoke(args)
     except SpanaugError as exc:
         log.debug("traceback", exc_info=True)
         print(f"spanaug: error: {error_text(exc)}", file=sys.stderr)

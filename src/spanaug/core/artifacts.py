@@ -7,6 +7,7 @@ half-written file behind: it writes to a temporary file beside the target and re
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -277,13 +278,51 @@ def derived(
     return None if source is None else {**source, "stage": stage, **changes}
 
 
+#: The Parquet metadata key of what a file holds, written into every artifact: a JSON object with
+#: its ``artifact`` (a key of :data:`SCHEMAS`) and the ``stage`` (the ``spanaug`` command) that wrote
+#: it, null outside a command. Columns alone cannot tell an aligned shard from the paraphrases it
+#: extends, or the augmented dataset from a chain, so readers check this record.
+ARTIFACT_KEY = "spanaug.artifact"
+
+#: Artifacts that serve where another is expected: the scored dataset is the augmented one with
+#: the classifiers' columns added, and every reader of the augmented dataset takes it.
+SERVES_AS = {"scored": "augmented"}
+
+_stage: contextvars.ContextVar[str | None] = contextvars.ContextVar("spanaug_stage", default=None)
+
+
+@contextlib.contextmanager
+def writing_stage(stage: str) -> Iterator[None]:
+    """Within the block, artifacts written record ``stage`` as their writer (the CLI names its command)."""
+    token = _stage.set(stage)
+    try:
+        yield
+    finally:
+        _stage.reset(token)
+
+
+def artifact_name(schema: pa.Schema) -> str | None:
+    """The :data:`SCHEMAS` key of ``schema`` (fields compared, metadata ignored); None for another."""
+    return next((name for name, known in SCHEMAS.items() if schema.equals(known)), None)
+
+
+def _file_metadata(schema: pa.Schema, provenance: Mapping[str, Any] | None) -> dict[str, str]:
+    metadata = {PROVENANCE_KEY: json.dumps(dict(provenance))} if provenance else {}
+    name = artifact_name(schema)
+    if name is not None:
+        metadata[ARTIFACT_KEY] = json.dumps({"artifact": name, "stage": _stage.get()})
+    return metadata
+
+
 @contextlib.contextmanager
 def open_writer(
     path: Path | str, schema: pa.Schema, provenance: Mapping[str, Any] | None = None
 ) -> Iterator[ArtifactWriter]:
     """Stream batches into ``path``; the file appears (whole) only when the block succeeds. The
-    ``provenance`` (see :data:`PROVENANCE_KEY`) goes into the file's metadata."""
-    file_schema = schema.with_metadata({PROVENANCE_KEY: json.dumps(dict(provenance))}) if provenance else schema
+    ``provenance`` (see :data:`PROVENANCE_KEY`) and what the file holds (:data:`ARTIFACT_KEY`) go
+    into the file's metadata."""
+    metadata = _file_metadata(schema, provenance)
+    file_schema = schema.with_metadata(metadata) if metadata else schema
     with atomic_path(path, ".parquet") as tmp:
         # Page checksums let a reader tell a file corrupted mid-way from one that holds odd values.
         writer = pq.ParquetWriter(tmp, file_schema, compression="zstd", write_page_checksum=True)
@@ -324,9 +363,69 @@ def read_schema(path: Path | str) -> pa.Schema:
         raise _unreadable(path, exc) from None
 
 
+def read_artifact_record(path: Path | str, schema: pa.Schema | None = None) -> dict[str, Any] | None:
+    """What the file says it holds (:data:`ARTIFACT_KEY`); None for a file without the record
+    (written before spanaug kept it, or by another tool). ``schema`` is the file's, when already read."""
+    metadata = (read_schema(path) if schema is None else schema).metadata or {}
+    raw = metadata.get(ARTIFACT_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ArtifactError(f"{path}: its {ARTIFACT_KEY} metadata is not JSON") from None
+    if not isinstance(value, dict) or not isinstance(value.get("artifact"), str):
+        raise ArtifactError(f"{path}: its {ARTIFACT_KEY} metadata does not name an artifact")
+    return value
+
+
+def _has_fields(actual: pa.Schema, schema: pa.Schema) -> bool:
+    return all(actual.get_field_index(f.name) >= 0 and actual.field(f.name).type.equals(f.type) for f in schema)
+
+
+def columns_kind(actual: pa.Schema) -> str | None:
+    """The widest artifact whose every column ``actual`` has: what a file without the record holds."""
+    fits = [name for name, known in SCHEMAS.items() if _has_fields(actual, known)]
+    return max(fits, key=lambda name: len(SCHEMAS[name]), default=None)
+
+
+def _serves(held: str | None, expected: str) -> bool:
+    return held == expected or SERVES_AS.get(held or "") == expected
+
+
+def check_artifact(path: Path | str, schema: pa.Schema, actual: pa.Schema) -> None:
+    """Raise unless the file ``path`` (its schema ``actual``) holds the artifact ``schema`` is, or
+    one that serves as it (:data:`SERVES_AS`). A file without the record is judged by its columns:
+    one with every column of a later artifact (an aligned shard given as paraphrases) is refused,
+    anything else reads as before."""
+    expected = artifact_name(schema)
+    if expected is None:  # a reader's own projection: the column checks are all there is
+        return
+    record = read_artifact_record(path, actual)
+    if record is not None:
+        if not _serves(record["artifact"], expected):
+            stage = f" (stage {record['stage']})" if record.get("stage") else ""
+            raise ArtifactError(f"{path}: holds the {record['artifact']!r} artifact{stage}, expected {expected!r}")
+        return
+    held = columns_kind(actual)
+    if held is not None and not _serves(held, expected) and len(SCHEMAS[held]) > len(schema):
+        raise ArtifactError(
+            f"{path}: has the columns of the {held!r} artifact, expected {expected!r} "
+            "(the file does not record its stage: written by another tool or an older spanaug)"
+        )
+
+
+def _checked_schema(path: Path | str, schema: pa.Schema) -> pa.Schema:
+    """The file's schema, checked to hold ``schema``'s columns and its artifact."""
+    actual = read_schema(path)
+    _check(schema, actual, path)
+    check_artifact(path, schema, actual)
+    return actual
+
+
 def read_table(path: Path | str, schema: pa.Schema) -> pa.Table:
-    """Read a whole artifact, checked against ``schema``."""
-    _check(schema, read_schema(path), path)
+    """Read a whole artifact, checked against ``schema`` and to be that artifact (:func:`check_artifact`)."""
+    _checked_schema(path, schema)
     try:
         table = pq.read_table(path, columns=schema.names, page_checksum_verification=True)
     except _UNREADABLE as exc:
@@ -335,8 +434,13 @@ def read_table(path: Path | str, schema: pa.Schema) -> pa.Table:
 
 
 def iter_batches(path: Path | str, schema: pa.Schema, batch_size: int = 8192) -> Iterator[pa.Table]:
-    """Stream an artifact in checked chunks, so large inputs are never held whole."""
-    _check(schema, read_schema(path), path)
+    """Stream an artifact in checked chunks, so large inputs are never held whole. The file's
+    schema and artifact are checked at the call, not at the first chunk."""
+    _checked_schema(path, schema)
+    return _batches(path, schema, batch_size)
+
+
+def _batches(path: Path | str, schema: pa.Schema, batch_size: int) -> Iterator[pa.Table]:
     offset = 0
     try:
         batches = pq.ParquetFile(path, page_checksum_verification=True).iter_batches(
@@ -357,8 +461,11 @@ def iter_batches(path: Path | str, schema: pa.Schema, batch_size: int = 8192) ->
 
 
 def read_columns(path: Path | str, schema: pa.Schema, columns: Sequence[str]) -> pa.Table:
-    """Some columns of an artifact (its schema checked for them), for checks that need no more."""
-    _check(pa.schema([schema.field(c) for c in columns]), read_schema(path), path)
+    """Some columns of an artifact (its schema checked for them, and its artifact), for checks that
+    need no more."""
+    actual = read_schema(path)
+    _check(pa.schema([schema.field(c) for c in columns]), actual, path)
+    check_artifact(path, schema, actual)
     try:
         return pq.read_table(path, columns=list(columns), page_checksum_verification=True)
     except _UNREADABLE as exc:
