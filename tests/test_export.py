@@ -291,3 +291,52 @@ def test_card_says_when_the_outputs_carry_no_fes(tmp_path):
     section = (tmp_path / "release/README.md").read_text().split("## Frame elements")[1].split("\n## ")[0]
     assert "6 overt frame elements" in section and "`frame_elements.mode` was off" in section
     assert "retention" not in section.lower()
+
+
+def _sesame_problems(text: str) -> list[str]:
+    """What open-SESAME's CoNLL reader would not take (its conventions, as its preprocessed
+    fn1.7.*.syntaxnet.conll files follow them): 15 tab-separated columns; tokens numbered 1..n; one
+    sentence number per block; the lexical unit (column 13) and frame (column 14) on the target's
+    tokens only, one LU and one frame per block; column 15 BIO tags, each I- continuing its FE."""
+    problems = []
+    for b, block in enumerate(part for part in text.split("\n\n") if part.strip()):
+        rows = [line.split("\t") for line in block.strip("\n").split("\n")]
+        if any(len(r) != 15 for r in rows):
+            problems.append(f"block {b}: a line without 15 columns")
+            continue
+        if [r[0] for r in rows] != [str(i) for i in range(1, len(rows) + 1)]:
+            problems.append(f"block {b}: tokens not numbered 1..n")
+        if len({r[6] for r in rows}) != 1:
+            problems.append(f"block {b}: more than one sentence number")
+        targets = {(r[12], r[13]) for r in rows if r[13] != "_"}
+        if len(targets) != 1 or "_" in next(iter(targets), ("_",)):
+            problems.append(f"block {b}: {len(targets)} (LU, frame) pairs (expected one)")
+        previous = "O"
+        for r in rows:
+            tag = r[14]
+            if not (tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2)):
+                problems.append(f"block {b}: tag {tag!r}")
+            elif tag.startswith("I-") and previous[2:] != tag[2:]:
+                problems.append(f"block {b}: {tag} does not continue an FE")
+            previous = tag
+    return problems
+
+
+def test_the_export_follows_open_sesames_reader_conventions(tmp_path):
+    from conftest import shared_file
+
+    # The checker takes open-SESAME's own preprocessed file (so it checks its conventions, not ours) ...
+    reference = shared_file("fn1.7.dev.syntaxnet.conll").read_text(encoding="utf-8")
+    assert _sesame_problems("\n\n".join(reference.split("\n\n")[:400])) == []
+    # ... refuses what its reader would misread ...
+    bad = "1\tA\t_\t_\t_\t_\t0\t_\t_\t_\t_\t_\t_\t_\tI-Goods\n2\tbuys\t_\t_\t_\t_\t0\t_\t_\t_\t_\t_\tbuy.v\tBuy\tO\n"
+    assert _sesame_problems(bad) == ["block 0: I-Goods does not continue an FE"]
+    assert _sesame_problems(bad.replace("\tBuy\t", "\t_\t")) == [
+        "block 0: 0 (LU, frame) pairs (expected one)",
+        "block 0: I-Goods does not continue an FE",
+    ]
+    # ... and takes the export, FEs in column 15 included.
+    write_fe_chains(tmp_path)
+    export_conll(tmp_path / "augmented.parquet", tmp_path / "out.conll")
+    text = (tmp_path / "out.conll").read_text()
+    assert "B-" in text and _sesame_problems(text) == []
