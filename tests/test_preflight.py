@@ -252,3 +252,30 @@ def test_config_check_warns_of_gpu_rules_without_a_gpu(tmp_path, capsys, caplog,
         assert main(["config", "check", "--configfile", "config/demo.yaml", str(override)]) == 0
     assert "every setting, file, model and dependency is in place" in capsys.readouterr().out
     assert [r.getMessage()[:33] for r in caplog.records] == ["resources.gpu.gpus: 0 with device"]
+
+
+@pytest.mark.parametrize(
+    ("train", "warned"),
+    [
+        ({}, False),  # the demo: its bitext's phrase pairs, copies kept
+        ({"bitext_phrases": False}, True),  # rewritten spans alone
+        ({"phrase_keep_identical": False}, True),  # phrase pairs, but no copy among them
+        ({"bitext_phrases": False, "extra_instances": ["x.jsonl"]}, False),  # files that may hold copies
+    ],
+)
+def test_align_mode_with_an_aligner_that_saw_no_copy_is_told(train, warned):
+    cfg = _demo(aligner={"train": train})
+    found = preflight.fe_warnings(cfg)
+    assert bool(found) == warned
+    if warned:
+        assert found[0].startswith("frame_elements.mode: align, but the aligner trains on no copied span")
+    assert preflight.fe_warnings(_demo(aligner={"train": train}, frame_elements={"mode": "keep"})) == []
+
+
+def test_config_check_warns_of_an_aligner_that_saw_no_copy(tmp_path, capsys, caplog, monkeypatch):
+    monkeypatch.chdir(REPO)
+    override = tmp_path / "nocopy.yaml"
+    override.write_text("aligner:\n  train:\n    bitext_phrases: false\n")
+    with caplog.at_level("WARNING"):
+        assert main(["config", "check", "--configfile", "config/demo.yaml", str(override)]) == 0
+    assert any("aligner trains on no copied span" in r.getMessage() for r in caplog.records)

@@ -62,7 +62,7 @@ def check(options: CheckOptions) -> None:
     from spanaug.core.config import load_run_config
     from spanaug.core.errors import ConfigError
     from spanaug.core.overrides import merge_configs, read_config_file
-    from spanaug.workflow.preflight import gpu_warnings, installed_torch, preflight
+    from spanaug.workflow.preflight import installed_torch, preflight, run_warnings
 
     raw: dict = {}
     for path in options.configfile:
@@ -74,7 +74,7 @@ def check(options: CheckOptions) -> None:
         # option (``--device``), which is how a ConfigError would print otherwise.
         raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
     preflight(cfg)
-    for warning in gpu_warnings(cfg, installed_torch()):
+    for warning in run_warnings(cfg, installed_torch()):
         log.warning(warning)
     print(
         f"{', '.join(options.configfile)}: every setting, file, model and dependency is in place "
