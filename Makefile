@@ -76,16 +76,13 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 # The production span aligner, config/config.yaml's aligner.train, from ../shared/data alone, MiniLM on the CPU:
-# `make aligner-production OUT=DIR`, then `spanaug align predict --model DIR ...`. The pre-training
-# instances come from the shared FrameNet dev CoNLL (the workflow makes them from the imported corpus) and are
-# written beside DIR. tests/test_aligner_corpora.py checks these options against config/config.yaml.
+# `make aligner-production OUT=DIR`, then `spanaug align predict --model DIR ...`. The recipe is read from
+# config/config.yaml (`spanaug config options`: the settings it changes, its data/ paths read from SHARED); the
+# pre-training instances come from the shared FrameNet dev CoNLL (the workflow makes them from the imported
+# corpus, as aligner.train.synthetic_lexicon says) and are written beside DIR.
 SHARED ?= ../shared/data
-PRODUCTION_ALIGNER := --kind cross --encoder minilm \
-	--word-aligned $(SHARED)/edinburgh-train.gold.json $(SHARED)/multimwa-mtref-train.gold.json \
-	$(SHARED)/multimwa-wiki-train.gold.json \
-	--word-aligned-dev $(SHARED)/multimwa-mtref-dev.gold.json $(SHARED)/multimwa-wiki-dev.gold.json \
-	--phrase-max-per-pair 2 --phrase-max-len 8 --phrase-keep-identical --reversed \
-	--cross '{"tune_layers": 4, "learning_rate": 1.0e-4, "epochs": 2, "max_minutes": 60}'
+PRODUCTION_ALIGNER = $(shell $(BIN)/spanaug config options --configfile config/config.yaml \
+	--keys aligner.kind aligner.train --skip synthetic_lexicon --data-dir $(SHARED)) --encoder minilm
 aligner-production: $(STAMP)
 	@test -n "$(OUT)" || { echo "usage: make aligner-production OUT=DIR"; exit 2; }
 	$(BIN)/spanaug align synthetic --conll $(SHARED)/fn1.7.dev.syntaxnet.conll \

@@ -144,7 +144,8 @@ def _option_values(args: list[str], flag: str) -> list[str]:
 
 
 def test_make_aligner_production_trains_the_recipe_config_yaml_states():
-    # the one command that reproduces the production aligner must train what config/config.yaml says
+    # the one command that reproduces the production aligner reads config/config.yaml (spanaug config
+    # options): what it trains is checked against the file, not against a copy of it
     import shlex
     import shutil
     import subprocess
@@ -155,7 +156,7 @@ def test_make_aligner_production_trains_the_recipe_config_yaml_states():
         pytest.skip("no make")
     train = yaml.safe_load((REPO / "config/config.yaml").read_text())["aligner"]["train"]
     dry = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "aligner-production", "OUT=/tmp/prod"],
+        ["make", "-n", "-o", ".venv/.installed", "aligner-production", "OUT=/tmp/prod", "SHARED=/shared/x"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -163,26 +164,71 @@ def test_make_aligner_production_trains_the_recipe_config_yaml_states():
     ).stdout.replace("\\\n", " ")
     line = next(ln for ln in dry.splitlines() if "align train" in ln)
     args = shlex.split(line)
-    names = lambda paths: [p.rsplit("/", 1)[-1] for p in paths]  # noqa: E731
-    assert names(_option_values(args, "--word-aligned")) == names(train["word_aligned"])
-    assert names(_option_values(args, "--word-aligned-dev")) == names(train["word_aligned_dev"])
+    shared = lambda paths: [p.replace("data/", "/shared/x/", 1) for p in paths]  # noqa: E731
+    assert _option_values(args, "--word-aligned") == shared(train["word_aligned"])
+    assert _option_values(args, "--word-aligned-dev") == shared(train["word_aligned_dev"])
     assert ("--reversed" in args) == train["reversed"]
     assert _option_values(args, "--phrase-max-per-pair") == [str(train["phrase_max_per_pair"])]
     assert _option_values(args, "--phrase-max-len") == [str(train["phrase_max_len"])]
     assert ("--phrase-keep-identical" in args) == train["phrase_keep_identical"]
     assert json.loads(_option_values(args, "--cross")[0]) == train["cross"]
     assert _option_values(args, "--kind") == ["cross"] and _option_values(args, "--encoder") == ["minilm"]
+    assert "--synthetic-lexicon" not in args  # the workflow's: make pre-trains from the shared CoNLL instead
     # synthetic pre-training, as synthetic_lexicon asks of the workflow
     assert bool(_option_values(args, "--pretrain")) == bool(train["synthetic_lexicon"])
 
 
+def test_config_options_give_a_sections_changed_settings_as_the_command_reads_them(tmp_path, capsys):
+    import shlex
+
+    from spanaug.cli.options import COMMANDS, build_parser
+
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "data: {inputs: [x.jsonl]}\naligner:\n  kind: cross\n  train:\n    word_aligned: [data/a.json, data/b c.json]\n"
+        "    word_aligned_phrases: false\n    phrase_max_per_pair: 3\n    cross: {epochs: 1}\n"
+    )
+    keys = ["--keys", "aligner.kind", "aligner.train", "--configfile", str(config), "--data-dir", "/d"]
+    assert main(["config", "options", *keys]) == 0
+    words = shlex.split(capsys.readouterr().out)
+    assert words == [
+        "--kind",
+        "cross",
+        "--word-aligned",
+        "/d/a.json",
+        "/d/b c.json",
+        "--word-aligned-phrases",
+        "false",
+        "--phrase-max-per-pair",
+        "3",
+        "--cross",
+        '{"epochs": 1}',
+    ]
+    # `align train` reads them back as the section's settings, every other one at its default
+    parsed = build_parser(COMMANDS, "").parse_args(["align", "train", "--out", "x", *words])
+    section = AlignerTrainSection(word_aligned=["/d/a.json", "/d/b c.json"], word_aligned_phrases=False)
+    section.phrase_max_per_pair, section.cross.epochs = 3, 1
+    train = AlignerTrainSection(**{f: getattr(parsed, f) for f in AlignerTrainSection.__dataclass_fields__})
+    assert train == section
+    assert main(["config", "options", "--keys", "aligner.trian", "--configfile", str(config)]) == 2
+    assert "aligner.trian: aligner has no setting 'trian'" in capsys.readouterr().err
+
+
 def test_cross_domain_rows_train_on_the_production_recipes_phrase_pairs():
-    # the table's `all` row stands for the production aligner only if it trains on the same phrase pairs
+    # the table's `all` row stands for the production aligner: the section takes aligner.train's phrase
+    # settings (config.yaml states them once), and a section that sets one keeps its own
     import yaml
 
-    aligner = yaml.safe_load((REPO / "config/config.yaml").read_text())["aligner"]
+    from spanaug.core.config import load_run_config
+
+    raw = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    assert not {"phrase_max_per_pair", "phrase_max_len", "phrase_keep_identical"} & set(raw["aligner"]["cross_domain"])
+    aligner = load_run_config(raw).aligner
     for key in ("phrase_max_per_pair", "phrase_max_len", "phrase_keep_identical"):
-        assert aligner["cross_domain"][key] == aligner["train"][key], key
+        assert getattr(aligner.cross_domain, key) == getattr(aligner.train, key), key
+    raw["aligner"]["cross_domain"]["phrase_max_len"] = 3
+    own = load_run_config(raw).aligner.cross_domain
+    assert (own.phrase_max_len, own.phrase_max_per_pair) == (3, aligner.train.phrase_max_per_pair)
 
 
 # ---------------------------------------------------------------- the report and the card

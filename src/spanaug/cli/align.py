@@ -294,6 +294,7 @@ def cross_domain(options: CrossDomainOptions, setup: CrossDomainSettings, runtim
     unknown = sorted(set(setup.dev) - set(setup.corpora))
     if unknown:
         raise ConfigError(f"--dev names {unknown[0]!r}, which --corpora does not ({sorted(setup.corpora)})")
+    setup.inherit_phrases(AlignerTrainSection())  # without a config: aligner.train's defaults
     domains = [
         make_domain(
             name,

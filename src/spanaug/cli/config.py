@@ -98,3 +98,38 @@ def envs(options: EnvOptions) -> None:
     for name in ENVS:
         with atomic_path(Path(options.out_dir) / f"{name}.yaml", ".yaml") as tmp:
             tmp.write_text(render(name, options.source), encoding="utf-8")
+
+
+@settings
+class OptionsOptions:
+    keys: list[str] = setting(
+        help="dotted config keys: a section gives the settings it changes from their defaults, a setting itself"
+    )
+    configfile: list[str] = setting(
+        factory=lambda: ["config/config.yaml"], help="config files, merged in order (as for config check)"
+    )
+    skip: list[str] = setting(factory=list, help="settings of the sections left out (by name)")
+    data_dir: str | None = setting(None, "read the config's data/ paths from this folder instead")
+
+
+@command(
+    "config",
+    "options",
+    help="config settings as the options of the command that takes them, on one line (make aligner-production)",
+)
+def print_options(options: OptionsOptions) -> None:
+    import shlex
+
+    from spanaug.core.config import load_run_config
+    from spanaug.core.errors import ConfigError
+    from spanaug.core.overrides import merge_configs, read_config_file
+    from spanaug.core.section_options import section_options
+
+    raw: dict = {}
+    for path in options.configfile:
+        raw = merge_configs(raw, read_config_file(path))
+    try:
+        words = section_options(load_run_config(raw), options.keys, options.skip, options.data_dir)
+    except ConfigError as exc:  # the config's key, not an option of this command
+        raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
+    print(shlex.join(words))

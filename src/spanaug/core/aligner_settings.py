@@ -357,10 +357,38 @@ class CrossDomainSettings(Settings):
     test_share: float = inherit(
         AblationSettings, "test_share", help="share of the pairs of a corpus without dev tested on"
     )
-    phrase_max_len: int = inherit(AlignerTrainSection, "phrase_max_len")
-    phrase_max_per_pair: int | None = inherit(AlignerTrainSection, "phrase_max_per_pair")
-    phrase_keep_identical: bool = inherit(AlignerTrainSection, "phrase_keep_identical")
+    # Null here means aligner.train's, so that the `all` row trains on the production recipe's phrase
+    # pairs unless the section says otherwise (AlignerSection fills them in; the command alone,
+    # aligner.train's defaults).
+    phrase_max_len: int | None = inherit(
+        AlignerTrainSection,
+        "phrase_max_len",
+        default=None,
+        help="phrase pairs: longest source phrase (null: aligner.train's)",
+    )
+    phrase_max_per_pair: int | None = inherit(
+        AlignerTrainSection,
+        "phrase_max_per_pair",
+        default=None,
+        help="phrase pairs: a seeded sample of N per sentence pair (null: aligner.train's, which may be all)",
+    )
+    phrase_keep_identical: bool | None = inherit(
+        AlignerTrainSection,
+        "phrase_keep_identical",
+        default=None,
+        help="phrase pairs: keep phrases copied unchanged (null: aligner.train's)",
+    )
     cross: CrossTrainSection | None = setting(None, "the cross rows' training (null: aligner.train.cross)")
+
+    def inherit_phrases(self, train: AlignerTrainSection) -> None:
+        """The phrase settings left null take ``train``'s."""
+        for name in PHRASE_SETTINGS:
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(train, name))
+
+
+#: The phrase-pair settings ``aligner.cross_domain`` takes from ``aligner.train`` unless it sets them.
+PHRASE_SETTINGS = ("phrase_max_len", "phrase_max_per_pair", "phrase_keep_identical")
 
 
 @settings
@@ -399,6 +427,8 @@ class AlignerSection(Settings):
             self.systems.cross = self.train.cross
         if self.cross_domain and self.cross_domain.cross is None and self.train and self.train.cross:
             self.cross_domain.cross = self.train.cross
+        if self.cross_domain:
+            self.cross_domain.inherit_phrases(self.train or AlignerTrainSection())
 
 
 # ---------------------------------------------------------------- word-alignment baselines
