@@ -118,35 +118,6 @@ class SpanHead(nn.Module, PyTorchModelHubMixin):
         null = self.null(torch.cat([cls, query], dim=-1)).squeeze(-1)
         return span, null
 
-    def forward_reference(
-        self,
-        words: torch.Tensor,
-        query: torch.Tensor,
-        source: torch.Tensor,
-        cls: torch.Tensor,
-        item: torch.Tensor,
-        cands: torch.Tensor,
-        length_diff: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``forward`` the plain way, one feature row per candidate; kept to test the fast path."""
-        prefix = torch.cat([words.new_zeros(words.shape[0], 1, words.shape[2]), words.cumsum(1)], dim=1)
-        a, b = cands[:, 0], cands[:, 1]
-        w_a, w_b = words[item, a], words[item, b]
-        mean = (prefix[item, b + 1] - prefix[item, a]) / (b - a + 1).unsqueeze(-1).to(words.dtype)
-        u = source[item]
-        z = (
-            self.first(w_a)
-            + self.last(w_b)
-            + self.inside(mean)
-            + self.query(query[item])
-            + self.match(u * mean)
-            + self.diff(u - mean)
-            + self.length_diff(length_diff.clamp(0, 2 * self.k))
-        )
-        span = self.start(w_a).squeeze(-1) + self.end(w_b).squeeze(-1) + self.span_out(z).squeeze(-1)
-        null = self.null(torch.cat([cls, query], dim=-1)).squeeze(-1)
-        return span, null
-
 
 # ---------------------------------------------------------------- model
 
