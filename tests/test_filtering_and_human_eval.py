@@ -239,3 +239,24 @@ def test_min_fe_score_from_a_config_reaches_the_filter_command(tmp_path):
     assert main([*args, "--out-dir", str(tmp_path / "f"), "--filters", filters]) == 0
     table = json.loads((tmp_path / "f/filters.json").read_text())["table"]
     assert [(r["filter"], r["outputs"]) for r in table] == [("none (all aligned)", 4), ("fe", 2)]
+
+
+def test_the_filters_table_is_made_of_pure_rows(run):
+    """heuristic_rows and classifier_split read their inputs and return rows; nothing is written."""
+    from spanaug.core.evaluation_settings import ClassifierSettings
+    from spanaug.evaluation.filtering import classifier_row, classifier_split, heuristic_rows
+
+    table = artifacts.read_table(run / "augmented.parquet", artifacts.AUGMENTED)
+    masks = {name: heuristic_mask(table, bounds) for name, bounds in DEFAULT_FILTERS.items()}
+    judged, gold = [0, 1, 2, 3], [1, 0, 1, 0]
+    rows = heuristic_rows(table, masks, 60, judged, gold)
+    assert [r["filter"] for r in rows] == ["none (all aligned)", *DEFAULT_FILTERS]
+    assert rows[0]["outputs"] == table.num_rows and rows[0]["multiple_over_seeds"] == 3.0
+    assert rows[0]["precision"] == 0.5 and rows[0]["recall"] == 1.0  # every judged output passes
+    assert not (run / "subsets").exists()
+    train, test = classifier_split(4, ClassifierSettings(test_share=0.01, seed=3))
+    assert len(test) == 1 and sorted(train + test) == judged  # at least one held out, each output once
+    assert classifier_split(4, ClassifierSettings(test_share=0.01, seed=3)) == (train, test)
+    scores = [0.9 if i == judged[test[0]] else 0.1 for i in range(table.num_rows)]
+    row = classifier_row("p_classifier", scores, 60, judged, gold, test)
+    assert row["filter"] == "p_classifier >= 0.5 (held-out judged)" and row["outputs"] == 1 and row["judged"] == 1

@@ -246,6 +246,67 @@ def _write_scored(table: pa.Table, classifier_scores: Mapping[str, list[float]],
     artifacts.write_table(scored, out, artifacts.SCORED)
 
 
+def table_row(
+    name: str,
+    mask: Sequence[bool],
+    n_seeds: int,
+    on_judged: Sequence[bool] | None = None,
+    judged_gold: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """A row of the filters table: the outputs ``mask`` passes, their multiple of the seeds and, with
+    judgments, the precision and recall of ``on_judged`` against ``judged_gold``."""
+    n = sum(mask)
+    row: dict[str, Any] = {"filter": name, "outputs": n, "multiple_over_seeds": n / n_seeds if n_seeds else None}
+    if judged_gold:
+        row.update(precision_recall(on_judged or [], judged_gold))
+    return row
+
+
+def heuristic_rows(
+    table: pa.Table, masks: Mapping[str, pa.ChunkedArray], n_seeds: int, judged: Sequence[int], gold: Sequence[int]
+) -> list[dict[str, Any]]:
+    """The unfiltered row (every aligned output), then a row per heuristic filter's mask."""
+    aligned = table.column("aligned_start").is_valid().to_pylist()
+    rows = [table_row("none (all aligned)", aligned, n_seeds, [True] * len(judged), gold)]
+    for name, mask in masks.items():
+        passed = mask.to_pylist()
+        rows.append(table_row(name, passed, n_seeds, [passed[i] for i in judged], gold))
+    return rows
+
+
+def classifier_split(n_judged: int, cfg: ClassifierSettings) -> tuple[list[int], list[int]]:
+    """The judged outputs (by position) the classifiers train on and those they are tested on: a
+    seeded share, at least one output, held out."""
+    part = assign_parts(
+        range(n_judged), [("test", max(cfg.test_share, 1 / n_judged)), ("train", None)], order="shuffle", seed=cfg.seed
+    )
+    return [i for i in range(n_judged) if part[i] == "train"], [i for i in range(n_judged) if part[i] == "test"]
+
+
+def train_classifiers(
+    table: pa.Table, judged: Sequence[int], gold: Sequence[int], train: Sequence[int], cfg: ClassifierSettings
+) -> dict[str, tuple[nn.Module, list[float]]]:
+    """The P- and R-classifiers trained on the ``train`` judged outputs: each model and its score
+    of every output."""
+    x, y = features(table), torch.tensor([float(g) for g in gold])
+    on_train = x[torch.tensor(judged)][train]
+    out = {}
+    for name, pos_w, neg_w in (("p_classifier", cfg.downweight, 1.0), ("r_classifier", 1.0, cfg.downweight)):
+        model = train_classifier(on_train, y[train], pos_w, neg_w, cfg)
+        with torch.no_grad():
+            out[name] = (model, torch.sigmoid(model(x)).tolist())
+    return out
+
+
+def classifier_row(
+    name: str, scores: Sequence[float], n_seeds: int, judged: Sequence[int], gold: Sequence[int], test: Sequence[int]
+) -> dict[str, Any]:
+    """A classifier's row of the filters table: outputs scored >= 0.5, P/R on the held-out judged ones."""
+    passed = [score >= 0.5 for score in scores]
+    on_test = [passed[judged[i]] for i in test]
+    return table_row(f"{name} >= 0.5 (held-out judged)", passed, n_seeds, on_test, [gold[i] for i in test])
+
+
 def filter_stage(
     augmented: Path | str,
     seeds: Path | str,
@@ -264,54 +325,25 @@ def filter_stage(
     check_seeds_cover(seeds, seed_table, augmented, table.column("seed_id"))
     n_seeds = seed_table.num_rows
     labels, judged, gold = _judged_rows(table, judgments)
-    rows = []
 
-    def record(
-        name: str, mask: list[bool], on_judged: list[bool] | None = None, judged_gold: list[int] | None = None
-    ) -> None:
-        n = sum(mask)
-        row: dict[str, Any] = {"filter": name, "outputs": n, "multiple_over_seeds": n / n_seeds if n_seeds else None}
-        if judged_gold:
-            row.update(precision_recall(on_judged, judged_gold))
-        rows.append(row)
-
-    record("none (all aligned)", table.column("aligned_start").is_valid().to_pylist(), [True] * len(judged), gold)
-    for name, bounds in filters.items():
-        mask = heuristic_mask(table, bounds)
+    masks = {name: heuristic_mask(table, bounds) for name, bounds in filters.items()}
+    for name, mask in masks.items():
         artifacts.write_table(table.filter(mask), out_dir / "subsets" / f"{_slug(name)}.parquet", artifacts.AUGMENTED)
-        mask_list = mask.to_pylist()
-        record(name, mask_list, [mask_list[i] for i in judged], gold)
-
+    rows = heuristic_rows(table, masks, n_seeds, judged, gold)
     warnings = _empty_filter_warnings(rows, filters) + _fe_bound_warnings(table, filters)
-    classifier_scores: dict[str, list[float]] = {}
     summary: dict[str, Any] = {
         "judged_outputs": len(judged),
         "filters": {n: dict(b) for n, b in filters.items()},
         "warnings": warnings,
     }
+    classifiers: dict[str, tuple[nn.Module, list[float]]] = {}
     if len(set(gold)) == 2:
-        x, y = features(table), torch.tensor([float(g) for g in gold])
-        # At least one judged output is held out.
-        part = assign_parts(
-            range(len(judged)),
-            [("test", max(cfg.test_share, 1 / len(judged))), ("train", None)],
-            order="shuffle",
-            seed=cfg.seed,
-        )
-        test = [i for i in range(len(judged)) if part[i] == "test"]
-        train = [i for i in range(len(judged)) if part[i] == "train"]
-        xj = x[torch.tensor(judged)]
-        for name, pos_w, neg_w in (("p_classifier", cfg.downweight, 1.0), ("r_classifier", 1.0, cfg.downweight)):
-            model = train_classifier(xj[train], y[train], pos_w, neg_w, cfg)
-            with torch.no_grad():
-                scores = torch.sigmoid(model(x))
-            passed = (scores >= 0.5).tolist()
-            record(
-                f"{name} >= 0.5 (held-out judged)", passed, [passed[judged[i]] for i in test], [gold[i] for i in test]
-            )
+        train, test = classifier_split(len(judged), cfg)
+        classifiers = train_classifiers(table, judged, gold, train, cfg)
+        for name, (model, scores) in classifiers.items():
+            rows.append(classifier_row(name, scores, n_seeds, judged, gold, test))
             with files.atomic_path(out_dir / f"{name}.pt") as tmp:
                 torch.save(model.state_dict(), tmp)
-            classifier_scores[name] = scores.tolist()
         summary["classifier_split"] = {"train": len(train), "test": len(test), "downweight": cfg.downweight}
     elif labels:
         warn(
@@ -321,7 +353,7 @@ def filter_stage(
             "are not trained (their columns stay null)",
             log,
         )
-    _write_scored(table, classifier_scores, out_dir / "scored.parquet")
+    _write_scored(table, {name: scores for name, (_, scores) in classifiers.items()}, out_dir / "scored.parquet")
     files.write_csv(rows, out_dir / "filters.csv")
     summary["table"] = rows
     files.write_json(summary, out_dir / "filters.json")
