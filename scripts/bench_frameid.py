@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from spanaug.core.evaluation_settings import FrameIdTrainConfig, SplitSettings
+from spanaug.core.evaluation_settings import FrameIdTrainSettings, SplitSettings
 from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 from spanaug.downstream.frameid.data import read_training_file, split_conll
 from spanaug.downstream.frameid.training import train_frameid
@@ -33,7 +33,7 @@ SHARED = REPO.parent / "shared/data"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    defaults = FrameIdTrainConfig()  # the command's defaults, unless changed here
+    defaults = FrameIdTrainSettings()  # the command's defaults, unless changed here
     ap.add_argument("--epochs", type=int, default=defaults.epochs)
     ap.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     ap.add_argument("--batch-size", type=int, default=defaults.batch_size)
@@ -61,7 +61,7 @@ def main() -> None:
         model, summary = train_frameid(
             train,
             "minilm",
-            FrameIdTrainConfig(
+            FrameIdTrainSettings(
                 epochs=args.epochs,
                 batch_size=args.batch_size,
                 learning_rate=args.learning_rate,

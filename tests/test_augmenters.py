@@ -8,7 +8,7 @@ from conftest import output, seed, toy, write_augmented, write_conll
 from spanaug.cli.main import main
 from spanaug.core import artifacts
 from spanaug.core.errors import ConfigError
-from spanaug.core.evaluation_settings import GecaConfig, SplitSettings
+from spanaug.core.evaluation_settings import GecaSettings, SplitSettings
 from spanaug.downstream.augmenter_comparison import curves, curves_stage, examples_for, sample_sentences
 from spanaug.downstream.augmenters import chain_members, geca_examples, lexsub_examples, paraphrastic_examples
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
@@ -85,7 +85,7 @@ def test_geca_substitutes_fragments_that_share_an_environment():
         Sentence(["they", "bought", "bread"], {(1, 1): "Commerce_buy"}),
         Sentence(["dogs", "bark", "loudly"], {(1, 1): "Make_noise"}),
     ]
-    rows, counts = geca_examples(sentences, GecaConfig(window=1))
+    rows, counts = geca_examples(sentences, GecaSettings(window=1))
     # 'bought' and 'acquired' share (we _ a): every sentence of each takes the other, with its frame.
     assert {(r["text"], r["span_start"], r["span_end"], r["frame"], r["source_trigger"]) for r in rows} == {
         ("we acquired a car", 1, 1, "Getting", "bought"),
@@ -94,8 +94,8 @@ def test_geca_substitutes_fragments_that_share_an_environment():
     }
     assert {r["seed_key"] for r in rows if r["text"] == "they acquired bread"} == {"theyboughtbread"}
     assert counts == {"fragments": 3, "environments": 3, "fragment_pairs": 2, "examples": 3}
-    assert geca_examples(sentences, GecaConfig(window=2))[0] == []  # (<s> we, a car) vs (<s> we, a bike)
-    assert len(geca_examples(sentences, GecaConfig(window=1, max_outputs=2))[0]) == 2
+    assert geca_examples(sentences, GecaSettings(window=2))[0] == []  # (<s> we, a car) vs (<s> we, a bike)
+    assert len(geca_examples(sentences, GecaSettings(window=1, max_outputs=2))[0]) == 2
 
 
 def test_geca_drops_sentences_already_in_the_data():

@@ -7,8 +7,7 @@ import torch
 from conftest import WORDS, copy_task, mixed_pairs
 
 from spanaug.cli.main import main
-from spanaug.core.aligner_settings import CrossAlignerConfig
-from spanaug.core.aligner_settings import CrossTrainSettings as CrossTrainConfig
+from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
 from spanaug.core.metrics import null_share, span_metrics
 from spanaug.pipeline.aligner.cross_inputs import Batch, collate, target_distribution
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
@@ -31,7 +30,7 @@ def test_learns_copy_alignment_and_round_trips(tiny_encoder, tmp_path):
     train, test = copy_task(200, 0), copy_task(40, 1)
     cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32)
     aligner, summary = train_cross_aligner(
-        train, cfg, CrossTrainConfig(epochs=8, learning_rate=1e-3), dev=copy_task(30, 2), device="cpu", progress=False
+        train, cfg, CrossTrainSettings(epochs=8, learning_rate=1e-3), dev=copy_task(30, 2), device="cpu", progress=False
     )
     assert summary["loss_history"][-1]["loss"] < summary["loss_history"][0]["loss"]
     assert summary["threshold_source"] == "dev instances" and aligner.config.temperature > 0
@@ -143,7 +142,7 @@ def test_tuning_top_layer_moves_only_it_and_head(tiny_encoder):
     aligner, summary = train_cross_aligner(
         copy_task(40, 4),
         cfg,
-        CrossTrainConfig(epochs=1, learning_rate=1e-3),
+        CrossTrainSettings(epochs=1, learning_rate=1e-3),
         aligner=aligner,
         device="cpu",
         progress=False,
@@ -327,12 +326,12 @@ def test_platt_scaling_fixes_overconfident_scores_and_is_saved(tiny_encoder, tmp
 def test_training_fits_the_scaling_on_held_out_pairs(tiny_encoder):
     cfg = CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32, calibration=[5.0, 5.0])
     aligner, summary = train_cross_aligner(
-        copy_task(60, 0), cfg, CrossTrainConfig(epochs=1), device="cpu", progress=False
+        copy_task(60, 0), cfg, CrossTrainSettings(epochs=1), device="cpu", progress=False
     )
     assert summary["calibration"]["params"] == aligner.config.calibration != [5.0, 5.0]
     assert summary["calibration"]["answers"] > 0
     _, plain = train_cross_aligner(
-        copy_task(60, 0), cfg, CrossTrainConfig(epochs=1, calibrate=False), device="cpu", progress=False
+        copy_task(60, 0), cfg, CrossTrainSettings(epochs=1, calibrate=False), device="cpu", progress=False
     )
     assert "calibration" not in plain
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import TRIGGERS, output, shared_file, toy, write_conll
 
 from spanaug.cli.main import main
-from spanaug.core.evaluation_settings import FrameIdTrainConfig, SplitSettings
+from spanaug.core.evaluation_settings import FrameIdTrainSettings, SplitSettings
 from spanaug.downstream.frameid.baseline import LexiconBaseline, triple_scores
 from spanaug.downstream.frameid.data import Sentence, hold_out_dev, read_training_file, split_conll
 from spanaug.downstream.frameid.lexicon import FrameLexicon, lu_lemmas, span_keys
@@ -42,7 +42,7 @@ def test_model_learns_toy_triggers(tiny_encoder):
     model, summary = train_frameid(
         train,
         tiny_encoder,
-        FrameIdTrainConfig(epochs=15, batch_size=12, learning_rate=5e-3),
+        FrameIdTrainSettings(epochs=15, batch_size=12, learning_rate=5e-3),
         dev=toy(20, 2),
         device="cpu",
         progress=False,
@@ -74,7 +74,7 @@ def test_lexicon_labels_triggers_unseen_in_training(tiny_encoder, tmp_path):
     model, _ = train_frameid(
         train,
         tiny_encoder,
-        FrameIdTrainConfig(epochs=15, batch_size=12, learning_rate=5e-3),
+        FrameIdTrainSettings(epochs=15, batch_size=12, learning_rate=5e-3),
         device="cpu",
         progress=False,
         lexicon=lexicon,
@@ -129,7 +129,7 @@ def test_cli_train_eval_and_augmented_input(tiny_encoder, tmp_path, capsys):
     assert summary["dev"] == {"source": "held out: 0.15 of the full-text training sentences (seed 0)", "sentences": 9}
     assert summary["train_sentences"] == 52 and summary["best_epoch"] in (1, 2) and summary["epochs_run"] == 2
     assert summary["refit"]["train_sentences"] == 61 and summary["refit"]["epochs"] == summary["best_epoch"]
-    assert summary["seconds_per_epoch"] > 0 and summary["config"] == dataclasses.asdict(FrameIdTrainConfig(epochs=2))
+    assert summary["seconds_per_epoch"] > 0 and summary["config"] == dataclasses.asdict(FrameIdTrainSettings(epochs=2))
     assert (
         main(["frameid", "eval", "--model", str(model), "--test", str(tmp_path / "test.conll"), "--device", "cpu"]) == 0
     )
@@ -169,7 +169,7 @@ def test_without_lexicon_candidates_are_the_training_lemma_frame_pairs(tiny_enco
     model, _ = train_frameid(
         train,
         tiny_encoder,
-        FrameIdTrainConfig(epochs=15, batch_size=12, learning_rate=5e-3),
+        FrameIdTrainSettings(epochs=15, batch_size=12, learning_rate=5e-3),
         device="cpu",
         progress=False,
     )
@@ -198,7 +198,7 @@ def test_dev_is_held_out_from_full_text_sentences_and_recorded(tiny_encoder):
     # A trigger only the held-out sentences have: a candidate after the refit on all sentences only.
     dev[0].tokens.append("acquired")
     dev[0].triggers[(len(dev[0].tokens) - 1,) * 2] = "Commerce_buy"
-    tcfg = FrameIdTrainConfig(epochs=2, batch_size=12, learning_rate=5e-3, holdout_share=0.25, seed=3, refit=False)
+    tcfg = FrameIdTrainSettings(epochs=2, batch_size=12, learning_rate=5e-3, holdout_share=0.25, seed=3, refit=False)
     model, summary = train_frameid(train, tiny_encoder, tcfg, device="cpu", progress=False)
     assert summary["dev"] == {"source": "held out: 0.25 of the full-text training sentences (seed 3)", "sentences": 10}
     assert summary["train_sentences"] == 33 and summary["refit"] is None and "acquired" not in model.cfg.frame_lexicon
@@ -242,7 +242,7 @@ def test_early_stopping_keeps_the_best_epoch(tiny_encoder, monkeypatch, dev_f1, 
 
     monkeypatch.setattr(FrameIdentifier, "predict", predict)
     monkeypatch.setattr(training, "triple_scores", lambda gold, pred: {"f1": next(scripted)})
-    tcfg = FrameIdTrainConfig(epochs=len(dev_f1), batch_size=12, learning_rate=5e-3, patience=patience)
+    tcfg = FrameIdTrainSettings(epochs=len(dev_f1), batch_size=12, learning_rate=5e-3, patience=patience)
     model, summary = train_frameid(toy(30, 14), tiny_encoder, tcfg, dev=toy(5, 15), device="cpu", progress=False)
     assert (summary["best_epoch"], summary["epochs_run"], len(snapshots)) == (best, run, run)
     assert summary["stopped_early"] == (run < len(dev_f1)) and summary["best_dev_f1"] == dev_f1[best - 1]
@@ -252,7 +252,7 @@ def test_early_stopping_keeps_the_best_epoch(tiny_encoder, monkeypatch, dev_f1, 
 
 
 def test_cli_training_defaults_are_the_dataclass_defaults(tmp_path, monkeypatch):
-    """`frameid train`/`point` with only their required options train with FrameIdTrainConfig() itself."""
+    """`frameid train`/`point` with only their required options train with FrameIdTrainSettings() itself."""
     from spanaug.downstream import augmenter_comparison
     from spanaug.downstream.frameid import training
 
@@ -262,7 +262,7 @@ def test_cli_training_defaults_are_the_dataclass_defaults(tmp_path, monkeypatch)
         pass
 
     def record(*args):
-        seen.append(next(a for a in args if isinstance(a, FrameIdTrainConfig)))
+        seen.append(next(a for a in args if isinstance(a, FrameIdTrainSettings)))
         raise Stop
 
     monkeypatch.setattr(training, "train_frameid", lambda *a, **k: record(*a))
@@ -289,9 +289,9 @@ def test_cli_training_defaults_are_the_dataclass_defaults(tmp_path, monkeypatch)
     for argv in (train, point, changed):  # the CLI turns Stop into its one-line error
         assert main(argv) != 0
     assert seen == [
-        FrameIdTrainConfig(),
-        FrameIdTrainConfig(seed=3),
-        FrameIdTrainConfig(learning_rate=0.01, patience=0, holdout_share=0.2, refit=False),
+        FrameIdTrainSettings(),
+        FrameIdTrainSettings(seed=3),
+        FrameIdTrainSettings(learning_rate=0.01, patience=0, holdout_share=0.2, refit=False),
     ]
 
 
@@ -335,7 +335,7 @@ def test_glove_vectors_are_read_only_for_words_met(tiny_encoder, tmp_path):
     glove.write_text("\n".join(lines) + "\n")
     train = toy(30, 8)
     model, _ = train_frameid(
-        train, tiny_encoder, FrameIdTrainConfig(epochs=1), device="cpu", progress=False, glove=str(glove)
+        train, tiny_encoder, FrameIdTrainSettings(epochs=1), device="cpu", progress=False, glove=str(glove)
     )
     assert model.cfg.glove_dim == 5
     assert set(model.glove) == {w for s in train for w in s.tokens} & set(TRIGGERS)

@@ -14,7 +14,7 @@ from spanaug.downstream.augmenters import empty_warnings
 from spanaug.downstream.curve_checks import same_as_baseline
 from spanaug.evaluation.aligner_ablation import below_baseline
 from spanaug.evaluation.filtering import filter_stage
-from spanaug.evaluation.statistics import StatsConfig, intrinsic_stats, plot_per_iteration
+from spanaug.evaluation.statistics import StatsSettings, intrinsic_stats, plot_per_iteration
 from spanaug.report import html, warnings
 from spanaug.report.chains import chains_page, sample_chains
 from spanaug.report.tables import table_page
@@ -138,7 +138,7 @@ def test_chains_page_marks_the_trigger_and_each_aligned_span(run):
 
 
 def test_stages_record_empty_and_degraded_results(run, tmp_path):
-    stats, _, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsConfig(pos_tagger=None))
+    stats, _, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsSettings(pos_tagger=None))
     assert any("POS diversity (Table 3) skipped" in w["message"] for w in stats["warnings"])
     filter_stage(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "filtering")
     summary = json.loads((tmp_path / "filtering/filters.json").read_text())
@@ -277,7 +277,7 @@ def test_warnings_command_cuts_the_paraphrase_page_at_max_rows(tmp_path):
 
 
 def test_warnings_and_summary_commands(run, tmp_path):
-    stats, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsConfig(pos_tagger=None))
+    stats, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsSettings(pos_tagger=None))
     files.write_json(stats, tmp_path / "report/stats.json")
     files.write_csv(rows, tmp_path / "per_iteration.csv")
     filter_stage(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "filtering")

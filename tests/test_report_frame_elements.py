@@ -11,7 +11,7 @@ from conftest import fe, write_fe_chains
 from spanaug.cli.main import main
 from spanaug.core import artifacts, files
 from spanaug.evaluation.filtering import filter_stage
-from spanaug.evaluation.statistics import StatsConfig, intrinsic_stats
+from spanaug.evaluation.statistics import StatsSettings, intrinsic_stats
 from spanaug.report import warnings
 from spanaug.report.frame_elements import LOW_RETENTION, colours, fe_sentence, fe_warnings
 
@@ -115,7 +115,7 @@ def test_fe_warnings_reach_the_warnings_page_and_retention_the_summary(tmp_path)
     records, _ = warnings.collect([tmp_path / "report/frame_elements.json"])
     assert [r["stage"] for r in records] == ["frame elements"]
     _, _, out = _page(tmp_path, tmp_path / "augmented.parquet")
-    stats, rows, _ = intrinsic_stats(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", StatsConfig())
+    stats, rows, _ = intrinsic_stats(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", StatsSettings())
     files.write_json(stats, tmp_path / "stats.json")
     files.write_csv(rows, tmp_path / "per_iteration.csv")
     filter_stage(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", tmp_path / "filtering")

@@ -8,7 +8,7 @@ from conftest import write_two_chains
 from spanaug.core import artifacts
 from spanaug.core.errors import InputError
 from spanaug.core.tagging import LexiconTagger, load_tagger
-from spanaug.evaluation.statistics import StatsConfig, intrinsic_stats, lexicon_recovery, pos_diversity, with_sources
+from spanaug.evaluation.statistics import StatsSettings, intrinsic_stats, lexicon_recovery, pos_diversity, with_sources
 from spanaug.pipeline.framenet import read_lexicon
 
 
@@ -47,7 +47,7 @@ def test_lexicon_recovery_counts(run):
 
 
 def test_stats_report_every_measure(run):
-    cfg = StatsConfig(lexicon=str(run / "lexicon.json"), pos_tagger="lexicon")
+    cfg = StatsSettings(lexicon=str(run / "lexicon.json"), pos_tagger="lexicon")
     stats, rows, dists = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", cfg)
     assert stats["outputs"] == 4 and stats["aligned_outputs"] == 3
     assert stats["failed_to_align_share"] == pytest.approx(0.25)
@@ -64,7 +64,7 @@ def test_missing_spacy_skips_pos_metrics_with_reason(run, monkeypatch):
     tagger, why = load_tagger("spacy:en_core_web_sm")
     assert tagger is None and "spaCy is not installed" in why
     stats, _, _ = intrinsic_stats(
-        run / "augmented.parquet", run / "seeds.parquet", StatsConfig(pos_tagger="spacy:en_core_web_sm")
+        run / "augmented.parquet", run / "seeds.parquet", StatsSettings(pos_tagger="spacy:en_core_web_sm")
     )
     assert stats["pos_diversity"]["skipped"] == ["not_ext", "jaccard_distance", "weighted_jaccard_distance"]
 
@@ -88,7 +88,7 @@ def test_pos_distances_by_hand():
             "source_end": [1],
         }
     )
-    m = pos_diversity(table, Fixed(), StatsConfig().pos_sample)
+    m = pos_diversity(table, Fixed(), StatsSettings().pos_sample)
     assert m["not_ext"] == 1.0
     assert m["jaccard_distance"] == pytest.approx(1 - 1 / 2)  # {NOUN} vs {VERB, NOUN}
     assert m["weighted_jaccard_distance"] == pytest.approx(1 - 1 / 3)  # min counts 1, max counts 1 + 2
@@ -126,7 +126,7 @@ def test_stats_count_frame_elements_per_iteration(tmp_path):
         tmp_path / "seeds.parquet",
         tmp_path / "stats.json",
         tmp_path / "per_iteration.csv",
-        cfg=StatsConfig(pos_tagger="lexicon"),
+        cfg=StatsSettings(pos_tagger="lexicon"),
     )
     fes = json.loads((tmp_path / "stats.json").read_text())["frame_elements"]
     assert {k: v for k, v in fes.items() if k != "per_iteration"} == {

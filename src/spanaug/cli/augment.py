@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.evaluation_settings import FilteringSection, GecaConfig, LexsubSettings
+from spanaug.core.evaluation_settings import FilteringSection, GecaSettings, LexsubSettings
 from spanaug.core.settings import inherit, setting, settings
 
 group("augment", "augmenters compared downstream")
@@ -103,7 +103,7 @@ class GecaOptions:
 
 
 @command("augment", "geca", help="Good-Enough Compositional Augmentation over trigger spans")
-def geca(options: GecaOptions, geca: GecaConfig) -> None:
+def geca(options: GecaOptions, geca: GecaSettings) -> None:
     from spanaug.downstream.augmenters import geca_examples
     from spanaug.downstream.frameid.data import read_sentences
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from spanaug.cli.options import command, emit, group
 from spanaug.core.config import Runtime
-from spanaug.core.evaluation_settings import FrameIdSection, FrameIdTrainConfig, GecaConfig, SplitSettings
+from spanaug.core.evaluation_settings import FrameIdSection, FrameIdTrainSettings, GecaSettings, SplitSettings
 from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class TrainOptions:
 
 
 @command("frameid", "train", help="train the Frame ID model")
-def train(options: TrainOptions, training: FrameIdTrainConfig, runtime: Runtime) -> None:
+def train(options: TrainOptions, training: FrameIdTrainSettings, runtime: Runtime) -> None:
     from spanaug.core.files import write_json
     from spanaug.downstream.frameid.training import train_frameid
 
@@ -131,21 +131,21 @@ class PointOptions:
     augmenter: Literal["none", "paraphrastic", "lexsub", "geca"] = setting("none", "whose examples are added")
     dev: str | None = setting(None, "dev sentences for early stopping (default: --holdout-share of the sample)")
     examples: str | None = setting(None, "the augmenter's EXAMPLES Parquet (paraphrastic, lexsub)")
-    geca_window: int = inherit(GecaConfig, "window")
+    geca_window: int = inherit(GecaSettings, "window")
     encoder: str = inherit(FrameIdSection, "encoder")
     lexicon: str | None = inherit(FrameIdSection, "lexicon")
-    epochs: int = inherit(FrameIdTrainConfig, "epochs")
-    batch_size: int = inherit(FrameIdTrainConfig, "batch_size")
-    learning_rate: float = inherit(FrameIdTrainConfig, "learning_rate")
-    patience: int = inherit(FrameIdTrainConfig, "patience")
-    holdout_share: float = inherit(FrameIdTrainConfig, "holdout_share")
-    refit: bool = inherit(FrameIdTrainConfig, "refit")
-    threads: int = inherit(FrameIdTrainConfig, "threads")
+    epochs: int = inherit(FrameIdTrainSettings, "epochs")
+    batch_size: int = inherit(FrameIdTrainSettings, "batch_size")
+    learning_rate: float = inherit(FrameIdTrainSettings, "learning_rate")
+    patience: int = inherit(FrameIdTrainSettings, "patience")
+    holdout_share: float = inherit(FrameIdTrainSettings, "holdout_share")
+    refit: bool = inherit(FrameIdTrainSettings, "refit")
+    threads: int = inherit(FrameIdTrainSettings, "threads")
 
-    def training(self) -> FrameIdTrainConfig:
+    def training(self) -> FrameIdTrainSettings:
         """The training settings among these options (the seed is the point's)."""
-        names = {f.name for f in dataclasses.fields(FrameIdTrainConfig)}
-        return FrameIdTrainConfig(**{n: getattr(self, n) for n in names})
+        names = {f.name for f in dataclasses.fields(FrameIdTrainSettings)}
+        return FrameIdTrainSettings(**{n: getattr(self, n) for n in names})
 
 
 @command("frameid", "point", help="one point of the augmenter comparison (Figure 8)")
@@ -165,7 +165,7 @@ def point(options: PointOptions, runtime: Runtime) -> None:
         data,
         options.encoder,
         options.training(),
-        geca=GecaConfig(window=options.geca_window),
+        geca=GecaSettings(window=options.geca_window),
         device=runtime.device,
     )
     emit(result, options.out)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spanaug.cli.options import command
-from spanaug.core.evaluation_settings import StatsConfig
+from spanaug.core.evaluation_settings import StatsSettings
 from spanaug.core.settings import setting, settings
 
 
@@ -18,7 +18,7 @@ class StatsOptions:
 
 
 @command("stats", help="intrinsic statistics of the augmented dataset")
-def stats(options: StatsOptions, stats: StatsConfig) -> None:
+def stats(options: StatsOptions, stats: StatsSettings) -> None:
     from spanaug.evaluation.statistics import write_stats
 
     write_stats(

@@ -20,7 +20,7 @@ from spanaug.core.evaluation_settings import (
     FilteringSection,
     FrameIdSection,
     HumanEvalSettings,
-    StatsConfig,
+    StatsSettings,
 )
 from spanaug.core.settings import Settings, build, inherit, schema_error_message, schema_of, setting, settings
 
@@ -294,7 +294,7 @@ class RunConfig(Settings):
     human_eval: HumanEvalSettings | None = setting(None, "annotation task export and judgment import (null: off)")
     augmenters: AugmentersSection | None = setting(None, "augmenters for the Frame ID comparison (null: off)")
     frameid: FrameIdSection | None = setting(None, "the Figure 8 experiment (null: off)")
-    stats: StatsConfig = setting(factory=StatsConfig, help="intrinsic statistics")
+    stats: StatsSettings = setting(factory=StatsSettings, help="intrinsic statistics")
     report: ReportSettings = setting(
         factory=ReportSettings, help="the HTML report's tables, example chains and warnings"
     )

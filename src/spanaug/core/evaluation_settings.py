@@ -69,7 +69,7 @@ class HumanEvalSettings(Settings):
 
 
 @settings
-class GecaConfig(Settings):
+class GecaSettings(Settings):
     """GECA's window and the caps that bound its output on a corpus the size of FrameNet."""
 
     window: int = setting(1, "k: tokens each side of a trigger forming its environment", minimum=0)
@@ -106,12 +106,12 @@ class AugmentersSection(Settings):
 
     paraphrastic: FilteredAugmenter = setting(factory=FilteredAugmenter, help="the pipeline's outputs")
     lexsub: LexsubSettings = setting(factory=LexsubSettings, help="aligned triggers put back into their seeds")
-    geca: GecaConfig = setting(factory=GecaConfig, help="Good-Enough Compositional Augmentation (Andreas 2020)")
+    geca: GecaSettings = setting(factory=GecaSettings, help="Good-Enough Compositional Augmentation (Andreas 2020)")
     graph: GraphSettings = setting(factory=GraphSettings, help="span alignments composed along paraphrase chains")
 
 
 @settings
-class FrameIdTrainConfig(Settings):
+class FrameIdTrainSettings(Settings):
     """Training the Frame ID model (``spanaug frameid train``)."""
 
     # Defaults measured on the shared FrameNet 1.7 split (README, Frame ID): with early stopping on a
@@ -164,10 +164,10 @@ class SplitSettings(Settings):
 class FrameIdSection(SplitSettings):
     """Config section ``frameid``: the Figure 8 experiment (Frame ID with and without each augmenter)."""
 
-    epochs: int = inherit(FrameIdTrainConfig, "epochs")
-    batch_size: int = inherit(FrameIdTrainConfig, "batch_size")
-    learning_rate: float = inherit(FrameIdTrainConfig, "learning_rate")
-    patience: int = inherit(FrameIdTrainConfig, "patience")
+    epochs: int = inherit(FrameIdTrainSettings, "epochs")
+    batch_size: int = inherit(FrameIdTrainSettings, "batch_size")
+    learning_rate: float = inherit(FrameIdTrainSettings, "learning_rate")
+    patience: int = inherit(FrameIdTrainSettings, "patience")
     train: str | None = setting(None, "CoNLL/Parquet pool of training sentences (null: split the imported corpus)")
     dev: str | None = setting(None, "dev sentences (CoNLL/Parquet): the best epoch on them is kept")
     test: str | None = setting(None, "the fixed test split (null: from the same split)")
@@ -190,7 +190,7 @@ class FrameIdSection(SplitSettings):
 
 
 @settings
-class StatsConfig(Settings):
+class StatsSettings(Settings):
     """Intrinsic statistics of the augmented dataset (config: ``stats``; ``spanaug stats``)."""
 
     bleu_sample: int = setting(2000, "chains sampled for the BLEU measures", minimum=1)

@@ -1,5 +1,10 @@
 """Settings dataclasses: fields written once with their help and JSON-schema bounds, and the schema,
 checks and construction generated from them (:mod:`spanaug.core.config` holds the run's sections).
+
+Their names say what they are: ``*Settings``, how a command or a part of the run works (a config
+section may be one, as ``StatsSettings`` is ``stats``); ``*Section``, a config section that gathers
+such settings and nested sections (``AlignerSection``); ``*Config``, a model's architecture, saved
+with the trained model as its ``config.json`` (``AlignerConfig``, ``CrossAlignerConfig``).
 """
 
 from __future__ import annotations

@@ -18,11 +18,11 @@ from typing import Any
 
 from spanaug.core import files, plotting
 from spanaug.core.errors import ConfigError, InputError
-from spanaug.downstream.augmenters import AUGMENTERS, GecaConfig, geca_examples
+from spanaug.downstream.augmenters import AUGMENTERS, GecaSettings, geca_examples
 from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import Sentence, examples_to_sentences, sentence_key
-from spanaug.downstream.frameid.training import FrameIdTrainConfig, train_frameid
+from spanaug.downstream.frameid.training import FrameIdTrainSettings, train_frameid
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def examples_for(
     sample: Sequence[Sentence],
     augmenter: str,
     examples: Sequence[Mapping[str, Any]] | None,
-    geca: GecaConfig | None = None,
+    geca: GecaSettings | None = None,
 ) -> list[Sentence]:
     """The augmenter's training sentences for this sample.
 
@@ -86,8 +86,8 @@ def run_point(
     point: Point,
     data: PointData,
     encoder: str,
-    tcfg: FrameIdTrainConfig,
-    geca: GecaConfig | None = None,
+    tcfg: FrameIdTrainSettings,
+    geca: GecaSettings | None = None,
     device: str | None = "auto",
 ) -> dict[str, Any]:
     """Train on a sample (plus the augmenter's examples of it) and score on ``data.test``.

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
-from spanaug.core.evaluation_settings import GecaConfig
+from spanaug.core.evaluation_settings import GecaSettings
 from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
@@ -143,7 +143,7 @@ def _environment(tokens: Sequence[str], span: tuple[int, int], k: int) -> tuple[
 
 def geca_examples(
     sentences: Sequence[Sentence],
-    cfg: GecaConfig | None = None,
+    cfg: GecaSettings | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Good-Enough Compositional Augmentation (Andreas 2020, Algorithm 1) for trigger spans.
 
@@ -152,7 +152,7 @@ def geca_examples(
     to be interchangeable: every template of the first is filled with the second, labelled with
     the second's frame. New sentences already in the data, or made twice, are dropped.
     """
-    cfg = cfg or GecaConfig()
+    cfg = cfg or GecaSettings()
     rng = random.Random(cfg.seed)
     templates: dict[Fragment, list[tuple[int, tuple[int, int]]]] = defaultdict(list)
     environments: dict[tuple, set[Fragment]] = defaultdict(set)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from spanaug.core import artifacts, files, plotting
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
-from spanaug.core.evaluation_settings import StatsConfig
+from spanaug.core.evaluation_settings import StatsSettings
 from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
 from spanaug.evaluation import fe_retention
@@ -92,7 +92,7 @@ def frame_element_stats(table: pa.Table, seeds: pa.Table) -> dict[str, Any]:
 def bleu_measures(table: pa.Table, seeds: pa.Table, sample: int, seed: int = 0) -> dict[str, float | None]:
     """Mean sentence BLEU of outputs to their seed sentence and to the sentence they paraphrase, and
     self-BLEU within chains (each output against the chain's other outputs), over ``sample`` chains
-    (``StatsConfig.bleu_sample``)."""
+    (``StatsSettings.bleu_sample``)."""
     import sacrebleu
 
     from spanaug.core.text import detokenize
@@ -133,10 +133,10 @@ def _mean(xs: list[float]) -> float | None:
 def intrinsic_stats(
     augmented: Path | str,
     seeds: Path | str,
-    cfg: StatsConfig | None = None,
+    cfg: StatsSettings | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[int, int]]]:
     """The report's dataset statistics, its per-iteration table and the span distributions."""
-    cfg = cfg or StatsConfig()
+    cfg = cfg or StatsSettings()
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
     try:
         table = with_sources(artifacts.read_table(augmented, artifacts.AUGMENTED).select(_STAT_COLUMNS), seed_table)
@@ -206,7 +206,7 @@ def write_stats(
     out_json: Path | str,
     out_csv: Path | str,
     out_plot: Path | str | None = None,
-    cfg: StatsConfig | None = None,
+    cfg: StatsSettings | None = None,
     out_dist_plot: Path | str | None = None,
 ) -> dict[str, Any]:
     """Write the statistics JSON, the per-iteration CSV and (optionally) the plots."""
@@ -392,7 +392,7 @@ def lexicon_recovery(augmented: pa.Table, seeds: pa.Table, lexicon: dict[str, se
 
 def pos_diversity(table: pa.Table, tagger: Any, sample: int, seed: int = 0) -> dict[str, Any]:
     """¬EXT, Jaccard and weighted Jaccard distance between source and aligned spans' POS, over ``sample``
-    aligned outputs (``StatsConfig.pos_sample``).
+    aligned outputs (``StatsSettings.pos_sample``).
 
     Per (source span, aligned span) pair: ¬EXT is 1 when the POS sequences differ; Jaccard
     distance compares the sets of tags, weighted Jaccard their counts; each is averaged.

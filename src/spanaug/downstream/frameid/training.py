@@ -15,7 +15,7 @@ import torch
 
 from spanaug.core import training_loop
 from spanaug.core.errors import ConfigError
-from spanaug.core.evaluation_settings import FrameIdTrainConfig
+from spanaug.core.evaluation_settings import FrameIdTrainSettings
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import NULL, Sentence, hold_out_dev
 from spanaug.downstream.frameid.lexicon import FrameLexicon
@@ -73,7 +73,7 @@ def _universal_tags() -> list[str]:
 def train_frameid(
     train: Sequence[Sentence],
     encoder: str,
-    tcfg: FrameIdTrainConfig,
+    tcfg: FrameIdTrainSettings,
     dev: Sequence[Sentence] | None = None,
     glove: str | None = None,
     device: str | None = "auto",
@@ -137,7 +137,7 @@ def _train(
     train: list[Sentence],
     dev: list[Sentence],
     encoder: str,
-    tcfg: FrameIdTrainConfig,
+    tcfg: FrameIdTrainSettings,
     glove: str | None,
     device: str | None,
     progress: bool,
