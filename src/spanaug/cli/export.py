@@ -51,11 +51,16 @@ class CardOptions:
     )
     filters: str | None = setting(None, "the filters summary (JSON of spanaug filter)")
     conll: str | None = setting(None, "the CoNLL export in the same folder, to list it")
+    paraphraser_model: str | None = setting(None, "the run's paraphraser (its records say whether it is a toy)")
+    aligner_model: str | None = setting(None, "the run's aligner directory (its records say whether it is a toy)")
 
 
 @command("export", "card", help="a dataset card (README.md) beside a copy of the Parquet data, loadable by datasets")
 def card(options: CardOptions) -> None:
+    from spanaug.core.provenance import toy_models
     from spanaug.downstream.card import write_card
 
-    counts = write_card(options.augmented, options.seeds, options.out_dir, options.run, options.filters, options.conll)
+    toys = toy_models(options.paraphraser_model, options.aligner_model)
+    run = {**options.run, "toy_models": [origin.describe() for origin in toys]}
+    counts = write_card(options.augmented, options.seeds, options.out_dir, run, options.filters, options.conll)
     log.info("dataset card for %(outputs)d outputs (%(aligned)d aligned) of %(seeds)d seeds, %(frames)d frames", counts)

@@ -18,6 +18,8 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from spanaug.core.provenance import write_standin_record
+
 #: family -> tokenizer kind used by the family tests
 FAMILIES = {
     "t5": "unigram",
@@ -215,6 +217,7 @@ def save_standin(
     model = build_model(family, tokenizer, size, seed)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    write_standin_record(out, f"a random {family} paraphraser, spanaug.demo.standins")
     return str(out)
 
 
@@ -267,4 +270,5 @@ def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TIN
         max_position_embeddings=size.max_positions,
     )
     BertModel(config).save_pretrained(out)
+    write_standin_record(out, "a random BERT encoder, spanaug.demo.standins")
     return str(out)

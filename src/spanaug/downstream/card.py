@@ -248,6 +248,14 @@ def write_card(
             "the pipeline's mechanics, not paraphrase quality. Do not train on it.",
             "",
         ]
+    if run.get("toy_models"):
+        parts += [
+            "> **Toy models.** By their own training records, "
+            + "; ".join(run["toy_models"])
+            + ". The outputs show the pipeline's mechanics, not paraphrase quality: do not train on them or "
+            "release them as a dataset.",
+            "",
+        ]
     parts += _files_section(n, seed_table.num_rows, aligned.num_rows, conll)
     parts += [
         "## Fields",
@@ -293,7 +301,8 @@ def _front_matter(run: dict[str, Any], n: int, licence: str, licence_lines: list
             else {}
         ),
         "task_categories": ["token-classification"],
-        "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"],
+        "tags": ["framenet", "frame-semantics", "paraphrase", "data-augmentation", "span-alignment"]
+        + (["toy-models", "not-for-training"] if run.get("toy_models") else []),
         "size_categories": [_size_category(n)],
         "configs": [
             {"config_name": "default", "data_files": [{"split": "train", "path": "data/augmented.parquet"}]},
@@ -411,6 +420,7 @@ def _provenance(run: dict[str, Any]) -> list[str]:
         ("span aligner", run.get("aligner")),
         ("span aligner trained on", ", ".join(f"`{p}`" for p in run.get("aligner_corpora") or [])),
         ("aligner encoder", run.get("encoder")),
+        ("toy models", "; ".join(run.get("toy_models") or [])),
         ("frame elements", _fe_settings(run.get("frame_elements"))),
     ]
     return [f"- {k}: {v}" for k, v in items if v not in (None, "")] + [

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files
+from spanaug.core.provenance import ModelOrigin, toy_models
 from spanaug.core.settings import setting, settings
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json
@@ -55,6 +56,17 @@ def run_description(run: Mapping[str, Any]) -> str:
             "judged these outputs.</div>"
         )
     return what
+
+
+def toy_models_banner(toys: Sequence[ModelOrigin]) -> str:
+    """Says which of the run's models are toys, as their own records tell (spanaug.core.provenance)."""
+    if not toys:
+        return ""
+    said = "; ".join(html.esc(origin.describe()).replace("`", "") for origin in toys)
+    return (
+        f'<div class="banner demo"><strong>Toy models.</strong> By their own training records, {said}: the '
+        "outputs and every number below show the pipeline's mechanics, not paraphrase quality.</div>"
+    )
 
 
 def _rows(pairs: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -321,6 +333,7 @@ class SummaryInputs:
     ablation: str | None = setting(None, "the aligner's Table 2 summary (JSON)")
     comparison: str | None = setting(None, "the word-aligner comparison (JSON)")
     aligner: str | None = setting(None, "the run's aligner directory (its kind and held-out scores)")
+    paraphraser: str | None = setting(None, "the run's paraphraser (its records say whether it is a toy)")
     human_eval: str | None = setting(None, "the human-evaluation summary (JSON)")
     curves: str | None = setting(None, "the Frame ID curves (CSV)")
     frameid_baseline: str | None = setting(None, "the Frame ID lexicon baseline (JSON)")
@@ -344,6 +357,7 @@ def summary_body(
     body = "".join(
         [
             run_description(run),
+            toy_models_banner(toy_models(results.paraphraser, results.aligner)),
             warnings_banner(warnings),
             dataset_section(stats_data),
             iteration_section(iter_rows, para_rows),

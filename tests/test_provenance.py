@@ -1,0 +1,81 @@
+"""A release from toy models says so: decided from the models' own records (spanaug.core.provenance)."""
+
+import json
+import subprocess
+import sys
+
+from conftest import write_two_chains
+
+from spanaug.core.provenance import model_origin, toy_models, write_standin_record
+from spanaug.report.summary import toy_models_banner
+
+
+def _model(folder, summary=None, config=None):
+    folder.mkdir(parents=True)
+    if summary is not None:
+        (folder / "training_summary.json").write_text(json.dumps(summary))
+    (folder / "config.json").write_text(json.dumps(config or {}))
+    return str(folder)
+
+
+def _paraphraser_summary(pairs, bitext):
+    return {"steps": 300, "pairs": pairs, "config": {"bitext": bitext, "d_model": 128}}
+
+
+def _aligner_summary(instances, file):
+    return {"kind": "paper", "corpora": [{"file": file, "part": "train", "instances": instances}]}
+
+
+def test_the_demo_recipes_models_are_toys_wherever_they_lie(tmp_path):
+    """Moved out of results/demo (the path says nothing), the records still tell."""
+    para = _model(tmp_path / "elsewhere/p", _paraphraser_summary(76, "resources/demo/bitext.tsv"))
+    aligner = _model(tmp_path / "elsewhere/a", _aligner_summary(79, "results/x/models/aligner_instances.jsonl"))
+    toys = toy_models(para, aligner)
+    assert [o.role for o in toys] == ["paraphraser", "aligner"]
+    assert "demo recipe" in toys[0].toy and "76 pairs" in toys[0].toy
+    assert "79 span instances" in toys[1].toy
+
+
+def test_models_trained_on_real_data_are_no_toys(tmp_path):
+    para = _model(tmp_path / "p", _paraphraser_summary(2_000_000, "data/parabank2.tsv"))
+    aligner = _model(tmp_path / "a", _aligner_summary(120_000, "results/f/models/word_aligned/edinburgh.spans.jsonl"))
+    assert toy_models(para, aligner) == []
+    # a hub name, or a folder without records, says nothing either way
+    assert toy_models("humarin/chatgpt_paraphraser_on_T5_base", _model(tmp_path / "bare")) == []
+
+
+def test_a_stand_in_and_an_aligner_on_a_stand_in_encoder_are_toys(tmp_path):
+    para = _model(tmp_path / "p")
+    write_standin_record(para, "a random t5 paraphraser")
+    encoder = _model(tmp_path / "enc")
+    write_standin_record(encoder, "a random BERT encoder")
+    aligner = _model(tmp_path / "a", _aligner_summary(120_000, "data/big.jsonl"), {"encoder": encoder})
+    assert "stand-in" in model_origin("paraphraser", para).toy
+    assert "stand-in encoder" in model_origin("aligner", aligner).toy
+
+
+def test_the_summary_says_which_models_are_toys(tmp_path):
+    para = _model(tmp_path / "p", _paraphraser_summary(76, "resources/demo/bitext.tsv"))
+    banner = toy_models_banner(toy_models(para, None))
+    assert "Toy models" in banner and "paraphraser" in banner and "76 pairs" in banner
+    assert toy_models_banner([]) == ""
+
+
+def test_the_card_of_a_run_with_toy_models_says_so(tmp_path):
+    """spanaug export card reads the models' records: a banner, tags that keep it from passing as real data,
+    and the provenance names why each model is a toy."""
+    data = write_two_chains(tmp_path / "data")
+    augmented, seeds = data / "augmented.parquet", data / "seeds.parquet"
+    para = _model(tmp_path / "p", _paraphraser_summary(76, "resources/demo/bitext.tsv"))
+    aligner = _model(tmp_path / "a", _aligner_summary(120_000, "data/big.jsonl"))
+    run = {"run_name": "fn-dev", "inputs": ["data/fn1.7.dev.conll"], "format": "conll", "demo": False}
+    cmd = [sys.executable, "-m", "spanaug", "export", "card", "--augmented", str(augmented), "--seeds", str(seeds)]
+    cmd += ["--run", json.dumps(run), "--paraphraser-model", para, "--aligner-model", aligner]
+    subprocess.run([*cmd, "--out-dir", str(tmp_path / "toy")], check=True, capture_output=True)
+    card = (tmp_path / "toy/README.md").read_text()
+    assert "**Toy models.**" in card and "toy-models" in card.split("---")[1]
+    assert "the paraphraser" in card and "the aligner" not in card.split("## Provenance")[1].split("##")[0]
+    real = _model(tmp_path / "real", _paraphraser_summary(2_000_000, "data/parabank2.tsv"))
+    cmd[cmd.index("--paraphraser-model") + 1] = real
+    subprocess.run([*cmd, "--out-dir", str(tmp_path / "real-card")], check=True, capture_output=True)
+    assert "Toy models" not in (tmp_path / "real-card/README.md").read_text()
