@@ -157,15 +157,28 @@ def count_submissions(printed: str) -> dict[str, int]:
 
 
 def production_plan(profile: str) -> dict[str, int]:
-    """SLURM jobs the production config (config/config.yaml alone: full FrameNet, 64 shards) plans;
-    its data are absent here, so the preflight only warns."""
-    proc = subprocess.run(
-        [SNAKEMAKE, "-n", "--profile", profile, "--configfile", "config/config.yaml"],
-        cwd=REPO,
-        env={**ENV, "SPANAUG_PREFLIGHT": "warn"},
-        capture_output=True,
-        text=True,
-    )
+    """SLURM jobs the production config (config/config.yaml alone: full FrameNet, 64 shards) plans,
+    in a folder of its own with empty stand-ins of its data (rules take them as inputs); the
+    preflight only warns about them."""
+    import tempfile
+
+    import yaml
+
+    from spanaug.core.config import load_run_config
+    from spanaug.workflow.plan import Plan, make_stand_ins
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "config").symlink_to(REPO / "config")
+        run = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+        make_stand_ins(Plan(run, "results/framenet").external_files(), work)
+        proc = subprocess.run(
+            [SNAKEMAKE, "-n", "--profile", str(REPO / profile), "-s", str(REPO / "workflow/Snakefile")]
+            + ["--directory", tmp, "--configfile", "config/config.yaml"],
+            env={**ENV, "SPANAUG_PREFLIGHT": "warn"},
+            capture_output=True,
+            text=True,
+        )
     if proc.returncode:
         sys.exit(f"rehearsal: the production dry run failed:\n{proc.stderr[-2000:]}")
     return count_submissions(proc.stdout)

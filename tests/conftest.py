@@ -327,15 +327,30 @@ def write_conll(sentences, path, start=0):
                 handle.write("\n")
 
 
+def production_workdir(root: Path) -> Path:
+    """A working directory for the production config (config/config.yaml): its config folder, and an
+    empty stand-in of every data file it names (rules take them as inputs, so Snakemake plans only
+    when they are there; the preflight still reports them, SPANAUG_PREFLIGHT=warn lets it go on)."""
+    import yaml
+
+    from spanaug.core.config import load_run_config
+    from spanaug.workflow.plan import Plan, make_stand_ins
+
+    (root / "config").symlink_to(REPO / "config")
+    run = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+    make_stand_ins(Plan(run, "results/framenet").external_files(), root)
+    return root
+
+
 @pytest.fixture(scope="session")
-def production_dry_run() -> subprocess.CompletedProcess:
-    """The production config's dry run through profiles/slurm (its data absent: SPANAUG_PREFLIGHT=warn
-    reports the missing files instead of stopping); one run for every test that reads its plan."""
+def production_dry_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """The production config's dry run through profiles/slurm, its data stand-ins (production_workdir);
+    one run for every test that reads its plan."""
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
+    work = production_workdir(tmp_path_factory.mktemp("production"))
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
-    proc = subprocess.run(
-        [SNAKEMAKE, "-n", "--profile", "profiles/slurm"], cwd=REPO, capture_output=True, text=True, env=env
-    )
+    cmd = [SNAKEMAKE, "-n", "--profile", str(REPO / "profiles/slurm"), "-s", str(REPO / "workflow/Snakefile")]
+    proc = subprocess.run([*cmd, "--directory", str(work)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

@@ -167,6 +167,12 @@ def test_report_pages_release_and_the_snakemake_report(run):
     assert untuned["kind"] == "degraded" and "not tuned" in untuned["message"]
     # The dataset card describes the aligner as trained (the demo's own config tunes on held-out pairs).
     assert "(null threshold not tuned: no dev file and threshold_holdout 0)" in (res / "release/README.md").read_text()
+    # The aligner trained on the demo bitext's few instances is a toy by its own training record, and the
+    # card and the summary say so (the tests' paraphraser is a bare random folder: no record, no claim).
+    card = (res / "release/README.md").read_text()
+    assert "**Toy models.**" in card and "the aligner `" in card and "the paraphraser `" not in card
+    assert "toy-models" in card.split("---")[1]
+    assert "Toy models" in (res / "report/summary.html").read_text()
     assert "Demo run" in (res / "report/summary.html").read_text()
     # frame_elements.mode align: the FE page shows retention and FE-marked chains, the card and the
     # summary give retention, and every FE of the CoNLL export is one the augmented rows carry.
@@ -251,11 +257,12 @@ def test_optional_sections_can_be_switched_off(run, tmp_path):
 
 
 def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
-    """The production config plans (its data absent: SPANAUG_PREFLIGHT=warn reports instead of stopping)."""
+    """The production config plans (its data empty stand-ins: SPANAUG_PREFLIGHT=warn reports instead of stopping)."""
     proc = production_dry_run
     # Every problem on a line of its own, as a stopped run lists them.
     warning = (
-        "preflight (SPANAUG_PREFLIGHT=warn): the run would stop:\n  - data.inputs: data/fndata-1.7: no such directory\n"
+        "preflight (SPANAUG_PREFLIGHT=warn): the run would stop:\n"
+        "  - data.inputs: data/fndata-1.7: not a FrameNet release directory (no frameIndex.xml"
     )
     assert warning in proc.stdout + proc.stderr
     # GPU rules that will get no GPU are told before the first job (here: where torch is a CPU-only build).
@@ -293,6 +300,7 @@ def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
     assert len(run["aligner_corpora"]) == 6  # 3 corpora, 2 dev parts, the lexicon of the synthetic pre-training
     summary = proc.stdout.split("rule report_summary:")[1].split("rule ")[0]
     assert "--aligner results/framenet/models/aligner" in summary
+    assert "--aligner-model results/framenet/models/aligner" in card  # its records: a toy or not
     # the cross-domain table, and its page in the report
     assert counts["align_cross_domain"] == 1
     assert "results/framenet/aligner_eval/cross_domain/cross_domain.html" in proc.stdout

@@ -1,15 +1,16 @@
 # The span aligner (aligner.kind: the paper's, or the cross encoder): trained here unless the
 # config names a trained one; then every beam is aligned.
 # Word-aligned corpora (aligner.train.word_aligned, word_aligned_dev) become span instances here first.
-# External data (instances, dev, bitext, phrase pairs, extra and pre-training instances) are params,
-# not inputs, so a dry run plans without them;
-# after changing them, force a retrain with -R train_aligner.
+# Every file a job reads is an input (spanaug.workflow.plan names them), so a changed
+# bitext, corpus or instance file retrains the aligner and realigns what it aligned.
 
 
 rule make_alignment_instances:
+    input:
+        bitext=planned("aligner_bitext"),
     output:
-        instances=made_instances(),
-        pairs=made_pairs(),
+        instances=PLAN.made_instances(),
+        pairs=PLAN.made_pairs(),
     log:
         f"{LOGS}/make_alignment_instances.log",
     benchmark:
@@ -19,14 +20,14 @@ rule make_alignment_instances:
     threads: CPU_THREADS
     resources:
         **CPU,
-    params:
-        bitext=aligner_bitext,
     shell:
-        "spanaug align make-instances --bitext {params.bitext:q} --out {output.instances:q} --pairs-out {output.pairs:q}"
+        "spanaug align make-instances --bitext {input.bitext:q} --out {output.instances:q} --pairs-out {output.pairs:q}"
         " > {log:q} 2>&1"
 
 
 rule import_word_aligned:
+    input:
+        planned("word_aligned_file", "corpus"),
     output:
         f"{RES}/models/word_aligned/{{corpus}}.spans.jsonl",
     log:
@@ -38,17 +39,16 @@ rule import_word_aligned:
     threads: CPU_THREADS
     resources:
         **CPU,
-    params:
-        corpus=word_aligned_file,
     shell:
-        "spanaug align import-aligned --input {params.corpus:q} --format edinburgh --out {output:q} > {log:q} 2>&1"
+        "spanaug align import-aligned --input {input:q} --format edinburgh --out {output:q} > {log:q} 2>&1"
 
 
 rule make_synthetic_instances:
     input:
         sentences=rules.import_corpus.output.sentences,
+        lexicon=planned("synthetic_lexicon"),
     output:
-        made_synthetic(),
+        PLAN.made_synthetic(),
     log:
         f"{LOGS}/make_synthetic_instances.log",
     benchmark:
@@ -58,16 +58,13 @@ rule make_synthetic_instances:
     threads: CPU_THREADS
     resources:
         **CPU,
-    params:
-        lexicon=synthetic_lexicon,
     shell:
-        "spanaug align synthetic --sentences {input.sentences:q} --lexicon {params.lexicon:q} --out {output:q} > {log:q} 2>&1"
+        "spanaug align synthetic --sentences {input.sentences:q} --lexicon {input.lexicon:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train_aligner:
     input:
-        made=aligner_training_input,
-        pretrain=aligner_pretrain_input,
+        unpack(planned("train_aligner_inputs")),
     output:
         directory(f"{RES}/models/aligner"),
     log:
@@ -80,7 +77,9 @@ rule train_aligner:
     resources:
         **GPU,
     params:
-        instances=aligner_training_instances,
+        files=input_options(
+            "instances", "dev", "phrase_pairs", "pretrain", "extra_instances"
+        ),
         encoder=config["aligner"]["encoder"],
         kind=config["aligner"]["kind"],
         options=section_options(
@@ -96,22 +95,20 @@ rule train_aligner:
                 "bitext_phrases",
                 "phrase_pairs",
                 "pretrain",
+                "extra_instances",
                 "synthetic_lexicon",
             ),
         ),
-        dev=aligner_dev_option,
-        phrase_pairs=aligner_phrase_pairs_option,
-        pretrain=aligner_pretrain_option,
         device=config["device"],
     shell:
-        "spanaug align train --kind {params.kind} --instances {params.instances} --encoder {params.encoder:q} --out {output:q}"
-        " {params.options} {params.dev} {params.phrase_pairs} {params.pretrain} --device {params.device} > {log:q} 2>&1"
+        "spanaug align train --kind {params.kind} {params.files} --encoder {params.encoder:q} --out {output:q}"
+        " {params.options} --device {params.device} > {log:q} 2>&1"
 
 
 rule align:
     input:
         paraphrases=rules.paraphrase.output.paraphrases,
-        model=aligner_input,
+        model=planned("aligner_model_input"),
     output:
         aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
         stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.align_stats.json",
@@ -125,7 +122,7 @@ rule align:
     resources:
         **GPU,
     params:
-        model=aligner_model,
+        model=planned("aligner_model"),
         batch_size=config["aligner"]["batch_size"],
         dtype=config["aligner"]["dtype"],
         frame_elements=flags(config["frame_elements"], keys=("mode", "candidates")),

@@ -1,12 +1,12 @@
 # The span aligner on held-out data: the Table 2 ablations (with Figures 4-5 and the memorisation
 # split), the same with the chain-graph instances added (a self-training row), and the word
 # aligners of Tables 1-2, and the aligner kinds and data sources beyond the paper (aligner.systems). Null data paths fall back on what make_alignment_instances derives
-# from the aligner's bitext.
+# from the aligner's bitext. Every data file is an input (also those a command takes in a JSON mapping).
 
 
 rule align_ablation:
     input:
-        unpack(ablation_inputs),
+        unpack(planned("ablation_inputs", "ablation")),
     output:
         table=f"{RES}/aligner_eval/{{ablation}}/ablation.csv",
         plot=report(
@@ -36,20 +36,19 @@ rule align_ablation:
         **GPU,
     params:
         out_dir=out_dir,
-        data=ablation_data,
         encoder=config["aligner"]["encoder"],
         k=aligner_k_option,
         options=section_options("aligner", "evaluation", skip=("data",)),
         rows=ablation_options,
         device=config["device"],
     shell:
-        "spanaug align ablate --data {params.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
+        "spanaug align ablate --data {input.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
         " {params.options} {params.rows} --device {params.device} > {log:q} 2>&1"
 
 
 rule compare_aligners:
     input:
-        baseline_inputs,
+        unpack(planned("baseline_inputs")),
     output:
         table=f"{RES}/aligner_eval/comparison.csv",
         plot=report(
@@ -69,24 +68,23 @@ rule compare_aligners:
         **GPU,
     params:
         out_dir=out_dir,
-        instances=baseline_instances,
-        gold_pairs=baseline_pairs,
         encoder=config["aligner"]["encoder"],
         k=aligner_k_option,
         options=section_options(
-            "baselines", skip=("instances", "gold_pairs", "fastalign")
+            "baselines", skip=("instances", "gold_pairs", "extra_text", "fastalign")
         ),
         fastalign=section_options("baselines", "fastalign"),
+        extra_text=input_options("extra_text"),
         device=config["device"],
     shell:
-        "spanaug baseline compare --instances {params.instances:q} --gold-pairs {params.gold_pairs:q}"
+        "spanaug baseline compare --instances {input.instances:q} --gold-pairs {input.gold_pairs:q} {params.extra_text}"
         " --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q} {params.options} {params.fastalign}"
         " --device {params.device} > {log:q} 2>&1"
 
 
 rule align_systems:
     input:
-        systems_inputs,
+        unpack(planned("systems_inputs")),
     output:
         table=report(
             f"{RES}/aligner_eval/systems/systems.csv",
@@ -105,17 +103,19 @@ rule align_systems:
         **GPU,
     params:
         out_dir=out_dir,
-        data=systems_data,
         encoder=config["aligner"]["encoder"],
         k=aligner_k_option,
-        options=systems_options,
+        options=cross_options("systems"),
+        files=input_options("data", "gold_pairs", "synthetic"),
         device=config["device"],
     shell:
-        "spanaug align systems --data {params.data:q} --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
-        " {params.options} --device {params.device} > {log:q} 2>&1"
+        "spanaug align systems --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
+        " {params.options} {params.files} --device {params.device} > {log:q} 2>&1"
 
 
 rule align_cross_domain:
+    input:
+        unpack(planned("cross_domain_inputs")),
     output:
         table=report(
             f"{RES}/aligner_eval/cross_domain/cross_domain.csv",
@@ -136,8 +136,9 @@ rule align_cross_domain:
         out_dir=out_dir,
         encoder=config["aligner"]["encoder"],
         k=aligner_k_option,
-        options=cross_domain_options,
+        options=cross_options("cross_domain"),
+        files=input_options("synthetic"),
         device=config["device"],
     shell:
         "spanaug align cross-domain --encoder {params.encoder:q} {params.k} --out-dir {params.out_dir:q}"
-        " {params.options} --device {params.device} > {log:q} 2>&1"
+        " {params.options} {params.files} --device {params.device} > {log:q} 2>&1"

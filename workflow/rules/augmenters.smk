@@ -55,7 +55,7 @@ rule augment_lexsub:
 
 rule augment_geca:
     input:
-        train=frameid_pool,
+        train=planned("frameid_pool"),
     output:
         examples=f"{RES}/augmenters/geca.parquet",
         counts=f"{RES}/augmenters/geca.json",

@@ -2,6 +2,8 @@
 
 
 rule import_corpus:
+    input:
+        corpus=planned("corpus_inputs"),
     output:
         sentences=f"{RES}/data/sentences.parquet",
         stats=f"{RES}/data/import_stats.json",
@@ -15,9 +17,9 @@ rule import_corpus:
     resources:
         **CPU,
     params:
-        options=flags(config["data"]),
+        options=flags(config["data"], skip=("inputs",)),
     shell:
-        "spanaug import --out {output.sentences:q} --stats {output.stats:q} {params.options} > {log:q} 2>&1"
+        "spanaug import --inputs {input.corpus:q} --out {output.sentences:q} --stats {output.stats:q} {params.options} > {log:q} 2>&1"
 
 
 rule select_seeds:
@@ -46,7 +48,7 @@ rule shard_seeds:
     input:
         seeds=rules.select_seeds.output.seeds,
     output:
-        [chain_shard(0, j) for j in SHARDS],
+        [PLAN.chain_shard(0, j) for j in SHARDS],
     log:
         f"{LOGS}/shard_seeds.log",
     benchmark:

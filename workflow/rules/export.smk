@@ -29,6 +29,9 @@ rule export_card:
         seeds=rules.select_seeds.output.seeds,
         filters=rules.filter_outputs.output.summary,
         conll=rules.export_conll.output.conll,
+        # the models' own records say whether they are toys (spanaug.core.provenance)
+        paraphraser=planned("paraphraser_model_input"),
+        aligner=planned("aligner_model_input"),
     output:
         card=f"{RES}/release/README.md",
         data=[
@@ -47,6 +50,9 @@ rule export_card:
     params:
         out_dir=out_dir,
         run=run_option(),
+        paraphraser=input_options("paraphraser", flag="--paraphraser-model"),
+        aligner=input_options("aligner", flag="--aligner-model"),
     shell:
         "spanaug export card --augmented {input.augmented:q} --seeds {input.seeds:q} --out-dir {params.out_dir:q}"
-        " {params.run} --filters {input.filters:q} --conll {input.conll:q} > {log:q} 2>&1"
+        " {params.run} --filters {input.filters:q} --conll {input.conll:q} {params.paraphraser} {params.aligner}"
+        " > {log:q} 2>&1"

@@ -6,7 +6,7 @@ rule filter_outputs:
     input:
         augmented=rules.assemble.output,
         seeds=rules.select_seeds.output.seeds,
-        judgments=judgments_input,
+        judgments=planned("judgments_input"),
     output:
         table=f"{RES}/filtering/filters.csv",
         scored=f"{RES}/filtering/scored.parquet",
@@ -22,7 +22,7 @@ rule filter_outputs:
         **CPU,
     params:
         out_dir=out_dir,
-        judgments=judgments_option,
+        judgments=input_options("judgments"),
         options=flags(config["filtering"]),
     shell:
         "spanaug filter --augmented {input.augmented:q} --seeds {input.seeds:q} --out-dir {params.out_dir:q}"

@@ -27,8 +27,8 @@ rule frameid_split:
 
 rule frameid_baseline:
     input:
-        train=frameid_pool,
-        test=frameid_test,
+        train=planned("frameid_pool"),
+        test=planned("frameid_test"),
     output:
         f"{RES}/frameid/lexicon_baseline.json",
     log:
@@ -46,7 +46,7 @@ rule frameid_baseline:
 
 rule frameid_point:
     input:
-        unpack(frameid_point_inputs),
+        unpack(planned("frameid_point_inputs", "augmenter")),
     output:
         f"{RES}/frameid/points/{{augmenter}}/f{{fraction}}.s{{seed}}.json",
     log:
@@ -59,13 +59,12 @@ rule frameid_point:
     resources:
         **GPU,
     params:
-        files=frameid_point_files,
+        files=input_options("dev", "examples", "lexicon"),
         geca_window=geca_window_option,
         options=section_options(
             "frameid",
             keys=(
                 "encoder",
-                "lexicon",
                 "epochs",
                 "batch_size",
                 "learning_rate",
@@ -81,7 +80,7 @@ rule frameid_point:
 
 rule frameid_curves:
     input:
-        frameid_points,
+        planned("frameid_points"),
     output:
         table=f"{RES}/frameid/curves.csv",
         plot=report(

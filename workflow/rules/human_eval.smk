@@ -6,6 +6,7 @@ rule human_export:
     input:
         augmented=rules.assemble.output,
         sentences=rules.import_corpus.output.sentences,
+        framenet=planned("framenet_release"),
     output:
         task=f"{RES}/human_eval/task.csv",
         key=f"{RES}/human_eval/task.key.csv",
@@ -21,7 +22,7 @@ rule human_export:
         **CPU,
     params:
         options=section_options("human_eval", keys=("n_items", "seed")),
-        framenet=framenet_definitions_option(),
+        framenet=input_options("framenet"),
     shell:
         "spanaug human export --augmented {input.augmented:q} --sentences {input.sentences:q} --out-task {output.task:q}"
         " --out-key {output.key:q} --summary {output.summary:q} {params.options} {params.framenet} > {log:q} 2>&1"
@@ -51,7 +52,7 @@ rule human_simulate:
 rule human_import:
     input:
         key=rules.human_export.output.key,
-        simulated=human_import_inputs,
+        results=planned("human_results_input"),
     output:
         summary=f"{RES}/human_eval/human_eval.json",
         hist=report(
@@ -71,9 +72,8 @@ rule human_import:
         **CPU,
     params:
         out_dir=out_dir,
-        results=human_results,
     shell:
-        "spanaug human import --results {params.results:q} --key {input.key:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "spanaug human import --results {input.results:q} --key {input.key:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # The span-alignment task (§4.1): annotators mark each sampled output's counterpart of the span it
@@ -130,7 +130,7 @@ rule span_task_import:
     input:
         task=rules.span_task_export.output.task,
         key=rules.span_task_export.output.key,
-        simulated=span_import_inputs,
+        results=planned("span_results_input"),
     output:
         instances=f"{RES}/human_eval/span_alignment.jsonl",
         summary=f"{RES}/human_eval/span_agreement.json",
@@ -143,8 +143,6 @@ rule span_task_import:
     threads: CPU_THREADS
     resources:
         **CPU,
-    params:
-        results=span_results,
     shell:
-        "spanaug human span-task import --results {params.results:q} --task {input.task:q} --key {input.key:q}"
+        "spanaug human span-task import --results {input.results:q} --task {input.task:q} --key {input.key:q}"
         " --out {output.instances:q} --out-summary {output.summary:q} > {log:q} 2>&1"

@@ -4,7 +4,7 @@
 
 rule expand_constraints:
     input:
-        chain=previous_chain,
+        chain=planned("previous_chain", "i", "j"),
     output:
         f"{RES}/iterations/iter{{i}}/shard{{j}}.requests.parquet",
     log:
@@ -47,7 +47,7 @@ rule select_best:
 
 rule gather_iteration:
     input:
-        iteration_chain_shards,
+        planned("iteration_chain_shards", "i"),
     output:
         f"{RES}/iterations/iter{{i}}.chain.parquet",
     log:
@@ -66,7 +66,7 @@ rule gather_iteration:
 
 rule assemble:
     input:
-        iteration_outputs(),
+        PLAN.iteration_outputs(),
     output:
         f"{RES}/augmented.parquet",
     log:

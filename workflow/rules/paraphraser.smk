@@ -1,9 +1,10 @@
 # The paraphraser: optionally trained here (the paper's architecture), then constrained decoding.
-# The bitext is a param, not an input (external data: a dry run plans without it; after changing
-# it, force a retrain with -R train_paraphraser).
+# Its bitext is an input: a changed bitext retrains it.
 
 
 rule train_paraphraser:
+    input:
+        bitext=planned("paraphraser_bitext"),
     output:
         directory(f"{RES}/models/paraphraser"),
     log:
@@ -16,16 +17,16 @@ rule train_paraphraser:
     resources:
         **GPU,
     params:
-        options=section_options("paraphraser", "train"),
+        options=section_options("paraphraser", "train", skip=("bitext",)),
         device=config["device"],
     shell:
-        "spanaug paraphraser train --out {output:q} {params.options} --device {params.device} > {log:q} 2>&1"
+        "spanaug paraphraser train --bitext {input.bitext:q} --out {output:q} {params.options} --device {params.device} > {log:q} 2>&1"
 
 
 rule paraphrase:
     input:
         requests=rules.expand_constraints.output,
-        model=paraphraser_input,
+        model=planned("paraphraser_model_input"),
     output:
         paraphrases=f"{RES}/iterations/iter{{i}}/shard{{j}}.paraphrases.parquet",
         stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.paraphrase_stats.json",
@@ -39,7 +40,7 @@ rule paraphrase:
     resources:
         **GPU,
     params:
-        model=paraphraser_model,
+        model=planned("paraphraser_model"),
         options=flags(config["paraphraser"], skip=("model", "train")),
         device=config["device"],
     shell:

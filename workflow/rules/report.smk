@@ -5,24 +5,24 @@
 
 
 # One rule per table: each page has its own caption, which a single wildcard rule could not give.
-for page, source, title, caption, category, *subcategory in report_tables():
+for table in PLAN.report_tables():
 
     rule:
         name:
-            f"report_table_{table_slug(page)}"
+            f"report_table_{table.slug}"
         input:
-            source,
+            f"{RES}/{table.source}",
         output:
             report(
-                page,
-                caption=caption,
-                category=category,
-                subcategory=subcategory[0] if subcategory else None,
+                f"{RES}/{table.page}",
+                caption=f"../report/{table.caption}.rst",
+                category=table.category,
+                subcategory=table.subcategory,
             ),
         log:
-            f"{LOGS}/report/{table_slug(page)}.log",
+            f"{LOGS}/report/{table.slug}.log",
         benchmark:
-            f"{BENCH}/report/{table_slug(page)}.tsv"
+            f"{BENCH}/report/{table.slug}.tsv"
         localrule: True
         conda:
             "../../envs/cpu.yaml"
@@ -30,7 +30,7 @@ for page, source, title, caption, category, *subcategory in report_tables():
         resources:
             **CPU,
         params:
-            title=shlex.quote(title),
+            title=shlex.quote(table.title),
             max_rows=config["report"]["max_rows"],
         shell:
             "spanaug report tables --inputs {input:q} --outputs {output:q} --titles {params.title}"
@@ -39,7 +39,7 @@ for page, source, title, caption, category, *subcategory in report_tables():
 
 rule report_warnings:
     input:
-        unpack(warning_inputs),
+        unpack(planned("warning_inputs")),
     output:
         json=f"{RES}/report/warnings.json",
         page=report(
@@ -64,10 +64,10 @@ rule report_warnings:
     resources:
         **CPU,
     params:
-        width=decode_width(),
-        optional=warning_options,
+        width=PLAN.decode_width(),
+        optional=input_options("aligner", "comparison", "curves", "simulated_judgments"),
         base=run_folder,
-        demo=is_demo(),
+        demo=PLAN.is_demo(CHECKOUT),
         max_rows=config["report"]["max_rows"],
     shell:
         "spanaug report warnings --summaries {input.summaries:q} --paraphrase-stats {input.paraphrase:q}"
@@ -98,7 +98,7 @@ rule report_chains:
         **CPU,
     params:
         options=flags(config["report"], keys=("chains", "seed")),
-        demo=is_demo(),
+        demo=PLAN.is_demo(CHECKOUT),
     shell:
         "spanaug report chains --augmented {input.augmented:q} --seeds {input.seeds:q} {params.options}"
         " --demo {params.demo} --out {output:q} > {log:q} 2>&1"
@@ -130,7 +130,7 @@ rule report_frame_elements:
     params:
         fe=flags(config["frame_elements"], keys=("mode", "select", "require", "min_verbatim_agreement")),
         options=flags(config["report"], keys=("chains", "seed", "max_rows")),
-        demo=is_demo(),
+        demo=PLAN.is_demo(CHECKOUT),
     shell:
         "spanaug report frame-elements --augmented {input.augmented:q} --seeds {input.seeds:q} {params.fe}"
         " {params.options} --demo {params.demo} --out-html {output.page:q} --out-csv {output.csv:q}"
@@ -139,7 +139,7 @@ rule report_frame_elements:
 
 rule report_summary:
     input:
-        unpack(summary_inputs),
+        unpack(planned("summary_inputs")),
     output:
         page=report(
             f"{RES}/report/summary.html",
@@ -160,7 +160,15 @@ rule report_summary:
         **CPU,
     params:
         run=run_option(),
-        optional=summary_options,
+        optional=input_options(
+            "aligner",
+            "paraphraser",
+            "ablation",
+            "comparison",
+            "human_eval",
+            "curves",
+            "frameid_baseline",
+        ),
     shell:
         "spanaug report summary {params.run} --stats {input.stats:q} --per-iteration {input.per_iteration:q}"
         " --filters {input.filters:q} --warnings {input.warnings:q} --paraphrase {input.paraphrase:q}"

@@ -5,6 +5,7 @@ rule intrinsic_stats:
     input:
         augmented=rules.assemble.output,
         seeds=rules.select_seeds.output.seeds,
+        lexicon=planned("stats_lexicon"),
     output:
         json=f"{RES}/report/stats.json",
         csv=f"{RES}/report/per_iteration.csv",
@@ -28,7 +29,8 @@ rule intrinsic_stats:
     resources:
         **CPU,
     params:
-        options=flags(config["stats"]),
+        options=flags(config["stats"], skip=("lexicon",)),
+        lexicon=input_options("lexicon"),
     shell:
         "spanaug stats --augmented {input.augmented:q} --seeds {input.seeds:q} --out-json {output.json:q}"
-        " --out-csv {output.csv:q} --out-plot {output.plot:q} --out-dist-plot {output.dists:q} {params.options} > {log:q} 2>&1"
+        " --out-csv {output.csv:q} --out-plot {output.plot:q} --out-dist-plot {output.dists:q} {params.options} {params.lexicon} > {log:q} 2>&1"
