@@ -36,6 +36,8 @@ def test_per_iteration_counts_and_retention_by_coreness(outputs):
             "unknown_coreness_retention": 1.0,
             "outputs_keeping_every_fe": 2,
             "mean_fe_score": (0.9 + 0.8 + 0.7 + 0.6 + 1.0 + 0.5) / 6,
+            "verbatim_fes": None,  # not asked for: no seeds given to find the outputs' sources
+            "verbatim_agreement": None,
         }
     )
     assert two == pytest.approx(
@@ -53,6 +55,8 @@ def test_per_iteration_counts_and_retention_by_coreness(outputs):
             "unknown_coreness_retention": 0.0,
             "outputs_keeping_every_fe": 0,
             "mean_fe_score": (0.95 + 0.4 + 0.9) / 3,  # lost FEs are counted, not scored 0
+            "verbatim_fes": None,
+            "verbatim_agreement": None,
         }
     )
 
