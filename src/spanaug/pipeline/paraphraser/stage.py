@@ -57,11 +57,13 @@ def paraphrase_stage(
     chunk_rows: int = 4096,
 ) -> DecodeStats:
     """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks."""
+    # The input is checked (its columns, and that it holds requests) before the model loads.
+    batches = artifacts.iter_batches(requests_path, artifacts.REQUESTS, chunk_rows)
     paraphraser = load_paraphraser(cfg, device)
     stats = DecodeStats()
     provenance = artifacts.derived(requests_path, "paraphrases")
     with artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
-        for table in artifacts.iter_batches(requests_path, artifacts.REQUESTS, chunk_rows):
+        for table in batches:
             rows = list(paraphraser.paraphrase(table.to_pylist(), cfg, stats))
             writer.write(rows)
     log.info("paraphrase %s: %s", requests_path, dataclasses.asdict(stats))
