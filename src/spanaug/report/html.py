@@ -1,9 +1,15 @@
-"""Small self-contained HTML pages for the Snakemake report.
+"""Small self-contained HTML pages for the Snakemake report, rendered from templates.
 
 Snakemake's report shows an ``.html`` entry inline (in an iframe) and only offers a download for
 CSV or JSON, so every table is rendered here as a page of its own: inline CSS, no scripts, no
-external resources, every piece of text escaped. A page can carry its raw file as a download link
-(a data URI), so the report stays a single file that still holds the raw numbers.
+external resources. A page can carry its raw file as a download link (a data URI), so the report
+stays a single file that still holds the raw numbers.
+
+The pages are Jinja2 templates (``templates/``, package data): ``base.html`` is the page layout,
+``macros.html`` the building blocks (tables of any JSON value, marked sentences, downloads,
+figures, warning banners), and each page or fragment has a template of its own. Escaping lives in
+one place: the environment autoescapes every value, so only :class:`~markupsafe.Markup` (what a
+template rendered) goes into a page unescaped.
 """
 
 from __future__ import annotations
@@ -14,7 +20,10 @@ import math
 import mimetypes
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import jinja2
+from markupsafe import Markup
 
 from spanaug.core import files
 
@@ -43,13 +52,118 @@ a.download { font-size: .9em; }
 img.figure { max-width: 100%; height: auto; display: block; margin: .4em 0 1em; }
 """
 
+#: A dash for a missing value (markup, so autoescape leaves the entity alone).
+DASH = Markup("&ndash;")
+
+
+def fmt(value: Any) -> str:
+    """A scalar for a table cell: floats to 3 decimals (or 4 significant digits), None as a dash.
+
+    Text is returned as is: the template escapes it."""
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return DASH
+        if value != 0 and abs(value) < 0.001:
+            return f"{value:.2e}"
+        return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def is_number(value: Any) -> bool:
+    """An int or float, not a bool (Jinja's own ``number`` test counts booleans)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_rows(value: Any) -> bool:
+    """A list of JSON objects: shown as a table."""
+    return isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) for v in value)
+
+
+def is_list(value: Any) -> bool:
+    """A JSON list (Jinja's ``sequence`` test also holds for strings)."""
+    return isinstance(value, (list, tuple))
+
+
+def columns_of(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The union of the rows' keys, in first-seen order."""
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+class Attachment(NamedTuple):
+    """A file embedded in a page as a data URI."""
+
+    name: str
+    mime: str
+    data: str
+
+
+def attachment(path: Path | str) -> Attachment:
+    path = Path(path)
+    mime = mimetypes.guess_type(path.name)[0] or "text/plain"
+    return Attachment(path.name, mime, base64.b64encode(path.read_bytes()).decode("ascii"))
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _environment() -> jinja2.Environment:
+    # StrictUndefined: a misspelt name fails the page instead of leaving a silent blank.
+    # trim_blocks/lstrip_blocks: a line holding only a {% tag %} leaves nothing in the page.
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("spanaug.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(fmt=fmt, b64=b64)
+    env.tests.update(number_value=is_number, rows=is_rows, list=is_list)
+    env.globals.update(STYLE=Markup(STYLE), columns_of=columns_of, attachment=attachment)
+    return env
+
+
+ENV = _environment()
+
+
+def render(template: str, /, **context: Any) -> Markup:
+    """A template rendered with ``context``; markup, so it can go into another template as is."""
+    return Markup(ENV.get_template(template).render(**context))
+
+
+def macro(name: str) -> Any:
+    """A macro of ``macros.html``, callable from Python (it returns markup)."""
+    return getattr(ENV.get_template("macros.html").module, name)
+
+
+def marked(tokens: Sequence[str], spans: Sequence[tuple[int | None, int | None, str]]) -> Markup:
+    """Tokens joined by spaces, with each ``(start, end, css_class)`` span (inclusive) in a ``<mark>``
+    (spans without a start or end are left out)."""
+    return macro("marked")(tokens, [s for s in spans if s[0] is not None and s[1] is not None])
+
+
+def write_page(text: str, path: Path | str) -> None:
+    """Write an HTML page atomically."""
+    with files.atomic_path(path, ".html") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------- legacy string builders (pages not yet templated)
+
 
 def esc(value: Any) -> str:
     """Text made safe for HTML (quotes included, as it may land in attributes)."""
     return html.escape(str(value), quote=True)
 
 
-def fmt(value: Any) -> str:
+def _fmt_html(value: Any) -> str:
     """A scalar for a table cell: floats to 3 decimals (or 4 significant digits), None as a dash."""
     if value is None:
         return "&ndash;"
@@ -73,7 +187,7 @@ def _is_number(value: Any) -> bool:
 def cell(value: Any) -> str:
     """A ``<td>``: numbers right-aligned, nested JSON values rendered as nested tables or lists."""
     if _is_number(value) or value is None:
-        return f'<td class="num">{fmt(value)}</td>'
+        return f'<td class="num">{_fmt_html(value)}</td>'
     return f"<td>{value_html(value)}</td>"
 
 
@@ -115,24 +229,7 @@ def value_html(value: Any) -> str:
         if all(isinstance(v, Mapping) for v in value):
             return table(value)
         return esc(", ".join("–" if v is None else str(v) for v in value))
-    return fmt(value)
-
-
-def marked(tokens: Sequence[str], spans: Sequence[tuple[int | None, int | None, str]]) -> str:
-    """Tokens joined by spaces, with each ``(start, end, css_class)`` span (inclusive) in a ``<mark>``."""
-    opens: dict[int, list[str]] = {}
-    closes: dict[int, int] = {}
-    for start, end, cls in spans:
-        if start is None or end is None:
-            continue
-        opens.setdefault(start, []).append(cls)
-        closes[end] = closes.get(end, 0) + 1
-    out = []
-    for i, token in enumerate(tokens):
-        piece = "".join(f'<mark class="{esc(c)}">' for c in opens.get(i, [])) + esc(token)
-        piece += "</mark>" * closes.get(i, 0)
-        out.append(piece)
-    return " ".join(out)
+    return _fmt_html(value)
 
 
 def download_link(path: Path | str, label: str | None = None) -> str:
@@ -170,9 +267,3 @@ def page(title: str, body: str) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
         f"<style>{STYLE}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n{body}\n</body></html>\n"
     )
-
-
-def write_page(text: str, path: Path | str) -> None:
-    """Write an HTML page atomically."""
-    with files.atomic_path(path, ".html") as tmp:
-        tmp.write_text(text, encoding="utf-8")

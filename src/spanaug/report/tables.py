@@ -47,20 +47,15 @@ def table_page(path: Path | str, max_rows: int, title: str | None = None) -> str
     table (a JSON object: its keys and values, nested objects and row lists as tables), each cut
     at ``max_rows`` rows (``report.max_rows``)."""
     path = Path(path)
-    title = title or path.name
-    link = f'<p class="note small">Raw file: {html.download_link(path)}</p>'
+    page = {"title": title or path.name, "path": path, "max_rows": max_rows, "warnings": [], "columns": None}
     if path.suffix == ".csv":
         columns, rows = read_csv(path)
-        body = html.table(rows, columns, max_rows=max_rows) if rows else '<p class="note">(no rows)</p>'
-        return html.page(title, body + link)
+        return html.render("table_page.html", **page | {"columns": columns}, rows=rows, data=None)
     if path.suffix == ".json":
         data = read_json(path)
         warnings = data.pop("warnings", None) if isinstance(data, dict) else None
-        if isinstance(data, list) and all(isinstance(r, dict) for r in data):
-            body = html.table(data, max_rows=max_rows)
-        else:
-            body = html.value_html(data)
-        return html.page(title, html.warnings_html(warnings or []) + body + link)
+        rows = data if isinstance(data, list) and all(isinstance(r, dict) for r in data) else None
+        return html.render("table_page.html", **page | {"warnings": warnings or []}, rows=rows, data=data)
     raise ConfigError(f"{path}: only CSV and JSON files are rendered as report tables")
 
 
