@@ -68,65 +68,14 @@ def sample_chains(
     return chains, len(with_outputs), len(seed_rows)
 
 
-def _constraints(phrases: list[str]) -> str:
-    listed = ", ".join(html.esc(p) for p in phrases)
-    return f'<details><summary>{len(phrases)}</summary><span class="small">{listed}</span></details>'
-
-
-def chain_html(chain: dict[str, Any]) -> str:
-    """One seed and its outputs as a table: the seed's trigger and each output's aligned span marked."""
-    head = (
-        f"<h3>{html.esc(chain['frame'])} &middot; {html.esc(chain['lexical_unit'])} "
-        f'<span class="note small">seed {html.esc(chain["sentence_id"])}</span></h3>'
-    )
-    rows = [
-        {
-            "iteration": "0 (seed)",
-            "sentence": html.marked(chain["tokens"], [(chain["span_start"], chain["span_end"], "trigger")]),
-            "span": html.esc(" ".join(chain["tokens"][chain["span_start"] : chain["span_end"] + 1])),
-            "paraphrase score": None,
-            "aligner score": None,
-            "beam": None,
-            "constraints": "",
-        }
-    ]
-    for out in chain["outputs"]:
-        aligned = out["aligned_start"] is not None
-        rows.append(
-            {
-                "iteration": out["iteration"],
-                "sentence": html.marked(
-                    out["paraphrase_tokens"], [(out["aligned_start"], out["aligned_end"], "aligned")]
-                ),
-                "span": html.esc(out["aligned_text"])
-                if aligned
-                else '<span class="note">none aligned: the chain ends</span>',
-                "paraphrase score": out["paraphrase_score"],
-                "aligner score": out["aligner_score"],
-                "beam": out["beam_rank"],
-                "constraints": _constraints(out["constraints"]),
-            }
-        )
-    columns = ["iteration", "sentence", "span", "paraphrase score", "aligner score", "beam", "constraints"]
-    return head + html.table(rows, columns, raw_html=("sentence", "span", "constraints"))
-
-
 def chains_page(augmented: Path | str, seeds: Path | str, n: int, seed: int = 0, demo: bool = False) -> str:
     chains, with_outputs, n_seeds = sample_chains(augmented, seeds, n, seed)
-    intro = (
-        f"<p>{len(chains)} of the {with_outputs:,} seeds with outputs ({n_seeds:,} seeds in all), drawn with "
-        f'seed {seed}. In each seed sentence the <mark class="trigger">trigger</mark> is marked; in each '
-        f'paraphrase, the <mark class="aligned">span the aligner found</mark>, which the next iteration '
-        "rewrites under the constraints listed (click a count to see them). Paraphrase score: length-normalised "
-        "NLL, lower is better; aligner score: 0-1; beam: the output's rank among the decoded beams.</p>"
+    return html.render(
+        "chains.html",
+        title="Example chains",
+        chains=chains,
+        with_outputs=with_outputs,
+        n_seeds=n_seeds,
+        seed=seed,
+        demo=demo,
     )
-    if demo:
-        intro += (
-            '<div class="banner demo">Demo run: tiny models trained for a minute, so these chains show the '
-            "mechanics, not paraphrase quality.</div>"
-        )
-    if not chains:
-        body = intro + '<div class="banner warn">No seed has an output: there is no chain to show.</div>'
-    else:
-        body = intro + "".join(chain_html(c) for c in chains)
-    return html.page("Example chains", body)

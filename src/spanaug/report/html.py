@@ -146,7 +146,7 @@ def macro(name: str) -> Any:
 def marked(tokens: Sequence[str], spans: Sequence[tuple[int | None, int | None, str]]) -> Markup:
     """Tokens joined by spaces, with each ``(start, end, css_class)`` span (inclusive) in a ``<mark>``
     (spans without a start or end are left out)."""
-    return macro("marked")(tokens, [s for s in spans if s[0] is not None and s[1] is not None])
+    return macro("marked")(tokens, spans)
 
 
 def write_page(text: str, path: Path | str) -> None:
