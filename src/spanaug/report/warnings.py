@@ -258,37 +258,8 @@ def relative(records: list[dict[str, Any]], base: Path | str | None) -> list[dic
 
 
 def warnings_page(records: Sequence[Mapping[str, Any]], demo: bool = False) -> str:
-    intro = (
-        '<p>Every stage that yielded nothing (<span class="kind empty">empty</span>) or ran weaker than '
-        'configured (<span class="kind degraded">degraded</span>), with the file that says so. A number '
-        "downstream of an empty stage means nothing.</p>"
-    )
-    if demo:
-        intro += (
-            '<div class="banner demo">Demo run: with tiny models, empty filters and augmenters are expected; '
-            "on a real run each line here needs a look.</div>"
-        )
-    if not records:
-        return html.page(
-            "Warnings", intro + '<div class="banner ok">No stage reported an empty or degraded result.</div>'
-        )
     counts = {k: sum(r["kind"] == k for r in records) for k in ("empty", "degraded")}
-    summary = (
-        f'<div class="banner warn"><strong>{len(records)} warning(s)</strong>: {counts["empty"]} empty, '
-        f"{counts['degraded']} degraded.</div>"
-    )
-    rows = [
-        {
-            "stage": html.esc(r["stage"]),
-            "kind": f'<span class="kind {html.esc(r["kind"])}">{html.esc(r["kind"])}</span>',
-            "what happened": html.esc(r["message"]),
-            "source": f"<code>{html.esc(r['source'] or '')}</code>",
-        }
-        for r in records
-    ]
-    return html.page(
-        "Warnings", intro + summary + html.table(rows, raw_html=("stage", "kind", "what happened", "source"))
-    )
+    return html.render("warnings.html", title="Warnings", records=records, counts=counts, demo=demo)
 
 
 def collect(
