@@ -53,15 +53,6 @@ PALETTE = (
     "#ccebc5",
 )
 
-STYLE = """
-<style>
-span.fe { padding: .05em .2em; border-radius: 3px; }
-span.fe sub { font-size: .7em; color: #3e4c59; margin-left: .15em; }
-span.trig { font-weight: 700; border-bottom: 3px solid #1f2933; }
-span.lost { color: #b03a2e; } span.ni { color: #52606d; }
-</style>
-"""
-
 #: The per-iteration table's columns (CSV and page).
 ITERATION_COLUMNS = [
     "iteration",
@@ -110,28 +101,29 @@ def colours(names: Sequence[str]) -> dict[str, str]:
     return {name: PALETTE[k % len(PALETTE)] for k, name in enumerate(dict.fromkeys(names))}
 
 
-def _trigger_runs(tokens: Sequence[str], positions: range, trigger: tuple[int, int] | None) -> str:
-    """Tokens at ``positions`` joined, the trigger's among them underlined."""
-    out, i = [], positions.start
-    while i < positions.stop:
+def _trigger_runs(
+    tokens: Sequence[str], positions: range, trigger: tuple[int, int] | None
+) -> list[tuple[list[str], bool]]:
+    """Tokens at ``positions`` in runs, each inside the trigger or outside it."""
+    runs: list[tuple[list[str], bool]] = []
+    for i in positions:
         inside = trigger is not None and trigger[0] <= i <= trigger[1]
-        j = i
-        while j + 1 < positions.stop and (trigger is not None and trigger[0] <= j + 1 <= trigger[1]) == inside:
-            j += 1
-        text = " ".join(html.esc(t) for t in tokens[i : j + 1])
-        out.append(f'<span class="trig">{text}</span>' if inside else text)
-        i = j + 1
-    return " ".join(out)
+        if runs and runs[-1][1] == inside:
+            runs[-1][0].append(tokens[i])
+        else:
+            runs.append(([tokens[i]], inside))
+    return runs
 
 
-def fe_sentence(
+def segments(
     tokens: Sequence[str],
     fes: Sequence[Mapping[str, Any]] | None,
     trigger: tuple[int, int] | None,
     palette: Mapping[str, str],
-) -> str:
-    """The sentence with each overt FE in its name's colour, labelled, and the trigger underlined
-    (inside an FE or not: tokens are marked in runs, so the tags always nest)."""
+) -> list[dict[str, Any]]:
+    """The sentence cut where its FE changes: each segment's FE name and colour (None outside any FE)
+    and its runs inside or outside the trigger. Marking runs, not tokens, keeps the tags nested
+    whether the trigger sits inside an FE or crosses its edge (the ``fe_sentence`` macro)."""
     owner: list[int | None] = [None] * len(tokens)
     overt = [fe for fe in fes or () if has_span(fe)]
     for k, fe in enumerate(overt):
@@ -142,44 +134,40 @@ def fe_sentence(
         j = i
         while j + 1 < len(tokens) and owner[j + 1] == owner[i]:
             j += 1
-        inner = _trigger_runs(tokens, range(i, j + 1), trigger)
         k = owner[i]
-        if k is None:
-            out.append(inner)
-        else:
-            name = overt[k]["name"]
-            colour = palette.get(name, PALETTE[-1])
-            out.append(f'<span class="fe" style="background:{colour}">{inner}<sub>{html.esc(name)}</sub></span>')
+        name = None if k is None else overt[k]["name"]
+        out.append(
+            {
+                "name": name,
+                "colour": None if name is None else palette.get(name, PALETTE[-1]),
+                "runs": _trigger_runs(tokens, range(i, j + 1), trigger),
+            }
+        )
         i = j + 1
-    return " ".join(out)
+    return out
 
 
-def unplaced(fes: Sequence[Mapping[str, Any]] | None) -> str:
-    """The FEs with no words in the sentence: lost ones, then null instantiations."""
-    lost = [html.esc(fe["name"]) for fe in fes or () if fe["null_type"] == "LOST"]
-    null = [f"{html.esc(fe['name'])} ({fe['null_type']})" for fe in fes or () if fe["null_type"] not in (None, "LOST")]
-    parts = []
-    if lost:
-        parts.append(f'<span class="lost">lost: {", ".join(lost)}</span>')
-    if null:
-        parts.append(f'<span class="ni">{", ".join(null)}</span>')
-    return "<br>".join(parts)
+def fe_sentence(
+    tokens: Sequence[str],
+    fes: Sequence[Mapping[str, Any]] | None,
+    trigger: tuple[int, int] | None,
+    palette: Mapping[str, str],
+) -> str:
+    """The sentence with each overt FE in its name's colour, labelled, and the trigger underlined."""
+    return html.macro("fe_sentence", "fe_macros.html")(segments(tokens, fes, trigger, palette))
 
 
-def fe_chain_html(chain: Mapping[str, Any]) -> str:
-    """One seed and its outputs, each with its FEs marked (a colour per FE name of the seed)."""
-    head = (
-        f"<h3>{html.esc(chain['frame'])} &middot; {html.esc(chain['lexical_unit'])} "
-        f'<span class="note small">seed {html.esc(chain["sentence_id"])}</span></h3>'
-    )
+def chain_view(chain: Mapping[str, Any]) -> dict[str, Any]:
+    """One seed and its outputs as the page's chain table shows them (a colour per FE name of the seed)."""
     fes = chain["frame_elements"]
     palette = colours([fe["name"] for fe in fes or ()])
     rows = [
         {
             "iteration": "0 (seed)",
-            "sentence": fe_sentence(chain["tokens"], fes, (chain["span_start"], chain["span_end"]), palette),
-            "not in the sentence": unplaced(fes),
-            "lowest FE score": None,
+            "segments": segments(chain["tokens"], fes, (chain["span_start"], chain["span_end"]), palette),
+            "fes": fes,
+            "aligned": True,
+            "lowest": None,
         }
     ]
     for out in chain["outputs"]:
@@ -187,14 +175,13 @@ def fe_chain_html(chain: Mapping[str, Any]) -> str:
         rows.append(
             {
                 "iteration": out["iteration"],
-                "sentence": fe_sentence(out["paraphrase_tokens"], out["frame_elements"], trigger, palette),
-                "not in the sentence": unplaced(out["frame_elements"])
-                + ("" if trigger else '<br><span class="note">no trigger aligned: the chain ends</span>'),
-                "lowest FE score": lowest_score(out["frame_elements"]),
+                "segments": segments(out["paraphrase_tokens"], out["frame_elements"], trigger, palette),
+                "fes": out["frame_elements"],
+                "aligned": trigger is not None,
+                "lowest": lowest_score(out["frame_elements"]),
             }
         )
-    columns = ["iteration", "sentence", "not in the sentence", "lowest FE score"]
-    return head + html.table(rows, columns, raw_html=("sentence", "not in the sentence"))
+    return {k: chain[k] for k in ("frame", "lexical_unit", "sentence_id")} | {"rows": rows}
 
 
 def figure(per_iteration: Sequence[Mapping[str, Any]], histogram: Sequence[Mapping[str, Any]]) -> bytes:
@@ -289,63 +276,27 @@ def fe_warnings(
 
 @dataclass
 class FrameElementReport:
-    """What the page shows, and its summary for the warnings and landing pages."""
+    """What the page shows (``page``: the template's context), and its summary for the warnings and
+    landing pages."""
 
     per_iteration: list[dict[str, Any]]
     by_name: list[dict[str, Any]]
     summary: dict[str, Any]
-    body: str
+    page: dict[str, Any]
 
 
-def _off_body(fe: FrameElementSettings, seed_counts: Mapping[str, int]) -> str:
-    held = (
-        f"The seeds hold {seed_counts['overt_fes']:,} overt frame elements in {seed_counts['seeds_with_fes']:,} of "
-        f"{seed_counts['seeds']:,} seeds (and {seed_counts['null_instantiated_fes']:,} null instantiations)."
-    )
-    if fe.mode == "off":
-        return (
-            '<div class="banner warn"><strong>Frame elements are off</strong> (<code>frame_elements.mode: off</code>, '
-            "the paper's trigger-only data): the outputs carry no frame elements, and the CoNLL export tags none. "
-            f"{held} Set <code>frame_elements.mode: align</code> (the span aligner places every FE) or "
-            "<code>keep</code> (an FE found where its words occur verbatim) to carry them.</div>"
-        )
-    return (
-        f'<div class="banner warn"><strong>Nothing to carry.</strong> {held} '
-        f"With <code>frame_elements.mode: {html.esc(fe.mode)}</code> the outputs carry the FEs of seeds that have "
-        "any; these outputs carry none.</div>"
-    )
+#: How each mode carries an FE, in the page's introduction.
+HOW = {"align": "the span aligner places each FE", "keep": "each FE is found where its words occur verbatim"}
 
-
-def _intro(fe: FrameElementSettings, seed_counts: Mapping[str, int]) -> str:
-    how = {"align": "the span aligner places each FE", "keep": "each FE is found where its words occur verbatim"}
-    return (
-        f"<p>The seeds hold <strong>{seed_counts['overt_fes']:,}</strong> overt frame elements in "
-        f"{seed_counts['seeds_with_fes']:,} of {seed_counts['seeds']:,} seeds (and "
-        f"{seed_counts['null_instantiated_fes']:,} null instantiations). With <code>frame_elements.mode: "
-        f"{html.esc(fe.mode)}</code> {how.get(fe.mode, '')} in every output; <code>select: {html.esc(fe.select)}"
-        f"</code>, <code>require: {html.esc(fe.require)}</code>. <strong>Retention</strong> is the share of the "
-        "seeds' overt FEs that an iteration's outputs still carry: an FE a paraphrase lost is kept as "
-        "<code>LOST</code> and stays lost; an output whose trigger did not align loses all. Coreness: core "
-        "(Core, Core-Unexpressed), non-core (Peripheral, Extra-Thematic), unknown (the input does not say; "
-        "<code>require: core</code> protects those as core).</p>"
-    )
-
-
-def _legend() -> str:
-    example = fe_sentence(
-        ["Abby", "bought", "a", "car"],
-        [
-            {"name": "Buyer", "start": 0, "end": 0, "null_type": None},
-            {"name": "Goods", "start": 2, "end": 3, "null_type": None},
-        ],
-        (1, 1),
-        colours(["Buyer", "Goods"]),
-    )
-    return (
-        f'<p class="small">Each FE of a chain in its own colour, its name after it, and the trigger (in outputs: the '
-        f"aligned span) underlined: &ldquo;{example}&rdquo;. Lost FEs and null instantiations, which have no words, "
-        "are listed beside the sentence; the lowest FE score counts a lost FE as 0.</p>"
-    )
+#: The legend's example sentence.
+LEGEND = (
+    ["Abby", "bought", "a", "car"],
+    [
+        {"name": "Buyer", "start": 0, "end": 0, "null_type": None},
+        {"name": "Goods", "start": 2, "end": 3, "null_type": None},
+    ],
+    (1, 1),
+)
 
 
 def build(
@@ -356,7 +307,7 @@ def build(
     seed: int = 0,
     max_rows: int = 200,
 ) -> FrameElementReport:
-    """The page's tables, summary and body (without the page's title and links)."""
+    """The page's tables, summary and template context (without the page's title and links)."""
     table = artifacts.read_table(augmented, artifacts.AUGMENTED)
     seed_table = artifacts.read_table(seeds, artifacts.SENTENCES)
     seed_counts = fe_retention.seed_fe_counts(seed_table)
@@ -376,31 +327,30 @@ def build(
         "per_iteration": per_iteration,
         "warnings": fe_warnings(fe.mode, seed_counts, per_iteration, fe.min_verbatim_agreement),
     }
-    if not carried or not seed_counts["overt_fes"]:
-        return FrameElementReport(per_iteration, names, summary, _off_body(fe, seed_counts))
+    page: dict[str, Any] = {
+        "fe": fe,
+        "seeds": seed_counts,
+        "carried": bool(carried and seed_counts["overt_fes"]),
+    }
+    if not page["carried"]:
+        return FrameElementReport(per_iteration, names, summary, page)
     chains, drawn_from, _ = sample_chains(
         augmented, seeds, n_chains, seed, extra_columns=("frame_elements",), eligible=_has_overt
     )
-    body = "".join(
-        [
-            _intro(fe, seed_counts),
-            html.warnings_html(summary["warnings"]),
-            "<h2>Retention per iteration</h2>",
-            html.table([{ITERATION_LABELS[k]: r[k] for k in ITERATION_COLUMNS} for r in per_iteration]),
-            html.png_image(
-                figure(per_iteration, fe_retention.score_histogram(table)), "FE retention and carried FE scores"
-            ),
-            "<h2>Retention per FE name</h2>",
-            '<p class="note small">Over every frame that has the name: FEs to carry, carried and lost summed over '
-            "the iterations, the retention overall and in each iteration, and the mean score of the carried ones.</p>",
-            html.table([_name_row(r) for r in names], max_rows=max_rows),
-            f"<h2>Example chains</h2><p>{len(chains)} of the {drawn_from:,} seeds that have overt FEs and outputs, "
-            f"drawn with seed {seed}.</p>",
-            _legend(),
-            "".join(fe_chain_html(c) for c in chains),
-        ]
-    )
-    return FrameElementReport(per_iteration, names, summary, body)
+    tokens, legend_fes, legend_trigger = LEGEND
+    page |= {
+        "how": HOW.get(fe.mode, ""),
+        "warnings": summary["warnings"],
+        "iteration_rows": [{ITERATION_LABELS[k]: r[k] for k in ITERATION_COLUMNS} for r in per_iteration],
+        "figure": figure(per_iteration, fe_retention.score_histogram(table)),
+        "name_rows": [_name_row(r) for r in names],
+        "max_rows": max_rows,
+        "chains": [chain_view(c) for c in chains],
+        "drawn_from": drawn_from,
+        "seed": seed,
+        "legend": segments(tokens, legend_fes, legend_trigger, colours([f["name"] for f in legend_fes])),
+    }
+    return FrameElementReport(per_iteration, names, summary, page)
 
 
 def _name_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -429,16 +379,6 @@ def write_report(report: FrameElementReport, out: FrameElementOutputs, demo: boo
     name_fields = list(report.by_name[0]) if report.by_name else ["name", "coreness", "fes_to_carry"]
     files.write_csv(report.by_name, out.names_csv, fields=name_fields)
     files.write_json(report.summary, out.json)
-    banner = (
-        '<div class="banner demo">Demo run: tiny models trained for a minute, so these FEs show the mechanics, not '
-        "alignment quality.</div>"
-        if demo
-        else ""
-    )
-    links = (
-        f'<p class="note small">Raw files: {html.download_link(out.csv)} &middot; '
-        f"{html.download_link(out.names_csv)}</p>"
-        if report.per_iteration
-        else ""
-    )
-    html.write_page(html.page("Frame elements", STYLE + banner + report.body + links), out.html)
+    raw_files = [out.csv, out.names_csv] if report.per_iteration else []
+    page = html.render("frame_elements.html", title="Frame elements", demo=demo, raw_files=raw_files, **report.page)
+    html.write_page(page, out.html)

@@ -138,9 +138,9 @@ def render(template: str, /, **context: Any) -> Markup:
     return Markup(ENV.get_template(template).render(**context))
 
 
-def macro(name: str) -> Any:
-    """A macro of ``macros.html``, callable from Python (it returns markup)."""
-    return getattr(ENV.get_template("macros.html").module, name)
+def macro(name: str, template: str = "macros.html") -> Any:
+    """A macro of ``template``, callable from Python (it returns markup)."""
+    return getattr(ENV.get_template(template).module, name)
 
 
 def marked(tokens: Sequence[str], spans: Sequence[tuple[int | None, int | None, str]]) -> Markup:
