@@ -8,6 +8,7 @@ import sys
 from spanaug import cli
 from spanaug.cli import (
     align,
+    argid,
     augment,
     baseline,
     config,
@@ -39,6 +40,7 @@ MODULES = (
     human,
     augment,
     frameid,
+    argid,
     report,
     export,
     config,

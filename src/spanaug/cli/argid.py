@@ -1,0 +1,131 @@
+"""``spanaug argid ...``: the downstream argument identifier (frame elements of a given trigger and frame)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spanaug.cli.options import command, emit, group
+from spanaug.core.argid_settings import ArgIdTrainConfig
+from spanaug.core.config import Runtime
+from spanaug.core.evaluation_settings import FrameIdSection
+from spanaug.core.settings import inherit, setting, settings
+
+group("argid", "the downstream argument identifier (frame elements, given the trigger and its frame)")
+
+_FRAMES_HELP = (
+    "FrameNet release directory: each frame's FEs (decoding chooses among them) and their coreness "
+    "(core FEs weigh 1, others 0.5 in the scores, as in open-SESAME); without it, the FEs seen with "
+    "the frame in training, and coreness only where the input gives it"
+)
+
+
+def _annotations(paths: list[str]) -> list:
+    from spanaug.downstream.argid.data import read_all
+
+    return read_all(paths)
+
+
+def _release(path: str | None) -> dict | None:
+    if not path:
+        return None
+    from spanaug.downstream.argid.data import release_frames
+
+    return release_frames(path)
+
+
+@settings
+class TrainOptions:
+    train: list[str] = setting(help="open-SESAME CoNLL (column 15) or Parquet (sentences or augmented outputs)")
+    out: str = setting(help="the model directory")
+    encoder: str = inherit(
+        FrameIdSection, "encoder", help="the encoder (a Hugging Face name or folder; minilm offline)"
+    )
+    dev: str | None = setting(
+        None,
+        "dev annotations for early stopping: the best epoch on them is kept "
+        "(default: --holdout-share of the training sentences)",
+    )
+    frames: str | None = setting(None, _FRAMES_HELP)
+
+
+@command("argid", "train", help="train the argument identifier")
+def train(options: TrainOptions, training: ArgIdTrainConfig, runtime: Runtime) -> None:
+    from spanaug.core.files import write_json
+    from spanaug.downstream.argid.training import train_argid
+
+    model, summary = train_argid(
+        _annotations(options.train),
+        options.encoder,
+        training,
+        dev=_annotations([options.dev]) if options.dev else None,
+        release=_release(options.frames),
+        device=runtime.device,
+    )
+    model.save_pretrained(options.out)
+    write_json(summary, Path(options.out) / "training_summary.json")
+
+
+@settings
+class EvalOptions:
+    model: str = setting(help="a trained argument identifier directory")
+    test: str = setting(help="test annotations (CoNLL or Parquet), with their gold frames and triggers")
+    out: str | None = setting(None, "the scores (JSON; default: standard output)")
+    frames: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
+
+
+@command("argid", "eval", help="precision, recall and F1 of (role, span) with gold frames and triggers")
+def evaluate(options: EvalOptions, runtime: Runtime) -> None:
+    from spanaug.downstream.argid.model import ArgumentIdentifier
+    from spanaug.downstream.argid.scoring import argument_scores
+
+    test = _annotations([options.test])
+    model = ArgumentIdentifier.from_pretrained(options.model, device=runtime.device)
+    inventory = model.inventory
+    release = _release(options.frames)
+    if release:
+        inventory.coreness = {**inventory.coreness, **release}
+    emit(argument_scores(test, model.predict(test), inventory), options.out)
+
+
+@settings
+class PredictOptions:
+    model: str = setting(help="a trained argument identifier directory")
+    input: str = setting(help="sentences with their triggers and frames (CoNLL or Parquet; their FEs are ignored)")
+    out: str = setting(help="the predictions: open-SESAME CoNLL when it ends in .conll, else JSON lines")
+
+
+@command("argid", "predict", help="label each trigger's frame elements")
+def predict(options: PredictOptions, runtime: Runtime) -> None:
+    from spanaug.core.files import atomic_path, write_jsonl
+    from spanaug.downstream.argid.data import conll_lines, prediction_record
+    from spanaug.downstream.argid.model import ArgumentIdentifier
+
+    annotations = _annotations([options.input])
+    model = ArgumentIdentifier.from_pretrained(options.model, device=runtime.device)
+    predicted = model.predict(annotations)
+    if not options.out.endswith(".conll"):
+        write_jsonl((prediction_record(a, p) for a, p in zip(annotations, predicted)), options.out)
+        return
+    numbers: dict[str | None, int] = {}
+    with atomic_path(options.out, ".conll") as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for a, p in zip(annotations, predicted):
+            number = numbers.setdefault(a.sentence, len(numbers))
+            out.write("\n".join(conll_lines(a, p, number)) + "\n\n")
+
+
+@settings
+class BaselineOptions:
+    train: list[str] = setting(help="training annotations")
+    test: str = setting(help="test annotations")
+    out: str | None = setting(None, "the scores (JSON; default: standard output)")
+    frames: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
+
+
+@command("argid", "baseline", help="each frame's most frequent roles at their most frequent places")
+def baseline(options: BaselineOptions) -> None:
+    from spanaug.downstream.argid.data import Inventory
+    from spanaug.downstream.argid.scoring import MostFrequentRoleBaseline, argument_scores
+
+    train, test = _annotations(options.train), _annotations([options.test])
+    inventory = Inventory.build(train, _release(options.frames))
+    emit(argument_scores(test, MostFrequentRoleBaseline().fit(train).predict(test), inventory), options.out)
