@@ -11,80 +11,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from spanaug.core import files
 from spanaug.core.provenance import ModelOrigin, toy_models
 from spanaug.core.settings import setting, settings
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json
 
-#: The fragment sits in Snakemake's own page: its rules are scoped to it. Snakemake's prose style wraps
-#: <code> in backticks, and the landing page (workflow.rst) says what ran in its own words, so the
-#: fragment hides the run's paragraph that the summary page shows.
-FRAGMENT_STYLE = """
-.spanaug-summary table { border-collapse: collapse; margin: .3em 0 .8em; font-size: 13px; }
-.spanaug-summary th, .spanaug-summary td { border: 1px solid #d5dbe1; padding: .15em .5em; text-align: left; }
-.spanaug-summary td.num { text-align: right; white-space: nowrap; }
-.spanaug-summary .banner { padding: .5em .8em; border-radius: 4px; margin: .5em 0; }
-.spanaug-summary .banner.demo { background: #fff4ce; border: 1px solid #e0c060; }
-.spanaug-summary .banner.warn { background: #fde8e8; border: 1px solid #e0a0a0; }
-.spanaug-summary .banner.ok { background: #e6f4ea; border: 1px solid #9ccfa8; }
-.spanaug-summary code::before, .spanaug-summary code::after { content: none; }
-.spanaug-summary p.run { display: none; }
-"""
-
-
-def run_description(run: Mapping[str, Any]) -> str:
-    """What ran, in words that fit the run: the demo's caveat, or the real run's data and models."""
-    inputs = ", ".join(f"<code>{html.esc(p)}</code>" for p in run.get("inputs", []))
-    para = run.get("paraphraser") or "?"
-    what = (
-        f'<p class="run">Run <strong>{html.esc(run.get("run_name", "?"))}</strong>: '
-        f"the corpus {inputs} expanded by iterative "
-        f"paraphrastic augmentation (Culkin et al., TACL 2021) over {run.get('iterations', '?')} iterations in "
-        f"{run.get('n_shards', '?')} shards; paraphraser {html.esc(para)}, span aligner on the encoder "
-        f"<code>{html.esc(run.get('encoder', '?'))}</code>.</p>"
-    )
-    if run.get("demo"):
-        what += (
-            '<div class="banner demo"><strong>Demo run.</strong> The bundled demo corpus, a paraphraser trained '
-            "for a minute on 76 sentence pairs and an aligner trained on the same bitext: the outputs and every "
-            "number below show the pipeline's mechanics, not paraphrase quality.</div>"
-        )
-    if run.get("simulated_judgments"):
-        what += (
-            '<div class="banner demo">The human-evaluation judgments are <strong>simulated</strong>: no person '
-            "judged these outputs.</div>"
-        )
-    return what
-
 
 def toy_models_banner(toys: Sequence[ModelOrigin]) -> str:
     """Says which of the run's models are toys, as their own records tell (spanaug.core.provenance)."""
-    if not toys:
-        return ""
-    said = "; ".join(html.esc(origin.describe()).replace("`", "") for origin in toys)
-    return (
-        f'<div class="banner demo"><strong>Toy models.</strong> By their own training records, {said}: the '
-        "outputs and every number below show the pipeline's mechanics, not paraphrase quality.</div>"
-    )
+    return html.macro("toy_models_banner", "summary_sections.html")(_toy_descriptions(toys))
 
 
-def _rows(pairs: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-    return [{"": label, "value": value} for label, value in pairs if value is not None]
+def _toy_descriptions(toys: Sequence[ModelOrigin]) -> list[str]:
+    # describe() is Markdown for the dataset card: its backticks would show on the page.
+    return [origin.describe().replace("`", "") for origin in toys]
 
 
-def _kv_table(pairs: Sequence[tuple[str, Any]]) -> str:
-    rows = _rows(pairs)
-    return "".join(
-        [
-            "<table><tbody>",
-            *(f"<tr><th>{html.esc(r[''])}</th>{html.cell(r['value'])}</tr>" for r in rows),
-            "</tbody></table>",
-        ]
-    )
-
-
-def dataset_section(stats: Mapping[str, Any]) -> str:
+def dataset_pairs(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The augmented dataset's headline numbers as (label, value); the table leaves out missing ones."""
     pairs = [
         ("seeds", stats.get("seeds")),
         ("outputs", stats.get("outputs")),
@@ -107,10 +54,13 @@ def dataset_section(stats: Mapping[str, Any]) -> str:
     pos = stats.get("pos_diversity") or {}
     if "not_ext" in pos:
         pairs.append((f"POS changed (¬EXT, {pos.get('pos_tagger')} tagger)", pos.get("not_ext")))
-    return "<h2>The augmented dataset</h2>" + _kv_table(pairs)
+    return pairs
 
 
-def iteration_section(per_iteration: Sequence[Mapping[str, Any]], paraphrase: Sequence[Mapping[str, Any]]) -> str:
+def iteration_rows(
+    per_iteration: Sequence[Mapping[str, Any]], paraphrase: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per iteration: outputs and scores, with the decoding statistics when the run has them (and its columns)."""
     decode = {r["iteration"]: r for r in paraphrase}
     rows = []
     for r in per_iteration:
@@ -139,11 +89,11 @@ def iteration_section(per_iteration: Sequence[Mapping[str, Any]], paraphrase: Se
     ]
     if not paraphrase:
         columns = [c for c in columns if c not in ("requests", "no output", "dropped (constraint)")]
-    return "<h2>Per iteration</h2>" + html.table(rows, columns)
+    return rows, columns
 
 
-def filters_section(filters: Mapping[str, Any]) -> str:
-    rows = [
+def filter_rows(filters: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
         {
             "filter": r["filter"],
             "outputs": r["outputs"],
@@ -152,7 +102,6 @@ def filters_section(filters: Mapping[str, Any]) -> str:
         }
         for r in filters.get("table", [])
     ]
-    return "<h2>Filters (Table 4)</h2>" + html.table(rows)
 
 
 def trained_aligner(model_dir: Path | str | None) -> dict[str, Any] | None:
@@ -185,11 +134,11 @@ def _null_shares(metrics: Mapping[str, Any]) -> str | None:
     return None if pred is None or gold is None else f"{pred:.1%}/{gold:.1%}"
 
 
-def aligner_section(
+def aligner_rows(
     ablation: Mapping[str, Any] | None,
     comparison: Mapping[str, Any] | None,
     trained: Mapping[str, Any] | None = None,
-) -> str:
+) -> list[dict[str, Any]]:
     """The run's own aligner (whatever its kind, scored on the pairs its threshold was tuned on) beside
     the baselines; the Table 2 and Tables 1-2 rows say that they train a paper-kind aligner of their own."""
     rows = []
@@ -233,35 +182,33 @@ def aligner_section(
                         "test": r.get("n"),
                     }
                 )
-    if not rows:
-        return ""
-    note = ""
-    if trained:
-        corpora = ", ".join(trained["corpora"]) or "-"
-        note = (
-            f'<p class="note">This run aligns every output with a {html.esc(trained["kind"])}-kind aligner on '
-            f"{html.esc(trained.get('encoder') or '?')}, trained on {html.esc(corpora)}; its scores are on the "
-            "held-out pairs that tuned it. The other rows train aligners of their own on other splits.</p>"
-        )
-    return "<h2>Span aligner (held-out)</h2>" + html.table(rows) + note
+    return rows
 
 
-def human_section(human: Mapping[str, Any] | None, simulated: bool) -> str:
+def aligner_section(
+    ablation: Mapping[str, Any] | None,
+    comparison: Mapping[str, Any] | None,
+    trained: Mapping[str, Any] | None = None,
+) -> str:
+    """The aligner's table with a note on what the run's aligner was trained on (nothing without rows)."""
+    return html.macro("aligner_section", "summary_sections.html")(aligner_rows(ablation, comparison, trained), trained)
+
+
+def human_pairs(human: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     if not human:
-        return ""
-    label = " (SIMULATED judgments)" if simulated else ""
-    pairs = [
+        return []
+    return [
         ("outputs accepted", human.get("output_acceptance")),
         ("gold in-frame controls accepted", human.get("gold_in_frame_acceptance")),
         ("gold out-of-frame controls accepted", human.get("gold_out_of_frame_acceptance")),
         ("Fleiss' kappa", human.get("fleiss_kappa")),
     ]
-    return f"<h2>Human evaluation{html.esc(label)}</h2>" + _kv_table(pairs)
 
 
-def frameid_section(curves: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None) -> str:
+def frameid_rows(curves: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The Frame ID curves at their largest training fraction (as a percentage), one row per augmenter."""
     if not curves:
-        return ""
+        return "", []
     top = max(float(r["fraction"]) for r in curves)
     rows = [
         {
@@ -274,25 +221,12 @@ def frameid_section(curves: Sequence[Mapping[str, Any]], baseline: Mapping[str, 
         for r in curves
         if float(r["fraction"]) == top
     ]
-    text = f"<h2>Frame ID at {top:.0%} of the training sentences (Figure 8)</h2>" + html.table(rows)
-    if baseline:
-        text += f'<p class="note">Lexicon lookup baseline: F1 {html.fmt(baseline.get("f1"))}.</p>'
-    return text
+    return f"{top:.0%}", rows
 
 
-def frame_elements_section(fe: Mapping[str, Any] | None) -> str:
-    """FE retention per iteration (the Frame elements page's summary), or that FEs are off."""
-    if not fe:
-        return ""
-    held = f"the seeds hold {fe.get('seed_overt_fes', 0):,} overt frame elements"
-    if not fe.get("outputs_carry_fes"):
-        state = "off" if fe.get("mode") == "off" else f"mode {fe.get('mode')}, but no output carries any"
-        return (
-            f"<h2>Frame elements</h2><p>Frame elements: <strong>{html.esc(state)}</strong> "
-            f"(<code>frame_elements.mode: {html.esc(fe.get('mode'))}</code>); {held}, and the outputs carry none. "
-            "See the Frame elements page.</p>"
-        )
-    rows = [
+def frame_element_rows(fe: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """FE retention per iteration (the Frame elements page's summary)."""
+    return [
         {
             "iteration": r["iteration"],
             "seed FEs to carry": r["fes_to_carry"],
@@ -301,25 +235,8 @@ def frame_elements_section(fe: Mapping[str, Any] | None) -> str:
             "retention": r["retention"],
             "outputs keeping every FE": r["outputs_keeping_every_fe"],
         }
-        for r in fe.get("per_iteration", [])
+        for r in (fe or {}).get("per_iteration", [])
     ]
-    return (
-        f"<h2>Frame elements</h2><p>Mode <code>{html.esc(fe.get('mode'))}</code> (select "
-        f"<code>{html.esc(fe.get('select'))}</code>, require <code>{html.esc(fe.get('require'))}</code>): {held}; "
-        "retention is the share of them that an iteration's outputs still carry (see the Frame elements page).</p>"
-        + html.table(rows)
-    )
-
-
-def warnings_banner(records: Sequence[Mapping[str, Any]]) -> str:
-    if not records:
-        return '<div class="banner ok">No stage reported an empty or degraded result.</div>'
-    empty = sum(r["kind"] == "empty" for r in records)
-    stages = sorted({r["stage"] for r in records})
-    return (
-        f'<div class="banner warn"><strong>{len(records)} warning(s)</strong> ({empty} stage results are empty) '
-        f"in: {html.esc(', '.join(stages))}. See the Warnings page.</div>"
-    )
 
 
 @settings
@@ -354,19 +271,28 @@ def summary_body(
     curve_rows = read_csv(results.curves)[1] if results.curves else []
     baseline = read_json(results.frameid_baseline) if results.frameid_baseline else None
     fe_data = read_json(results.frame_elements) if results.frame_elements else None
-    body = "".join(
-        [
-            run_description(run),
-            toy_models_banner(toy_models(results.paraphraser, results.aligner)),
-            warnings_banner(warnings),
-            dataset_section(stats_data),
-            iteration_section(iter_rows, para_rows),
-            frame_elements_section(fe_data),
-            filters_section(filters_data),
-            aligner_section(ablation_data, comparison_data, trained_aligner(results.aligner)),
-            human_section(human_data, bool(run.get("simulated_judgments"))),
-            frameid_section(curve_rows, baseline),
-        ]
+    iterations, iteration_columns = iteration_rows(iter_rows, para_rows)
+    frameid_top, frameid = frameid_rows(curve_rows)
+    trained = trained_aligner(results.aligner)
+    body = html.render(
+        "summary_body.html",
+        run=run,
+        toys=_toy_descriptions(toy_models(results.paraphraser, results.aligner)),
+        warnings=warnings,
+        stages=sorted({r["stage"] for r in warnings}),
+        dataset=dataset_pairs(stats_data),
+        iterations=iterations,
+        iteration_columns=iteration_columns,
+        frame_elements=fe_data,
+        frame_element_rows=frame_element_rows(fe_data),
+        filters=filter_rows(filters_data),
+        aligner=aligner_rows(ablation_data, comparison_data, trained),
+        trained=trained,
+        human=human_pairs(human_data),
+        simulated=bool(run.get("simulated_judgments")),
+        frameid_top=frameid_top,
+        frameid=frameid,
+        frameid_baseline=baseline,
     )
     numbers = {
         "run": dict(run),
@@ -383,8 +309,6 @@ def summary_body(
 def write_summary(
     body: str, numbers: dict[str, Any], out_html: Path | str, out_fragment: Path | str, out_json: Path | str
 ) -> None:
-    html.write_page(html.page("Summary", body), out_html)
-    fragment = f'<div class="spanaug-summary"><style>{FRAGMENT_STYLE}</style>{body}</div>\n'
-    with files.atomic_path(out_fragment, ".html") as tmp:
-        tmp.write_text(fragment, encoding="utf-8")
+    html.write_page(html.render("summary.html", title="Summary", body=Markup(body)), out_html)
+    html.write_page(html.render("summary_fragment.html", body=Markup(body)), out_fragment)
     files.write_json(numbers, out_json)
