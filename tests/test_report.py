@@ -377,3 +377,35 @@ def test_per_iteration_plot_draws_scores_and_names_unaligned_outputs(tmp_path, m
     labels = [t.get_text() for ax in drawn["axes"] if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert "no span aligned (1 in all)" in labels and "mean aligner score" in labels
     assert any("mean paraphrase score" in label for label in labels)
+
+
+def test_chains_ended_by_require_are_warnings_with_their_counts(tmp_path):
+    """frame_elements.require can end most chains while retention reads 100% (only kept outputs
+    count): the warnings page says how many chains it ended, per iteration, from the selection
+    stage's shard statistics."""
+
+    def select_stats(i, j, **counts):
+        path = tmp_path / f"iter{i}" / f"shard{j:03d}.select_stats.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"requests": 0, "outputs": 0, "ended_by_require": 0, **counts}))
+        return str(path)
+
+    shards = [
+        select_stats(1, 0, requests=800, outputs=200, ended_by_require=600),
+        select_stats(1, 1, requests=739, outputs=159, ended_by_require=580),
+        select_stats(2, 0, requests=300, outputs=300),
+        select_stats(3, 0, requests=4, ended_by_require=4),
+    ]
+    assert [(r["iteration"], r["requests"], r["ended_by_require"]) for r in warnings.select_rows(shards)] == [
+        (1, 1539, 1180),
+        (2, 300, 0),
+        (3, 4, 4),
+    ]
+    out = tmp_path / "w.json"
+    args = ["report", "warnings", "--select-stats", *shards, "--out-json", str(out)]
+    assert main([*args, "--out-html", str(tmp_path / "w.html"), "--base", str(tmp_path)]) == 0
+    records = json.loads(out.read_text())["warnings"]
+    assert [(r["stage"], r["kind"]) for r in records] == [("select", "degraded"), ("select", "empty")]
+    assert "iteration 1: frame_elements.require ended 1,180 of 1,539 chains (77%)" in records[0]["message"]
+    assert "iteration 3: frame_elements.require ended 4 of 4 chains" in records[1]["message"]
+    assert "frame_elements.require ended" in (tmp_path / "w.html").read_text()

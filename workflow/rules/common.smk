@@ -73,9 +73,10 @@ def preflight_check():
         envs.conda_has_module(CHECKOUT / "envs") if CONDA else preflight.installed
     )
     problems = preflight.check_run(RUN, has_module)
-    # GPU rules that will run without a GPU: said before the first job. With --sdm conda the jobs
-    # import the torch of their own environments, which this process cannot see.
-    for warning in preflight.gpu_warnings(
+    # GPU rules that will run without a GPU, an aligner that cannot place frame elements: said before
+    # the first job. With --sdm conda the jobs import the torch of their own environments, which this
+    # process cannot see.
+    for warning in preflight.run_warnings(
         RUN, None if CONDA else preflight.installed_torch()
     ):
         logger.warning(f"spanaug: warning: {warning}")

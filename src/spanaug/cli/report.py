@@ -88,6 +88,10 @@ class WarningsOptions:
     paraphrase_stats: list[str] = setting(
         factory=list, help="the paraphrase stage's shard statistics (iter<N>/shard<J>.paraphrase_stats.json)"
     )
+    select_stats: list[str] = setting(
+        factory=list,
+        help="the selection stage's shard statistics (iter<N>/shard<J>.select_stats.json): chains require ended",
+    )
     width: int | None = setting(None, "candidates decoded per request (beam size or samples)", minimum=1)
     out_paraphrase_csv: str | None = setting(None, "the decoding statistics per iteration (CSV)")
     out_paraphrase_html: str | None = setting(None, "the same as a report page")
@@ -118,6 +122,7 @@ def warnings_page(options: WarningsOptions) -> None:
         options.simulated_judgments,
         options.base,
         options.comparison,
+        options.select_stats,
     )
     w.write_warnings(records, options.out_json, options.out_html, options.demo)
     if options.out_paraphrase_csv:

@@ -90,34 +90,58 @@ def paraphrase_rows(paths: Sequence[Path | str], width: int | None = None) -> li
     ``width`` is the number of candidates decoded per request (the beam size, or the samples);
     with it, the share of candidates dropped for breaking a constraint is given too.
     """
-    sums: dict[int, dict[str, Any]] = {}
-    for path in paths:
-        match = _ITERATION.search(Path(path).parent.name)
-        if not match:
-            raise InputError(path, None, "expected a shard's statistics under a folder named iter<N>")
-        stats = read_json(path)
-        row = sums.setdefault(
-            int(match.group(1)),
-            {
-                "iteration": int(match.group(1)),
-                "shards": 0,
-                "requests": 0,
-                "outputs": 0,
-                "violations_dropped": 0,
-                "duplicates_dropped": 0,
-                "requests_without_output": 0,
-            },
-        )
-        row["shards"] += 1
-        for key in ("requests", "outputs", "violations_dropped", "duplicates_dropped", "requests_without_output"):
-            row[key] += int(stats.get(key, 0))
-    rows = [sums[i] for i in sorted(sums)]
+    keys = ("requests", "outputs", "violations_dropped", "duplicates_dropped", "requests_without_output")
+    rows = _summed_per_iteration(paths, keys)
     for row in rows:
         req = row["requests"]
         row["outputs_per_request"] = row["outputs"] / req if req else None
         row["without_output_share"] = row["requests_without_output"] / req if req else None
         row["violation_share_of_candidates"] = row["violations_dropped"] / (req * width) if req and width else None
     return rows
+
+
+def _summed_per_iteration(paths: Sequence[Path | str], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Per-shard statistics (``iter{i}/shard{j}.*_stats.json``): ``keys`` summed per iteration, with
+    the number of shards."""
+    sums: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        match = _ITERATION.search(Path(path).parent.name)
+        if not match:
+            raise InputError(path, None, "expected a shard's statistics under a folder named iter<N>")
+        stats = read_json(path)
+        it = int(match.group(1))
+        row = sums.setdefault(it, {"iteration": it, "shards": 0, **dict.fromkeys(keys, 0)})
+        row["shards"] += 1
+        for key in keys:
+            row[key] += int(stats.get(key, 0))
+    return [sums[i] for i in sorted(sums)]
+
+
+def select_rows(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
+    """The selection stage's shard statistics (``iter{i}/shard{j}.select_stats.json``) summed per
+    iteration: requests, outputs, and chains ended because no beam kept what
+    ``frame_elements.require`` asks for."""
+    return _summed_per_iteration(paths, ("requests", "outputs", "ended_by_require"))
+
+
+def require_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | None = None) -> list[dict[str, Any]]:
+    """Chains ``frame_elements.require`` ended, per iteration: retention counts only the outputs kept,
+    so a run can read 100% retention while most chains ended here."""
+    out = []
+    for row in rows:
+        ended, req = row["ended_by_require"], row["requests"]
+        if ended:
+            out.append(
+                record(
+                    "select",
+                    "empty" if ended == req else "degraded",
+                    f"iteration {row['iteration']}: frame_elements.require ended {ended:,} of {req:,} chains "
+                    f"({ended / req:.0%}): none of their beams kept the frame elements it requires, and retention "
+                    "counts only the outputs kept",
+                    source,
+                )
+            )
+    return out
 
 
 def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | None = None) -> list[dict[str, Any]]:
@@ -272,11 +296,14 @@ def collect(
     simulated_judgments: Path | str | None = None,
     base: Path | str | None = None,
     comparison: Path | str | None = None,
+    select_stats: Sequence[Path | str] = (),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every warning of the run, and the per-iteration paraphrase statistics they were read from."""
     records = from_summaries(summaries)
     para_rows = paraphrase_rows(paraphrase_stats, width) if paraphrase_stats else []
     records += paraphrase_warnings(para_rows, Path(paraphrase_stats[0]).parent.parent if paraphrase_stats else None)
+    if select_stats:
+        records += require_warnings(select_rows(select_stats), Path(select_stats[0]).parent.parent)
     if aligner:
         records += aligner_warnings(aligner, per_iteration)
     if comparison:

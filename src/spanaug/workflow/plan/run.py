@@ -398,7 +398,8 @@ class Plan:
         """The results whose warnings the warnings page collects, as named inputs."""
         return {
             "summaries": self._made(WARNING_SUMMARIES),
-            "paraphrase": self.paraphrase_stats_files(),
+            "paraphrase": self.shard_stats_files("paraphrase"),
+            "select": self.shard_stats_files("select"),
             "per_iteration": [f"{self.res}/report/per_iteration.csv"],
             "aligner": [self.aligner_model()],
             "comparison": self._made([OPTIONAL_READS["comparison"]]),
@@ -434,9 +435,10 @@ class Plan:
     def iteration_outputs(self) -> list[str]:
         return [f"{self.res}/iterations/iter{i}.chain.parquet" for i in range(1, self.run.iterations + 1)]
 
-    def paraphrase_stats_files(self) -> list[str]:
+    def shard_stats_files(self, stage: str) -> list[str]:
+        """Every shard's statistics of ``stage`` (paraphrase, align, select) over the iterations."""
         return [
-            f"{self.res}/iterations/iter{i}/shard{j}.paraphrase_stats.json"
+            f"{self.res}/iterations/iter{i}/shard{j}.{stage}_stats.json"
             for i in range(1, self.run.iterations + 1)
             for j in self.shards()
         ]
