@@ -8,6 +8,7 @@ import random
 import re
 
 import pytest
+from conftest import REPO
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts, modeldir
@@ -163,6 +164,27 @@ def test_cli_train_eval_predict_baseline(tiny_encoder, tmp_path, capsys):
     scores = json.loads((tmp_path / "s.json").read_text())
     assert {"precision", "recall", "f1", "unlabeled", "by_fe_type", "by_role"} <= scores.keys()
     assert scores["n_gold"] == 40
+    assert set(scores["by_fe_type"]) == {"unknown"}  # CoNLL has no coreness
+    # A FrameNet release gives the coreness: the demo's Activity_stop has Agent and Activity core.
+    demo = str(REPO / "resources/demo/fndata-demo")
+    assert (
+        main(
+            [
+                "argid",
+                "eval",
+                "--model",
+                str(out),
+                "--test",
+                str(test),
+                "--frames",
+                demo,
+                "--out",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 0
+    )
+    assert "core" in json.loads((tmp_path / "c.json").read_text())["by_fe_type"]
     assert (
         main(["argid", "predict", "--model", str(out), "--input", str(test), "--out", str(tmp_path / "p.conll")]) == 0
     )
