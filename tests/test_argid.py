@@ -208,6 +208,43 @@ def test_parquet_sentences_with_frame_elements_are_read(tmp_path):
     assert [a.fes for a in read_annotations(tmp_path / "x.parquet")] == [a.fes for a in read_annotations(conll)]
 
 
+def test_augmented_outputs_train_on_their_carried_fes_and_skip_lost_ones(tmp_path):
+    from conftest import output, write_augmented
+
+    seed = {
+        "sentence_id": "s1",
+        "tokens": ["Abby", "bought", "a", "car"],
+        "text": "Abby bought a car",
+        "span_start": 1,
+        "span_end": 1,
+        "frame": "Commerce_buy",
+        "lexical_unit": "buy.v",
+        "pos_tags": None,
+        "source": "t",
+        "corpus_part": "fulltext",
+        "document": "d",
+        "annotation_date": None,
+        "order": 0,
+        "frame_elements": [],
+    }
+    kept = output("s1", 1, ["Abby", "purchased", "a", "car"], 1, 1, "Commerce_buy", "buy.v", "purchase")
+    kept["frame_elements"] = [
+        {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core", "score": 0.9},
+        {"name": "Goods", "start": 2, "end": 3, "null_type": None, "coreness": "Core", "score": 0.8},
+    ]
+    lost = output("s1", 2, ["Abby", "got", "one"], 1, 1, "Commerce_buy", "buy.v", "get")
+    lost["frame_elements"] = [
+        {"name": "Buyer", "start": 0, "end": 0, "null_type": None, "coreness": "Core", "score": 0.9},
+        {"name": "Goods", "start": None, "end": None, "null_type": "LOST", "coreness": "Core", "score": 0.0},
+    ]
+    write_augmented(tmp_path, [seed], [kept, lost])
+    assert artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED).num_rows == 2
+    (only,) = read_annotations(tmp_path / "augmented.parquet")
+    assert only.tokens[1] == "purchased" and only.trigger == (1, 1)
+    assert only.fes == [((0, 0), "Buyer"), ((2, 3), "Goods")]
+    assert only.coreness == {"Buyer": "Core", "Goods": "Core"}
+
+
 @pytest.mark.parametrize(
     "tag, message",
     [("I-Buyer", r"line 2: frame-element tag 'I-Buyer' continues no B-Buyer"), ("_", "holds no trigger annotated")],

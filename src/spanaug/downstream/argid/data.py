@@ -14,6 +14,7 @@ from typing import Any
 
 from spanaug.core import artifacts
 from spanaug.core.errors import InputError
+from spanaug.core.validation import LOST
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +42,11 @@ class Annotation:
 def annotation_from_row(
     row: Mapping[str, Any], tokens_key: str, start_key: str, end_key: str, path: Path, where: str
 ) -> Annotation | None:
-    """An annotation from a SENTENCES or AUGMENTED row; None when it annotates no FE (null) or has
-    no trigger. Lost and null-instantiated FEs are no overt span and are left out."""
+    """An annotation from a SENTENCES or AUGMENTED row; None when it annotates no FE (null), has no
+    trigger, or lost an FE in paraphrasing: the lost FE's words are somewhere in the output, unmarked,
+    and would be learnt as no FE. Null-instantiated FEs are no overt span and are left out."""
     fes = row.get("frame_elements")
-    if fes is None or row.get(start_key) is None:
+    if fes is None or row.get(start_key) is None or any(fe.get("null_type") == LOST for fe in fes):
         return None
     tokens = list(row[tokens_key])
     overt, coreness = [], {}
@@ -92,7 +94,17 @@ def read_annotations(path: Path | str) -> list[Annotation]:
                 path, None, "not imported sentences or augmented outputs (no sentence_id/output_id column)"
             )
         rows = ((f"row {i + 1}", r) for i, r in enumerate(table.to_pylist()))
-    out = [a for where, row in rows if (a := annotation_from_row(row, *keys, path, where)) is not None]
+    read = 0
+    out = []
+    for where, row in rows:
+        read += 1
+        annotation = annotation_from_row(row, *keys, path, where)
+        if annotation is not None:
+            out.append(annotation)
+    if len(out) < read:
+        log.info(
+            "%s: %d of %d rows have no FE annotation, no trigger or a lost FE: left out", path, read - len(out), read
+        )
     if not out:
         raise InputError(
             path, None, "holds no trigger annotated with frame elements (CoNLL column 15 or frame_elements)"
@@ -107,12 +119,15 @@ def read_all(paths: Sequence[Path | str]) -> list[Annotation]:
 def hold_out(annotations: Sequence[Annotation], share: float, seed: int) -> tuple[list[Annotation], list[Annotation]]:
     """(train, dev): ``share`` of the sentences, drawn by ``seed``, with all their annotations become
     dev (a sentence split across the two would leak its FEs). Empty when the share rounds to none."""
-    sentences = sorted({a.sentence or "" for a in annotations})
+    sentences = sorted({str(a.sentence) for a in annotations})
     n_dev = round(share * len(sentences))
     if n_dev == 0 or n_dev >= len(sentences):
         return list(annotations), []
     chosen = set(random.Random(seed).sample(sentences, n_dev))
-    return [a for a in annotations if a.sentence not in chosen], [a for a in annotations if a.sentence in chosen]
+    return (
+        [a for a in annotations if str(a.sentence) not in chosen],
+        [a for a in annotations if str(a.sentence) in chosen],
+    )
 
 
 @dataclasses.dataclass
