@@ -176,7 +176,7 @@ def test_cli_train_eval_predict_baseline(tiny_encoder, tmp_path, capsys):
                 str(out),
                 "--test",
                 str(test),
-                "--frames",
+                "--framenet",
                 demo,
                 "--out",
                 str(tmp_path / "c.json"),

@@ -12,7 +12,7 @@ from spanaug.core.settings import inherit, setting, settings
 
 group("argid", "the downstream argument identifier (frame elements, given the trigger and its frame)")
 
-_FRAMES_HELP = (
+_FRAMENET_HELP = (
     "FrameNet release directory: each frame's FEs (decoding chooses among them) and their coreness "
     "(core FEs weigh 1, others 0.5 in the scores, as in open-SESAME); without it, the FEs seen with "
     "the frame in training, and coreness only where the input gives it"
@@ -45,7 +45,7 @@ class TrainOptions:
         "dev annotations for early stopping: the best epoch on them is kept "
         "(default: --holdout-share of the training sentences)",
     )
-    frames: str | None = setting(None, _FRAMES_HELP)
+    framenet: str | None = setting(None, _FRAMENET_HELP)
 
 
 @command("argid", "train", help="train the argument identifier")
@@ -58,7 +58,7 @@ def train(options: TrainOptions, training: ArgIdTrainConfig, runtime: Runtime) -
         options.encoder,
         training,
         dev=_annotations([options.dev]) if options.dev else None,
-        release=_release(options.frames),
+        release=_release(options.framenet),
         device=runtime.device,
     )
     model.save_pretrained(options.out)
@@ -70,7 +70,7 @@ class EvalOptions:
     model: str = setting(help="a trained argument identifier directory")
     test: str = setting(help="test annotations (CoNLL or Parquet), with their gold frames and triggers")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
-    frames: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
+    framenet: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
 
 
 @command("argid", "eval", help="precision, recall and F1 of (role, span) with gold frames and triggers")
@@ -81,7 +81,7 @@ def evaluate(options: EvalOptions, runtime: Runtime) -> None:
     test = _annotations([options.test])
     model = ArgumentIdentifier.from_pretrained(options.model, device=runtime.device)
     inventory = model.inventory
-    release = _release(options.frames)
+    release = _release(options.framenet)
     if release:
         inventory.coreness = {**inventory.coreness, **release}
     emit(argument_scores(test, model.predict(test), inventory), options.out)
@@ -118,7 +118,7 @@ class BaselineOptions:
     train: list[str] = setting(help="training annotations")
     test: str = setting(help="test annotations")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
-    frames: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
+    framenet: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
 
 
 @command("argid", "baseline", help="each frame's most frequent roles at their most frequent places")
@@ -127,5 +127,5 @@ def baseline(options: BaselineOptions) -> None:
     from spanaug.downstream.argid.scoring import MostFrequentRoleBaseline, argument_scores
 
     train, test = _annotations(options.train), _annotations([options.test])
-    inventory = Inventory.build(train, _release(options.frames))
+    inventory = Inventory.build(train, _release(options.framenet))
     emit(argument_scores(test, MostFrequentRoleBaseline().fit(train).predict(test), inventory), options.out)
