@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from spanaug.core.argid_settings import ArgIdTrainConfig
+from spanaug.core.argid_settings import ArgIdTrainSettings
 from spanaug.core.evaluation_settings import SplitSettings
 from spanaug.downstream.argid.data import read_annotations
 from spanaug.downstream.argid.scoring import MostFrequentRoleBaseline, argument_scores
@@ -44,7 +44,7 @@ def line(name: str, scores: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = ArgIdTrainConfig()  # the command's defaults, unless changed here
+    defaults = ArgIdTrainSettings()  # the command's defaults, unless changed here
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--threads", type=int, default=defaults.threads)
     ap.add_argument("--encoder", default="minilm")

@@ -12,7 +12,7 @@ from conftest import REPO
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts, modeldir
-from spanaug.core.argid_settings import ArgIdTrainConfig
+from spanaug.core.argid_settings import ArgIdTrainSettings
 from spanaug.downstream.argid.data import Annotation, Inventory, conll_lines, read_annotations
 from spanaug.downstream.argid.model import ArgumentIdentifier, constrained_decode
 from spanaug.downstream.argid.scoring import MostFrequentRoleBaseline, argument_scores
@@ -49,7 +49,7 @@ def write_conll(annotations, path):
     return path
 
 
-FAST = ArgIdTrainConfig(epochs=10, batch_size=8, learning_rate=5e-3, finetune=False, holdout_share=0, null_weight=0.5)
+FAST = ArgIdTrainSettings(epochs=10, batch_size=8, learning_rate=5e-3, finetune=False, holdout_share=0, null_weight=0.5)
 
 
 @pytest.fixture(scope="module")
@@ -262,3 +262,41 @@ def test_bad_input_exits_2_naming_the_file_and_line(tmp_path, capsys, tag, messa
     err = capsys.readouterr().err
     assert err.startswith(f"spanaug: error: {path}")
     assert re.search(message, err), err
+
+
+def test_full_parse_pairs_a_wrong_frame_as_misses_and_false_positives():
+    from spanaug.downstream.argid.parse import paired
+
+    gold = [Annotation(["he", "bought", "it"], (1, 1), "Commerce_buy", [((0, 0), "Buyer")], sentence="s")]
+    right = [dataclasses.replace(gold[0], fes=[])]
+    assert argument_scores(*paired(gold, right, [[((0, 0), "Buyer")]]))["f1"] == 1.0
+    wrong = [dataclasses.replace(gold[0], frame="Getting", fes=[])]
+    scores = argument_scores(*paired(gold, wrong, [[((0, 0), "Recipient")]]))
+    assert (scores["f1"], scores["n_gold"], scores["n_pred"]) == (0.0, 1, 1)
+
+
+def test_cli_eval_on_frame_id_predicted_frames(tiny_encoder, tmp_path, toy_model):
+    from spanaug.core.evaluation_settings import FrameIdTrainSettings
+    from spanaug.downstream.argid.parse import frame_sentences
+    from spanaug.downstream.frameid.training import train_frameid
+
+    model, _ = toy_model
+    model.save_pretrained(tmp_path / "argid")
+    sentences, _ = frame_sentences(fe_toy(80, 9))
+    frameid, _ = train_frameid(
+        sentences,
+        tiny_encoder,
+        FrameIdTrainSettings(epochs=8, batch_size=8, learning_rate=5e-3, holdout_share=0),
+        device="cpu",
+        progress=False,
+    )
+    frameid.save_pretrained(tmp_path / "frameid")
+    test = write_conll(fe_toy(20, 10), tmp_path / "test.conll")
+    common = ["argid", "eval", "--model", str(tmp_path / "argid"), "--test", str(test)]
+    assert main([*common, "--out", str(tmp_path / "gold.json")]) == 0
+    predicted = [*common, "--frames", "predicted", "--frameid-model", str(tmp_path / "frameid")]
+    assert main([*predicted, "--out", str(tmp_path / "pred.json")]) == 0
+    gold, pred = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("gold", "pred"))
+    assert pred["frames"] == "predicted" and pred["frame_id"]["n_gold"] == 20
+    assert pred["n_gold"] == gold["n_gold"] and pred["f1"] <= gold["f1"]
+    assert main([*common, "--frames", "predicted"]) == 2  # without its Frame ID model

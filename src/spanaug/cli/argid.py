@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.argid_settings import ArgIdTrainConfig
+from spanaug.core.argid_settings import ArgIdTrainSettings
 from spanaug.core.config import Runtime
 from spanaug.core.evaluation_settings import FrameIdSection
 from spanaug.core.settings import inherit, setting, settings
@@ -49,7 +50,7 @@ class TrainOptions:
 
 
 @command("argid", "train", help="train the argument identifier")
-def train(options: TrainOptions, training: ArgIdTrainConfig, runtime: Runtime) -> None:
+def train(options: TrainOptions, training: ArgIdTrainSettings, runtime: Runtime) -> None:
     from spanaug.core.files import write_json
     from spanaug.downstream.argid.training import train_argid
 
@@ -71,20 +72,40 @@ class EvalOptions:
     test: str = setting(help="test annotations (CoNLL or Parquet), with their gold frames and triggers")
     out: str | None = setting(None, "the scores (JSON; default: standard output)")
     framenet: str | None = setting(None, "FrameNet release directory: the coreness of each frame's FEs for the scores")
+    frames: Literal["gold", "predicted"] = setting(
+        "gold",
+        "gold: arguments of the gold triggers and frames; predicted: of the triggers and frames "
+        "--frameid-model finds (the full parse: a wrong frame loses its FEs)",
+    )
+    frameid_model: str | None = setting(None, "a trained Frame ID directory (with --frames predicted)")
 
 
-@command("argid", "eval", help="precision, recall and F1 of (role, span) with gold frames and triggers")
+@command("argid", "eval", help="precision, recall and F1 of (role, span), with gold or predicted frames")
 def evaluate(options: EvalOptions, runtime: Runtime) -> None:
+    from spanaug.core.errors import ConfigError
     from spanaug.downstream.argid.model import ArgumentIdentifier
     from spanaug.downstream.argid.scoring import argument_scores
 
+    if (options.frames == "predicted") != bool(options.frameid_model):
+        raise ConfigError("--frameid-model goes with --frames predicted, and --frames predicted needs it")
     test = _annotations([options.test])
     model = ArgumentIdentifier.from_pretrained(options.model, device=runtime.device)
     inventory = model.inventory
     release = _release(options.framenet)
     if release:
         inventory.coreness = {**inventory.coreness, **release}
-    emit(argument_scores(test, model.predict(test), inventory), options.out)
+    if options.frames == "gold":
+        emit(argument_scores(test, model.predict(test), inventory), options.out)
+        return
+    from spanaug.downstream.argid.parse import frame_sentences, paired, predicted_annotations
+    from spanaug.downstream.frameid.baseline import triple_scores
+    from spanaug.downstream.frameid.model import FrameIdentifier
+
+    sentences, keys = frame_sentences(test)
+    frames = FrameIdentifier.from_pretrained(options.frameid_model, device=runtime.device).predict(sentences)
+    found = predicted_annotations(keys, frames, test)
+    scores = argument_scores(*paired(test, found, model.predict(found)), inventory)
+    emit({**scores, "frames": "predicted", "frame_id": triple_scores(sentences, frames)}, options.out)
 
 
 @settings

@@ -7,7 +7,7 @@ from spanaug.core.settings import Settings, setting, settings
 
 
 @settings
-class ArgIdTrainConfig(Settings):
+class ArgIdTrainSettings(Settings):
     """Training the argument identifier (``spanaug argid train``)."""
 
     # Defaults measured on the shared FrameNet 1.7 dev split with MiniLM on 2 CPU cores (docs/argid.md):

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from spanaug.core import training_loop
-from spanaug.core.argid_settings import ArgIdTrainConfig
+from spanaug.core.argid_settings import ArgIdTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.downstream.argid.data import Annotation, hold_out
 from spanaug.downstream.argid.model import ArgumentIdentifier, build_config
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def train_argid(
     train: Sequence[Annotation],
     encoder: str,
-    tcfg: ArgIdTrainConfig,
+    tcfg: ArgIdTrainSettings,
     dev: Sequence[Annotation] | None = None,
     release: dict[str, dict[str, str]] | None = None,
     device: str | None = "auto",
@@ -74,7 +74,7 @@ def _train(
     train: list[Annotation],
     dev: list[Annotation],
     encoder: str,
-    tcfg: ArgIdTrainConfig,
+    tcfg: ArgIdTrainSettings,
     release: dict[str, dict[str, str]] | None,
     device: str | None,
     progress: bool,
