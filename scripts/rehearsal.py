@@ -342,10 +342,10 @@ def job_seconds(res: Path) -> dict[str, float]:
 
 
 def priorities() -> dict[str, int]:
-    """The rules' priorities as workflow/rules/common.smk states them (PRIORITIES; others: 0)."""
-    text = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
-    block = text.split("PRIORITIES = {", 1)[1].split("}", 1)[0]
-    return {name: int(value) for name, value in re.findall(r'"(\w+)":\s*(\d+)', block)}
+    """The rules' priorities as the workflow gives them (spanaug.workflow.plan.PRIORITIES; others: 0)."""
+    from spanaug.workflow.plan import PRIORITIES
+
+    return dict(PRIORITIES)
 
 
 def job_starts(res: Path) -> dict[str, float]:
