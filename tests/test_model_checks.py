@@ -8,7 +8,7 @@ import pytest
 from conftest import copy_task
 
 from spanaug.cli.main import main
-from spanaug.core import modeldir
+from spanaug.core import artifacts, modeldir
 from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import InputError
 from spanaug.pipeline.aligner.model import SpanAligner
@@ -80,6 +80,7 @@ def test_paraphraser_without_tokenizer_files_is_refused(tiny_paraphraser, tmp_pa
     with pytest.raises(InputError, match="no tokenizer files"):
         Paraphraser.from_pretrained(bare, device="cpu")
     requests = tmp_path / "r.parquet"
+    artifacts.write_table([], requests, artifacts.REQUESTS)  # a valid input: the stage checks it first
     code = main(["paraphrase", "--requests", str(requests), "--out", str(tmp_path / "o.parquet"), "--model", str(bare)])
     err = capsys.readouterr().err
     assert code == 2 and f"spanaug: error: {bare}" in err and "no tokenizer files" in err, err
