@@ -243,7 +243,6 @@ def bench_aligner(
     from transformers import BertConfig, BertModel
 
     from spanaug.core.aligner_settings import AlignerConfig
-    from spanaug.pipeline.aligner.instances import Instance
     from spanaug.pipeline.aligner.model import SpanAligner
 
     fast = bert_tokenizer([r["text"] for r in rows], vocab_size=8000)
@@ -253,22 +252,7 @@ def bench_aligner(
         AlignerConfig(encoder="random-bert"), encoder=encoder, tokenizer=fast, device=str(device), dtype="auto"
     )
     aligner.scorer.eval()
-    picked = rng.sample(range(len(rows)), n_pairs)
-    insts = []
-    for k, i in enumerate(picked):
-        r = rows[i]
-        target = list(r["tokens"])
-        rng.shuffle(target)  # a same-length stand-in for a paraphrase beam
-        insts.append(Instance(f"p{k}", list(r["tokens"]), target, (r["span_start"], r["span_end"])))
-    aligner.predict(insts[:64], batch_size=64)
-    ts = []
-    for _ in range(repeats):
-        sync(device)
-        start = time.perf_counter()
-        aligner.predict(insts, batch_size=64)
-        sync(device)
-        ts.append(time.perf_counter() - start)
-    rate = n_pairs / statistics.median(ts)
+    rate = pairs_per_second(aligner, frameset_instances(rows, n_pairs, rng), 64, device, repeats)
     print(
         f"paper aligner: BERT-{size}-sized encoder (random weights, {aligner.dtype}), {n_pairs} FrameNet-length "
         f"pairs, one span each: {rate:.1f} pairs/s  [{device_name(device)}]"
@@ -294,6 +278,20 @@ def frameset_instances(rows: list[dict], n_pairs: int, rng: random.Random) -> li
     return insts
 
 
+def pairs_per_second(aligner, insts: list, batch_size: int, device: torch.device, repeats: int) -> float:
+    """An aligner's ``predict`` over ``insts``: pairs/s, the median of ``repeats`` timed runs after a
+    warm-up batch."""
+    aligner.predict(insts[:batch_size], batch_size=batch_size)
+    ts = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        aligner.predict(insts, batch_size=batch_size)
+        sync(device)
+        ts.append(time.perf_counter() - start)
+    return len(insts) / statistics.median(ts)
+
+
 def bench_cross_aligner(
     device: torch.device, rows: list[dict], size: str, n_pairs: int, batch_size: int, repeats: int, seed: int
 ) -> float:
@@ -311,15 +309,7 @@ def bench_cross_aligner(
         CrossAlignerConfig(encoder=f"random-{size}"), encoder=encoder, tokenizer=fast, device=device, dtype="auto"
     )
     insts = frameset_instances(rows, n_pairs, random.Random(seed))
-    aligner.predict(insts[:batch_size], batch_size=batch_size)  # warm-up
-    ts = []
-    for _ in range(repeats):
-        sync(device)
-        start = time.perf_counter()
-        aligner.predict(insts, batch_size=batch_size)
-        sync(device)
-        ts.append(time.perf_counter() - start)
-    rate = n_pairs / statistics.median(ts)
+    rate = pairs_per_second(aligner, insts, batch_size, device, repeats)
     print(
         f"cross aligner: {size}-sized encoder (random weights, {aligner.dtype}), {n_pairs} FrameNet-length pairs, "
         f"one span each, batches of {batch_size}: {rate:.1f} pairs/s  [{device_name(device)}]"
