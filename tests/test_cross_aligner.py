@@ -4,7 +4,7 @@ import json
 
 import pytest
 import torch
-from conftest import WORDS, copy_task, mixed_pairs
+from conftest import WORDS, assert_batches_predict_as_one_pair_at_a_time, assert_bf16_agrees, copy_task, mixed_pairs
 
 from spanaug.cli.main import main
 from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
@@ -384,20 +384,12 @@ def test_bf16_predictions_agree_with_float32(tiny_encoder, tmp_path):
     pairs = mixed_pairs(200, 3)
     raw = half.raw_scores(pairs)
     assert all(logits.dtype == torch.float32 for _, logits in raw)  # calibration math in float32
-    want, got = full.predict(pairs), half.predict(pairs)
-    assert sum(a == b for (a, _), (b, _) in zip(want, got)) >= 0.9 * len(pairs)
-    diffs = [abs(a - b) for (_, a), (_, b) in zip(want, got)]
-    assert max(diffs) < 0.05 and sum(diffs) / len(diffs) < 0.01
-    assert max(s for _, s in want) - min(s for _, s in want) > 0.5  # the scores do spread
+    assert_bf16_agrees(full, half, pairs, spread=0.5)
 
 
 def test_length_sorted_batches_predict_as_one_pair_at_a_time(tiny_encoder, tmp_path):
     aligner = CrossAligner.from_pretrained(_sharp_aligner(tiny_encoder, tmp_path / "al"), device="cpu")
-    pairs = mixed_pairs(60, 4)
-    alone = aligner.predict_candidates(pairs, 3, batch_size=1)  # no padding, input order
-    batched = aligner.predict_candidates(pairs, 3, batch_size=16)  # length-sorted, padded
-    assert [[span for span, _ in acc] for acc, _ in batched] == [[span for span, _ in acc] for acc, _ in alone]
-    assert [best for _, best in batched] == pytest.approx([best for _, best in alone], abs=1e-5)
+    assert_batches_predict_as_one_pair_at_a_time(aligner, mixed_pairs(60, 4))
 
 
 def _collate_one_write_at_a_time(encs, k, pooling, pad_id):
