@@ -150,3 +150,64 @@ def baseline(options: BaselineOptions) -> None:
     train, test = _annotations(options.train), _annotations([options.test])
     inventory = Inventory.build(train, _release(options.framenet))
     emit(argument_scores(test, MostFrequentRoleBaseline().fit(train).predict(test), inventory), options.out)
+
+
+@settings
+class PointOptions:
+    train: list[str] = setting(help="the pool of training annotations to sample sentences from (CoNLL or Parquet)")
+    test: str = setting(help="the fixed test split (CoNLL or Parquet)")
+    out: str = setting(help="the point's result (JSON)")
+    fraction: float = setting(help="share of the pool's sentences", exclusiveMinimum=0, maximum=1)
+    augmenter: Literal["none", "paraphrastic"] = setting(
+        "none", "whose examples are added: paraphrastic adds the augmented outputs of the sampled seeds"
+    )
+    dev: str | None = setting(None, "dev annotations for early stopping (default: --holdout-share of the sample)")
+    augmented: str | None = setting(None, "the run's augmented outputs (AUGMENTED Parquet; paraphrastic)")
+    seeds: str | None = setting(None, "the run's seeds (SENTENCES Parquet; paraphrastic): each output's seed sentence")
+    encoder: str = inherit(
+        FrameIdSection, "encoder", help="the encoder (a Hugging Face name or folder; minilm offline)"
+    )
+    framenet: str | None = setting(None, _FRAMENET_HELP)
+
+
+@command(
+    "argid",
+    "point",
+    help="one point of the augmenter comparison for arguments: a sample (--fraction, drawn by --seed), "
+    "plus the augmenter's examples of it, trained and scored on the test split",
+)
+def point(options: PointOptions, training: ArgIdTrainSettings, runtime: Runtime) -> None:
+    from spanaug.core import artifacts
+    from spanaug.downstream.argid.experiment import ArgIdPointData, run_argid_point
+    from spanaug.downstream.augmenter_comparison import Point
+
+    def table(path: str | None, schema) -> list | None:
+        return artifacts.read_table(path, schema).to_pylist() if path else None
+
+    data = ArgIdPointData(
+        pool=_annotations(options.train),
+        test=_annotations([options.test]),
+        dev=_annotations([options.dev]) if options.dev else None,
+        augmented=table(options.augmented, artifacts.AUGMENTED),
+        seeds=table(options.seeds, artifacts.SENTENCES),
+        release=_release(options.framenet),
+    )
+    result = run_argid_point(
+        Point(options.augmenter, options.fraction, training.seed), data, options.encoder, training, runtime.device
+    )
+    emit(result, options.out)
+
+
+@settings
+class CurvesOptions:
+    points: list[str] = setting(help="point results (JSON)")
+    out_table: str = setting(help="F1 mean and s.d. per augmenter and share (CSV)")
+    out_plot: str = setting(help="the curves (PNG)")
+
+
+@command("argid", "curves", help="average point results over seeds: table and figure (as frameid curves)")
+def curves(options: CurvesOptions) -> None:
+    from spanaug.downstream.argid.experiment import YLABEL
+    from spanaug.downstream.augmenter_comparison import curves_stage
+
+    curves_stage(options.points, options.out_table, options.out_plot, YLABEL)

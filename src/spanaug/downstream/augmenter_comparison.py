@@ -27,15 +27,21 @@ from spanaug.downstream.frameid.training import FrameIdTrainSettings, train_fram
 log = logging.getLogger(__name__)
 
 
-def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> list[Sentence]:
-    """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
+def sample_indices(keys: Sequence[str], fraction: float, seed: int) -> list[int]:
+    """``fraction`` of the positions of ``keys`` (sentence keys; at least one), drawn without replacement
+    by ``seed``, in input order. The draw depends on the keys, not on their order in the input."""
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must be in (0, 1], got {fraction}")
-    if not pool:
+    if not keys:
         raise ConfigError("train: the pool holds no training sentence to sample from")
-    k = max(1, round(fraction * len(pool)))
-    order = sorted(range(len(pool)), key=lambda i: sentence_key(pool[i].tokens))  # independent of input order
-    return [pool[i] for i in sorted(random.Random(seed).sample(order, k))]
+    k = max(1, round(fraction * len(keys)))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return sorted(random.Random(seed).sample(order, k))
+
+
+def sample_sentences(pool: Sequence[Sentence], fraction: float, seed: int) -> list[Sentence]:
+    """``fraction`` of the sentences (at least one), drawn without replacement by ``seed``."""
+    return [pool[i] for i in sample_indices([sentence_key(s.tokens) for s in pool], fraction, seed)]
 
 
 def examples_for(
@@ -192,7 +198,7 @@ def curves(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
+def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str, ylabel: str = "Frame ID F1 (test)") -> None:
     """F1 against the share of training sentences, one line per augmenter, error bars = 1 s.d."""
     fig, ax = plotting.subplots(figsize=(6, 4))
     by_augmenter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -216,14 +222,16 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str) -> None:
             **style,
         )
     ax.set_xlabel("training sentences sampled (%)")
-    ax.set_ylabel("Frame ID F1 (test)")
+    ax.set_ylabel(ylabel)
     ax.legend()
     plotting.save(fig, path)
 
 
-def curves_stage(point_paths: Sequence[Path | str], table: Path | str, plot: Path | str) -> list[dict[str, Any]]:
-    """CLI stage: point results -> the curve table (CSV) and figure."""
+def curves_stage(
+    point_paths: Sequence[Path | str], table: Path | str, plot: Path | str, ylabel: str = "Frame ID F1 (test)"
+) -> list[dict[str, Any]]:
+    """CLI stage: point results (Frame ID's or the argument identifier's) -> the curve table (CSV) and figure."""
     rows = curves(read_points(point_paths))
     files.write_csv(rows, table)
-    plot_curves(rows, plot)
+    plot_curves(rows, plot, ylabel)
     return rows
