@@ -21,6 +21,8 @@ def combinations() -> list[dict]:
     out = []
     for bits in itertools.product((0, 1), repeat=len(TOP)):
         off = {name: None for name, bit in zip(TOP, bits) if bit}
+        if "frameid" in off:  # argid trains and tests on frameid's split: off with it
+            off["argid"] = None
         aligner = {
             "evaluation": None if bits[0] ^ bits[1] else {"epochs": 5},
             "systems": {} if bits[2] ^ bits[3] else None,
@@ -46,6 +48,11 @@ def test_the_combinations_cover_every_pair_of_switches():
 )
 def test_config_check_accepts_each_combination(changes):
     assert check_run(_demo(**changes)) == []
+
+
+def test_argid_without_frameid_is_refused_naming_both():
+    with pytest.raises(Exception, match="argid: trains and tests on frameid's split"):
+        check_run(_demo(frameid=None))
 
 
 @pytest.mark.workflow

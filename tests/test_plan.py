@@ -42,7 +42,8 @@ def _everything(p: Plan) -> set[str]:
         ({"augmenters": None}, "augmenters/"),
         ({"augmenters": None}, "aligner_eval/selftrain/"),
         ({"baselines": None}, "aligner_eval/comparison"),
-        ({"frameid": None}, "frameid/"),
+        ({"frameid": None, "argid": None}, "frameid/"),
+        ({"argid": None}, "argid/"),
         ({"human_eval": None}, "human_eval/"),
         ({"human_eval__simulate": False}, "human_eval/human_eval"),
         ({"human_eval__simulate": False}, "human_eval/span_agreement"),
@@ -76,6 +77,18 @@ def test_the_augmenter_names_come_from_the_settings():
     assert plan.AUGMENTER_WILDCARD == "none|paraphrastic|lexsub|geca"
     assert set(plan.FRAMEID_AUGMENTERS) <= set(plan.AUGMENTERS)
     assert _plan(DEMO, augmenters=None).frameid_augmenters() == ["geca"]
+
+
+def test_the_demo_plans_argid_points_on_frameid_s_split():
+    p = _plan(DEMO)
+    points = p.argid_points()
+    assert len(points) == 2 * len(DEMO["argid"]["fractions"]) * len(DEMO["argid"]["seeds"])
+    assert f"{RES}/argid/points/paraphrastic/f0.5.s0.json" in points
+    assert f"{RES}/argid/curves.csv" in p.final_outputs() and f"{RES}/argid/curves.html" in p.report_pages()
+    none, para = p.argid_point_inputs("none"), p.argid_point_inputs("paraphrastic")
+    assert none["train"] == [f"{RES}/frameid/split/train.parquet"] and "augmented" not in none
+    assert para["augmented"] == [f"{RES}/augmented.parquet"] and para["seeds"] == [f"{RES}/data/seeds.parquet"]
+    assert _plan(DEMO, argid=None).argid_points() == []
 
 
 def test_the_production_config_names_its_external_files_with_their_keys():

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from spanaug.core.aligner_settings import AlignerSection, BaselinesSection
 from spanaug.core.errors import ConfigError
 from spanaug.core.evaluation_settings import (
+    ArgIdSection,
     AugmentersSection,
     FilteringSection,
     FrameIdSection,
@@ -294,6 +295,9 @@ class RunConfig(Settings):
     human_eval: HumanEvalSettings | None = setting(None, "annotation task export and judgment import (null: off)")
     augmenters: AugmentersSection | None = setting(None, "augmenters for the Frame ID comparison (null: off)")
     frameid: FrameIdSection | None = setting(None, "the Figure 8 experiment (null: off)")
+    argid: ArgIdSection | None = setting(
+        None, "argument identification with and without the carried FEs, on frameid's split (null: off)"
+    )
     stats: StatsSettings = setting(factory=StatsSettings, help="intrinsic statistics")
     report: ReportSettings = setting(
         factory=ReportSettings, help="the HTML report's tables, example chains and warnings"
@@ -317,4 +321,6 @@ def load_run_config(raw: dict[str, Any]) -> RunConfig:
     problems = cfg.frame_elements.contradictions()
     if problems:
         raise ConfigError(problems[0])
+    if cfg.argid and not cfg.frameid:
+        raise ConfigError("argid: trains and tests on frameid's split: give frameid a section (it is null)")
     return cfg

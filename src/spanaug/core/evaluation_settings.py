@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from spanaug.core.argid_settings import ArgIdTrainSettings
 from spanaug.core.settings import Settings, inherit, setting, settings
 
 # ---------------------------------------------------------------- filtering and human evaluation
@@ -183,6 +184,36 @@ class FrameIdSection(SplitSettings):
     seeds: list[int] = setting(factory=lambda: [0, 1, 2, 3, 4], help="samples per share", minItems=1, uniqueItems=True)
     augmenters: list[Literal["paraphrastic", "lexsub", "geca"]] = setting(
         factory=lambda: ["paraphrastic", "lexsub", "geca"], help="augmenters compared with none", uniqueItems=True
+    )
+
+
+@settings
+class ArgIdSection(Settings):
+    """Config section ``argid``: argument identification trained on samples of Frame ID's training part,
+    with and without the augmented outputs' carried frame elements, scored on its test part."""
+
+    encoder: str = setting("bert-base-cased", "the encoder (a Hugging Face name or folder; minilm offline)")
+    framenet: str | None = setting(None, "FrameNet release: each frame's FEs for decoding, their coreness for scores")
+    epochs: int = inherit(ArgIdTrainSettings, "epochs")
+    batch_size: int = inherit(ArgIdTrainSettings, "batch_size")
+    learning_rate: float = inherit(ArgIdTrainSettings, "learning_rate")
+    finetune: bool = inherit(ArgIdTrainSettings, "finetune")
+    encoder_learning_rate: float = inherit(ArgIdTrainSettings, "encoder_learning_rate")
+    patience: int = inherit(ArgIdTrainSettings, "patience")
+    holdout_share: float = inherit(ArgIdTrainSettings, "holdout_share")
+    threads: int = inherit(ArgIdTrainSettings, "threads")
+    fractions: list[float] = setting(
+        factory=lambda: [0.1, 0.25, 0.5, 1.0],
+        help="shares of the training sentences, each in (0, 1]",
+        minItems=1,
+        uniqueItems=True,
+        items={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    )
+    seeds: list[int] = setting(factory=lambda: [0, 1, 2], help="samples per share", minItems=1, uniqueItems=True)
+    augmenters: list[Literal["paraphrastic"]] = setting(
+        factory=lambda: ["paraphrastic"],
+        help="augmenters compared with none (paraphrastic: the run's outputs with their carried FEs)",
+        uniqueItems=True,
     )
 
 

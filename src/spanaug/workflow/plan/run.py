@@ -81,6 +81,9 @@ class Plan:
                 out += [ExternalFile(f"frameid.{key}", getattr(f, key))] if getattr(f, key) else []
             out += [ExternalFile("frameid.encoder", p, True) for p in local_model(f.encoder)]
             out += lexicon_file("frameid.lexicon", f.lexicon)
+        if run.argid:
+            out += [ExternalFile("argid.encoder", p, True) for p in local_model(run.argid.encoder)]
+            out += [ExternalFile("argid.framenet", run.argid.framenet, True)] if run.argid.framenet else []
         out += lexicon_file("stats.lexicon", run.stats.lexicon)
         return out
 
@@ -367,6 +370,7 @@ class Plan:
             "baselines": bool(run.baselines),
             "augmenters": bool(run.augmenters),
             "frameid": bool(run.frameid),
+            "argid": bool(run.argid),
             "human_eval": bool(run.human_eval),
             "human_results": bool(self.human_results()),
             "span_results": bool(self.span_results()),
@@ -467,6 +471,39 @@ class Plan:
             for augmenter in ["none", *self.frameid_augmenters()]
             for fraction in f.fractions
             for seed in f.seeds
+        ]
+
+    # -- argument identification: on Frame ID's split, with and without the carried FEs
+
+    def argid_point_inputs(self, augmenter: str) -> dict[str, list[str]]:
+        """A point's files: Frame ID's training part (the pool) and test part; paraphrastic adds the
+        run's augmented outputs and its seeds (each output's seed sentence)."""
+        a = self.run.argid
+        assert a is not None
+        if not self.run.frameid:
+            raise ValueError("config: argid trains and tests on frameid's split: give frameid a section")
+        dev = self._frameid_file("dev")
+        inputs = {
+            "train": [self.frameid_pool()],
+            "test": [self.frameid_test()],
+            "dev": [dev] if dev else [],
+            "framenet": [a.framenet] if a.framenet else [],
+            "encoder": local_model(a.encoder),
+        }
+        if augmenter == "paraphrastic":
+            inputs["augmented"] = [f"{self.res}/augmented.parquet"]
+            inputs["seeds"] = [f"{self.res}/data/seeds.parquet"]
+        return inputs
+
+    def argid_points(self) -> list[str]:
+        a = self.run.argid
+        if not a:  # the experiment is off; rule argid_curves is never asked for
+            return []
+        return [
+            f"{self.res}/argid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
+            for augmenter in ["none", *a.augmenters]
+            for fraction in a.fractions
+            for seed in a.seeds
         ]
 
     # -- what ran (the dataset card and the report say it)
