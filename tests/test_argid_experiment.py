@@ -111,3 +111,14 @@ def test_paraphrastic_point_without_its_files_is_refused(tmp_path, capsys):
     args = ["argid", "point", "--train", path, "--test", path, "--out", str(tmp_path / "p.json")]
     assert main([*args, "--fraction", "1", "--augmenter", "paraphrastic", "--device", "cpu"]) == 2
     assert "needs the run's augmented outputs" in capsys.readouterr().err
+
+
+def test_an_empty_dev_part_leaves_early_stopping_to_the_held_out_share(tiny_encoder, tmp_path):
+    seeds, _ = seeds_and_outputs(fe_toy(20, 6))
+    artifacts.write_table(seeds, tmp_path / "pool.parquet", artifacts.SENTENCES)
+    artifacts.write_table([], tmp_path / "dev.parquet", artifacts.SENTENCES)  # frameid split with dev_share 0
+    path, out = str(tmp_path / "pool.parquet"), tmp_path / "p.json"
+    args = ["argid", "point", "--train", path, "--test", path, "--dev", str(tmp_path / "dev.parquet")]
+    args += ["--encoder", tiny_encoder, "--epochs", "1", "--no-finetune", "--device", "cpu"]
+    assert main([*args, "--fraction", "1", "--holdout-share", "0.2", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["dev"] == "held out"

@@ -170,6 +170,19 @@ class PointOptions:
     framenet: str | None = setting(None, _FRAMENET_HELP)
 
 
+def _point_dev(path: str | None) -> list | None:
+    """The dev annotations; None (the sample's held-out share) for an empty Parquet dev part, as
+    ``frameid split`` writes with ``dev_share: 0``."""
+    if not path:
+        return None
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        if pq.ParquetFile(path).metadata.num_rows == 0:
+            return None
+    return _annotations([path])
+
+
 @command(
     "argid",
     "point",
@@ -187,7 +200,7 @@ def point(options: PointOptions, training: ArgIdTrainSettings, runtime: Runtime)
     data = ArgIdPointData(
         pool=_annotations(options.train),
         test=_annotations([options.test]),
-        dev=_annotations([options.dev]) if options.dev else None,
+        dev=_point_dev(options.dev),
         augmented=table(options.augmented, artifacts.AUGMENTED),
         seeds=table(options.seeds, artifacts.SENTENCES),
         release=_release(options.framenet),
