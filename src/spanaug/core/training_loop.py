@@ -53,6 +53,14 @@ class EpochRecord:
     evaluation: dict[str, Any] | None = None
     eval_seconds: float | None = None
 
+    def history_entry(self) -> dict[str, Any]:
+        """The epoch in a training summary's history: loss and seconds, and the dev scores when there is dev."""
+        entry: dict[str, Any] = {"epoch": self.epoch, "loss": self.loss, "seconds": round(self.seconds, 2)}
+        if self.evaluation is not None:
+            entry["dev"] = self.evaluation
+            entry["dev_seconds"] = round(self.eval_seconds or 0.0, 2)
+        return entry
+
 
 @dataclasses.dataclass
 class LoopResult:

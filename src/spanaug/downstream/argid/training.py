@@ -120,7 +120,7 @@ def _train(
         state=lambda: [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in modules],
         load_state=lambda states: [m.load_state_dict(s) for m, s in zip(modules, states)],
     )
-    history = [_entry(e) for e in result.epochs]
+    history = [e.history_entry() for e in result.epochs]
     epochs_run = len(history)
     summary = {
         "train_annotations": len(train),
@@ -138,11 +138,3 @@ def _train(
         "history": history,
     }
     return model, summary
-
-
-def _entry(epoch: training_loop.EpochRecord) -> dict[str, Any]:
-    entry: dict[str, Any] = {"epoch": epoch.epoch, "loss": epoch.loss, "seconds": round(epoch.seconds, 2)}
-    if epoch.evaluation is not None:
-        entry["dev"] = epoch.evaluation
-        entry["dev_seconds"] = round(epoch.eval_seconds or 0.0, 2)
-    return entry

@@ -170,7 +170,7 @@ def _train(
         state=lambda: {k: v.detach().clone() for k, v in model.net.state_dict().items()},
         load_state=model.net.load_state_dict,
     )
-    history = [_entry(e) for e in result.epochs]
+    history = [e.history_entry() for e in result.epochs]
     epochs_run = len(history)
     summary = {
         "train_sentences": len(train),
@@ -186,12 +186,3 @@ def _train(
         "history": history,
     }
     return model, summary
-
-
-def _entry(epoch: training_loop.EpochRecord) -> dict[str, Any]:
-    """An epoch in the summary's history: loss and seconds, and the dev scores when there is dev."""
-    entry: dict[str, Any] = {"epoch": epoch.epoch, "loss": epoch.loss, "seconds": round(epoch.seconds, 2)}
-    if epoch.evaluation is not None:
-        entry["dev"] = epoch.evaluation
-        entry["dev_seconds"] = round(epoch.eval_seconds or 0.0, 2)
-    return entry
