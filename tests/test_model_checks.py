@@ -166,7 +166,7 @@ def test_config_check_verifies_a_trained_aligner_folder(saved_aligner, tiny_para
     damaged = tmp_path / "al"
     shutil.copytree(saved_aligner, damaged)
     given = {"model": str(damaged), "train": None, "evaluation": None}
-    off = {"baselines": None, "human_eval": None, "augmenters": None, "frameid": None}
+    off = {"baselines": None, "human_eval": None, "augmenters": None, "frameid": None, "argid": None}
     assert check_run(_config_with(tiny_paraphraser, aligner=given, **off)) == []
     flip_byte(damaged / "model.safetensors")
     problems = check_run(_config_with(tiny_paraphraser, aligner=given, **off))

@@ -83,6 +83,7 @@ def run(tmp_path_factory, tiny_encoder, tiny_paraphraser):
     config["frameid"].update(
         encoder=tiny_encoder, lexicon=str(REPO / "resources/demo/fndata-demo"), seeds=[0], epochs=2
     )
+    config["argid"].update(encoder=tiny_encoder, framenet=str(REPO / "resources/demo/fndata-demo"), epochs=1)
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     _run(work, path)
@@ -240,7 +241,7 @@ def test_unknown_config_key_is_rejected(run, tmp_path):
 def test_optional_sections_can_be_switched_off(run, tmp_path):
     work, config, _ = run
     off = yaml.safe_load(Path(config).read_text())
-    off["augmenters"] = off["frameid"] = off["baselines"] = off["human_eval"] = None
+    off["augmenters"] = off["frameid"] = off["argid"] = off["baselines"] = off["human_eval"] = None
     path = tmp_path / "off.yaml"
     path.write_text(yaml.safe_dump(off))
     out = _run(work, path, "-n").stdout
@@ -443,7 +444,7 @@ def test_kill_9_then_the_documented_rerun_gives_the_same_rows(run, tmp_path):
     _, config, res = run
     killed = yaml.safe_load(Path(config).read_text())
     # The augmented rows depend on the pipeline only: the evaluation sections are off to save time.
-    killed["augmenters"] = killed["frameid"] = killed["baselines"] = killed["human_eval"] = None
+    killed["augmenters"] = killed["frameid"] = killed["argid"] = killed["baselines"] = killed["human_eval"] = None
     killed["aligner"]["evaluation"] = None
     out = _killed_then_rerun(tmp_path, res, killed, "iterations/iter1/shard000.paraphrases.parquet")
     assert "removed the locks a killed Snakemake left" in out
