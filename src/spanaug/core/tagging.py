@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from spanaug.core.errors import ConfigError
@@ -78,6 +79,25 @@ class LexiconTagger:
                 else:
                     tags.append(options[0])
         return tags
+
+
+class FallbackTags:
+    """A sentence's POS tags: the input's own column when it has one, else the offline lexicon
+    tagger's, memoised per token sequence (the downstream models ask for the same sentences every
+    epoch)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, ...], list[str]] = {}
+        self._tagger: LexiconTagger | None = None
+
+    def __call__(self, tokens: Sequence[str], pos: Sequence[str] | None) -> list[str]:
+        if pos:
+            return list(pos)
+        key = tuple(tokens)
+        if key not in self._memo:
+            self._tagger = self._tagger or LexiconTagger()
+            self._memo[key] = self._tagger.tag(list(tokens))
+        return self._memo[key]
 
 
 class SpacyTagger:

@@ -24,6 +24,7 @@ from spanaug.core import modeldir
 from spanaug.core.devices import choose_device, log_device
 from spanaug.core.encoders import frozen_encoder, load_encoder, piece_limit, visible_words, windows
 from spanaug.core.errors import ConfigError
+from spanaug.core.tagging import FallbackTags
 from spanaug.downstream.argid.data import NULL, Annotation, Inventory, Span
 
 log = logging.getLogger(__name__)
@@ -205,7 +206,7 @@ class ArgumentIdentifier:
         self._role_index = {r: i for i, r in enumerate(cfg.roles)}
         self._frame_index = {f: i for i, f in enumerate(cfg.frames)}
         self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
-        self._tags: dict[tuple[str, ...], list[str]] = {}
+        self._tags = FallbackTags()
         self._repeatable = frozenset(cfg.repeatable)
         self._allowed: dict[str, torch.Tensor] = {}
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
@@ -283,14 +284,7 @@ class ArgumentIdentifier:
 
     def _pos(self, annotation: Annotation) -> list[str]:
         """The input's POS column, else the offline lexicon tagger's tags (memoised)."""
-        if annotation.pos:
-            return annotation.pos
-        key = tuple(annotation.tokens)
-        if key not in self._tags:
-            from spanaug.core.tagging import LexiconTagger
-
-            self._tags[key] = LexiconTagger().tag(annotation.tokens)
-        return self._tags[key]
+        return self._tags(annotation.tokens, annotation.pos)
 
     def _allowed_mask(self, frame: str) -> torch.Tensor:
         """True for NULL and the frame's roles (memoised per frame)."""

@@ -22,6 +22,7 @@ from spanaug.core.devices import choose_device, log_device
 from spanaug.core.encoders import frozen_encoder, piece_limit, visible_words, windows
 from spanaug.core.errors import InputError
 from spanaug.core.files import iter_lines
+from spanaug.core.tagging import FallbackTags
 from spanaug.downstream.frameid.baseline import non_overlapping
 from spanaug.downstream.frameid.data import MAX_SPAN, NULL, Sentence, Span, candidate_spans
 from spanaug.downstream.frameid.lexicon import FrameLexicon
@@ -168,7 +169,7 @@ class FrameIdentifier:
         self._pos_index = {p: i for i, p in enumerate(cfg.pos_tags)}
         self._char_index = {ch: i for i, ch in enumerate(cfg.chars)}
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
-        self._tags: dict[tuple[str, ...], list[str]] = {}
+        self._tags = FallbackTags()
         self._allowed: dict[tuple[str, ...], dict[Span, set[int]]] = {}
         self.windowed = 0  # sentences over the encoder's limit, encoded in windows (see encode)
 
@@ -245,14 +246,7 @@ class FrameIdentifier:
 
     def _pos(self, sent: Sentence) -> list[str]:
         """The input's POS column, else the offline lexicon tagger's tags (memoised)."""
-        if sent.pos:
-            return sent.pos
-        key = tuple(sent.tokens)
-        if key not in self._tags:
-            from spanaug.core.tagging import LexiconTagger
-
-            self._tags[key] = LexiconTagger().tag(sent.tokens)
-        return self._tags[key]
+        return self._tags(sent.tokens, sent.pos)
 
     def _batch(self, sentences: Sequence[Sentence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
         self.encode(sentences)
