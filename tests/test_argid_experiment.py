@@ -1,6 +1,6 @@
-"""The argument-identification experiment: a point samples whole sentences, adds the augmented outputs
-of the sampled seeds with their carried FEs (not those that lost one), trains and scores; curves
-average the points (Frame ID's curve code)."""
+"""The argument-identification experiment: a point samples whole sentences, adds an augmenter's examples
+of them with the FEs they carry (those that lost one left out, or trained on the rest), trains and
+scores; curves average the points (Frame ID's curve code)."""
 
 import csv
 import json
@@ -11,7 +11,8 @@ from test_argid import fe_toy
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
-from spanaug.downstream.argid.experiment import by_sentence, paraphrastic_annotations, sample_annotations
+from spanaug.downstream.argid.experiment import by_sentence, example_annotations, sample_annotations
+from spanaug.downstream.augmenters import paraphrastic_examples
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -55,22 +56,34 @@ def test_a_sample_holds_whole_sentences_drawn_independently_of_input_order():
     assert len(sample_annotations(pool, 1.0, seed=0)) == len(pool)
 
 
-def test_paraphrastic_examples_are_the_sampled_seeds_outputs_without_lost_fes():
+def examples_of(tmp_path, seeds, chain):
+    """The paraphrastic augmenter's examples (EXAMPLES rows) of the seeds' outputs, written to disk."""
+    write_augmented(tmp_path, seeds, chain)
+    rows = paraphrastic_examples(
+        artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED),
+        artifacts.read_table(tmp_path / "seeds.parquet", artifacts.SENTENCES),
+    )
+    artifacts.write_table(rows, tmp_path / "examples.parquet", artifacts.EXAMPLES)
+    return rows
+
+
+def test_examples_are_the_sampled_sentences_with_their_fes_and_lost_ones_drop_or_keep(tmp_path):
     pool = fe_toy(8, 2)
-    seeds, chain = seeds_and_outputs(pool)
+    rows = examples_of(tmp_path, *seeds_and_outputs(pool))
     keys = set(by_sentence(pool[:4]))
-    rows = [{**r, "output_id": f"{r['seed_id']}#1"} for r in chain]
-    kept, skipped = paraphrastic_annotations(rows, seeds, keys)
+    kept, skipped = example_annotations(rows, keys)
     assert skipped == 1  # s3 lost its second FE
-    assert [a.sentence for a in kept] == ["s0", "s1", "s2"]
-    first = kept[0]
-    assert first.fes[1][0] == (pool[0].fes[1][0][0] + 1, pool[0].fes[1][0][1] + 1)
+    assert [a.tokens for a in kept] == [r["tokens"] for r in rows[:3]]
+    assert kept[0].fes[1][0] == (pool[0].fes[1][0][0] + 1, pool[0].fes[1][0][1] + 1)
+    every, skipped = example_annotations(rows, keys, "keep_example")
+    assert skipped == 0 and len(every) == 4
+    assert every[3].fes == [pool[3].fes[0]]  # trained on the FE it kept; the lost one is no span
 
 
 def test_cli_points_and_curves(tiny_encoder, tmp_path):
     pool = fe_toy(40, 3)
     seeds, chain = seeds_and_outputs(pool)
-    write_augmented(tmp_path, seeds, chain)
+    examples_of(tmp_path, seeds, chain)
     artifacts.write_table(seeds, tmp_path / "pool.parquet", artifacts.SENTENCES)
     artifacts.write_table(seeds_and_outputs(fe_toy(10, 4))[0], tmp_path / "test.parquet", artifacts.SENTENCES)
     common = ["--train", str(tmp_path / "pool.parquet"), "--test", str(tmp_path / "test.parquet")]
@@ -79,7 +92,7 @@ def test_cli_points_and_curves(tiny_encoder, tmp_path):
     for augmenter in ("none", "paraphrastic"):
         for fraction in (0.5, 1.0):
             out = tmp_path / f"{augmenter}.{fraction}.json"
-            extra = ["--augmented", str(tmp_path / "augmented.parquet"), "--seeds", str(tmp_path / "seeds.parquet")]
+            extra = ["--examples", str(tmp_path / "examples.parquet")]
             args = ["argid", "point", *common, "--fraction", str(fraction), "--seed", "1", "--out", str(out)]
             assert main([*args, "--augmenter", augmenter, *(extra if augmenter != "none" else [])]) == 0
             points.append(out)
@@ -110,7 +123,7 @@ def test_paraphrastic_point_without_its_files_is_refused(tmp_path, capsys):
     path = str(tmp_path / "pool.parquet")
     args = ["argid", "point", "--train", path, "--test", path, "--out", str(tmp_path / "p.json")]
     assert main([*args, "--fraction", "1", "--augmenter", "paraphrastic", "--device", "cpu"]) == 2
-    assert "needs the run's augmented outputs" in capsys.readouterr().err
+    assert "needs its examples file" in capsys.readouterr().err
 
 
 def test_an_empty_dev_part_leaves_early_stopping_to_the_held_out_share(tiny_encoder, tmp_path):

@@ -3,12 +3,13 @@
 import json
 
 import pytest
-from conftest import output, seed, toy, write_augmented, write_conll
+from conftest import fe, output, seed, toy, write_augmented, write_conll
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
 from spanaug.core.errors import ConfigError
 from spanaug.core.evaluation_settings import GecaSettings, SplitSettings
+from spanaug.core.validation import LOST
 from spanaug.downstream.augmenter_comparison import curves, curves_stage, examples_for, sample_sentences
 from spanaug.downstream.augmenters import chain_members, geca_examples, lexsub_examples, paraphrastic_examples
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
@@ -76,6 +77,31 @@ def test_lexsub_puts_the_trigger_back_when_its_pos_matches(dataset):
         ("They gave up smoking", 1, 2, "Activity_stop"),
     ]
     assert counts == {"candidates": 4, "same_as_seed": 0, "pos_mismatch": 1, "duplicates": 0, "examples": 3}
+
+
+def test_lexsub_and_paraphrastic_examples_carry_frame_elements(tmp_path):
+    """lexsub moves the seed's FEs with the new trigger; paraphrastic keeps the output's carried FEs,
+    lost ones included; both validate as EXAMPLES, which may hold LOST FEs as outputs do."""
+    s1 = seed("s1", ["Abby", "quit", "smoking", "today"], 1, 1, "Activity_stop", "quit.v")
+    s1["frame_elements"] = [fe("Agent", 0, 0), fe("Activity", 2, 2), fe("Time", 3, 3)]
+    out = output("s1", 1, ["Abby", "gave", "up", "smoking"], 1, 2, "Activity_stop", "quit.v", "give up")
+    out["frame_elements"] = [fe("Agent", 0, 0, score=0.9), fe("Activity", 3, 3, score=0.8), fe("Time", null_type=LOST)]
+    write_augmented(tmp_path, [s1], [out])
+    augmented = artifacts.read_table(tmp_path / "augmented.parquet", artifacts.AUGMENTED)
+    seeds = artifacts.read_table(tmp_path / "seeds.parquet", artifacts.SENTENCES)
+    (lex,), _ = lexsub_examples(augmented, seeds, TableTagger({"quit": "VERB", "gave": "VERB"}))
+    assert lex["text"] == "Abby gave up smoking today"
+    assert [(f["name"], f["start"], f["end"]) for f in lex["frame_elements"]] == [
+        ("Agent", 0, 0),
+        ("Activity", 3, 3),
+        ("Time", 4, 4),
+    ]
+    (para,) = paraphrastic_examples(augmented, seeds)
+    assert [f["null_type"] for f in para["frame_elements"]] == [None, None, LOST]
+    path = tmp_path / "examples.parquet"
+    artifacts.write_table([lex, para], path, artifacts.EXAMPLES)
+    back = artifacts.read_table(path, artifacts.EXAMPLES).column("frame_elements").to_pylist()
+    assert back[1][2]["null_type"] == LOST
 
 
 def test_geca_substitutes_fragments_that_share_an_environment():

@@ -24,6 +24,36 @@ def fe(name, start=None, end=None, null_type=None, coreness=None, score=None):
 # ---------------------------------------------------------------- the rules
 
 
+def test_substituting_the_trigger_moves_and_stretches_fes_and_loses_those_inside_it():
+    """Trigger [2, 3] ("gave up") replaced by one word: FEs before stay, after move left by one, one
+    covering the trigger shrinks with it, one that is the trigger follows it, a piece of it is lost."""
+    fes = [
+        fe("Agent", 0, 1, coreness="Core"),
+        fe("Activity", 4, 5, coreness="Core"),
+        fe("Time", null_type="INI"),
+        fe("Whole", 2, 5),
+        fe("Self", 2, 3),
+        fe("Piece", 3, 3),
+        fe("Edge", 3, 4),
+    ]
+    out = {f["name"]: f for f in fer.substituted(fes, (2, 3), 1)}
+    spans = {name: (f["start"], f["end"]) for name, f in out.items()}
+    assert spans == {
+        "Agent": (0, 1),
+        "Activity": (3, 4),
+        "Time": (None, None),
+        "Whole": (2, 4),
+        "Self": (2, 2),
+        "Piece": (None, None),
+        "Edge": (None, None),
+    }
+    assert out["Piece"]["null_type"] == out["Edge"]["null_type"] == LOST
+    assert out["Time"]["null_type"] == "INI" and out["Agent"]["coreness"] == "Core"
+    longer = {f["name"]: (f["start"], f["end"]) for f in fer.substituted(fes[:2], (2, 3), 3)}
+    assert longer == {"Agent": (0, 1), "Activity": (5, 6)}
+    assert fer.substituted(None, (2, 3), 1) is None
+
+
 @pytest.mark.parametrize(
     "span, trigger, expected",
     [

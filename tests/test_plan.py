@@ -82,12 +82,14 @@ def test_the_augmenter_names_come_from_the_settings():
 def test_the_demo_plans_argid_points_on_frameid_s_split():
     p = _plan(DEMO)
     points = p.argid_points()
-    assert len(points) == 2 * len(DEMO["argid"]["fractions"]) * len(DEMO["argid"]["seeds"])
-    assert f"{RES}/argid/points/paraphrastic/f0.5.s0.json" in points
+    assert len(points) == 3 * len(DEMO["argid"]["fractions"]) * len(DEMO["argid"]["seeds"])
+    assert {f"{RES}/argid/points/{a}/f0.5.s0.json" for a in ("none", "paraphrastic", "lexsub")} <= set(points)
     assert f"{RES}/argid/curves.csv" in p.final_outputs() and f"{RES}/argid/curves.html" in p.report_pages()
-    none, para = p.argid_point_inputs("none"), p.argid_point_inputs("paraphrastic")
-    assert none["train"] == [f"{RES}/frameid/split/train.parquet"] and "augmented" not in none
-    assert para["augmented"] == [f"{RES}/augmented.parquet"] and para["seeds"] == [f"{RES}/data/seeds.parquet"]
+    none, lexsub = p.argid_point_inputs("none"), p.argid_point_inputs("lexsub")
+    assert none["train"] == [f"{RES}/frameid/split/train.parquet"] and "examples" not in none
+    assert lexsub["examples"] == [f"{RES}/augmenters/lexsub.parquet"]
+    # the augmenters' examples come from their section: without it, only none is trained
+    assert {path.split("/")[-2] for path in _plan(DEMO, augmenters=None).argid_points()} == {"none"}
     assert _plan(DEMO, argid=None).argid_points() == []
 
 

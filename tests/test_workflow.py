@@ -275,7 +275,7 @@ def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
     counts = _job_counts(proc.stdout)
     assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
-    assert counts["argid_point"] == 2 * 4 * 3  # (none + paraphrastic) x 4 fractions x 3 seeds
+    assert counts["argid_point"] == 3 * 4 * 3  # (none + paraphrastic + lexsub) x 4 fractions x 3 seeds
     block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
     assert "gres=gpu:1" in block and "mem_mb=32000" in block
     # the cross aligner, pre-trained on synthetic rewrites of the imported sentences

@@ -17,7 +17,7 @@ rule argid_point:
     resources:
         **GPU,
     params:
-        files=input_options("dev", "augmented", "seeds", "framenet"),
+        files=input_options("dev", "examples", "framenet"),
         options=section_options(
             "argid",
             keys=(
@@ -30,6 +30,7 @@ rule argid_point:
                 "patience",
                 "holdout_share",
                 "threads",
+                "lost_fes",
             ),
         ),
         device=config["device"],

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Literal
 
 from spanaug.cli.options import command, emit, group
-from spanaug.core.argid_settings import ArgIdTrainSettings
+from spanaug.core.argid_settings import ArgIdTrainSettings, LostFes
 from spanaug.core.config import Runtime
-from spanaug.core.evaluation_settings import FrameIdSection
+from spanaug.core.evaluation_settings import ArgIdSection, FrameIdSection
 from spanaug.core.settings import inherit, setting, settings
 
 group("argid", "the downstream argument identifier (frame elements, given the trigger and its frame)")
@@ -158,12 +158,14 @@ class PointOptions:
     test: str = setting(help="the fixed test split (CoNLL or Parquet)")
     out: str = setting(help="the point's result (JSON)")
     fraction: float = setting(help="share of the pool's sentences", exclusiveMinimum=0, maximum=1)
-    augmenter: Literal["none", "paraphrastic"] = setting(
-        "none", "whose examples are added: paraphrastic adds the augmented outputs of the sampled seeds"
+    augmenter: Literal["none", "paraphrastic", "lexsub"] = setting(
+        "none", "whose examples of the sampled sentences are added, with the FEs they carry (--examples)"
     )
     dev: str | None = setting(None, "dev annotations for early stopping (default: --holdout-share of the sample)")
-    augmented: str | None = setting(None, "the run's augmented outputs (AUGMENTED Parquet; paraphrastic)")
-    seeds: str | None = setting(None, "the run's seeds (SENTENCES Parquet; paraphrastic): each output's seed sentence")
+    examples: str | None = setting(
+        None, "the augmenter's examples (EXAMPLES Parquet: spanaug augment paraphrastic|lexsub)"
+    )
+    lost_fes: LostFes = inherit(ArgIdSection, "lost_fes")
     encoder: str = inherit(
         FrameIdSection, "encoder", help="the encoder (a Hugging Face name or folder; minilm offline)"
     )
@@ -201,9 +203,9 @@ def point(options: PointOptions, training: ArgIdTrainSettings, runtime: Runtime)
         pool=_annotations(options.train),
         test=_annotations([options.test]),
         dev=_point_dev(options.dev),
-        augmented=table(options.augmented, artifacts.AUGMENTED),
-        seeds=table(options.seeds, artifacts.SENTENCES),
+        examples=table(options.examples, artifacts.EXAMPLES),
         release=_release(options.framenet),
+        lost_fes=options.lost_fes,
     )
     result = run_argid_point(
         Point(options.augmenter, options.fraction, training.seed), data, options.encoder, training, runtime.device

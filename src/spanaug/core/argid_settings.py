@@ -3,7 +3,12 @@ and their help generated from them (``spanaug.cli.options``)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from spanaug.core.settings import Settings, setting, settings
+
+#: What becomes of an augmenter's example that lost an FE: left out, or trained on its other FEs.
+LostFes = Literal["drop_example", "keep_example"]
 
 
 @settings

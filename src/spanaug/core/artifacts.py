@@ -173,6 +173,9 @@ EXAMPLES = pa.schema(
         _f("trigger", _STR),
         _f("frame", _STR),
         _f("source_trigger", _STR),  # the trigger it replaces (paraphrastic: the seed's)
+        # Over ``tokens``, where the augmenter carries them (paraphrastic: the output's; lexsub: the
+        # seed's, moved with the new trigger); null where it does not (GECA) or the seed has none.
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),
     ]
 )
 

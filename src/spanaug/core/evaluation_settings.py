@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from spanaug.core.argid_settings import ArgIdTrainSettings
+from spanaug.core.argid_settings import ArgIdTrainSettings, LostFes
 from spanaug.core.settings import Settings, inherit, setting, settings
 
 # ---------------------------------------------------------------- filtering and human evaluation
@@ -210,10 +210,16 @@ class ArgIdSection(Settings):
         items={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     )
     seeds: list[int] = setting(factory=lambda: [0, 1, 2], help="samples per share", minItems=1, uniqueItems=True)
-    augmenters: list[Literal["paraphrastic"]] = setting(
-        factory=lambda: ["paraphrastic"],
-        help="augmenters compared with none (paraphrastic: the run's outputs with their carried FEs)",
+    augmenters: list[Literal["paraphrastic", "lexsub"]] = setting(
+        factory=lambda: ["paraphrastic", "lexsub"],
+        help="augmenters compared with none: paraphrastic, the run's outputs with their aligned FEs; lexsub, "
+        "the aligned trigger put back into its seed, the seed's FEs moved (needs the augmenters section)",
         uniqueItems=True,
+    )
+    lost_fes: LostFes = setting(
+        "drop_example",
+        "an example that lost an FE: drop_example leaves it out (the lost FE's words would be learnt as no FE); "
+        "keep_example trains on the FEs it kept",
     )
 
 

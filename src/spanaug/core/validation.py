@@ -47,7 +47,8 @@ LABEL_COLUMNS = (
 )
 
 #: (tokens, frame elements, whether it may hold LOST FEs): FE lists whose spans index those tokens.
-#: An imported sentence's FEs are annotations; a paraphrase's (and a request's source) are carried.
+#: An imported sentence's FEs are annotations; a paraphrase's (and a request's source) are carried,
+#: and so are an augmenter's example's (over ``tokens``; ``_problems`` tells it by its ``augmenter``).
 FRAME_ELEMENT_COLUMNS = (
     ("tokens", "frame_elements", False),
     ("paraphrase_tokens", "frame_elements", True),
@@ -245,7 +246,8 @@ def _problems(table: pa.Table) -> list[Problem]:
             out += _span_problems(table, tokens_col, start_col, end_col, required)
     for tokens_col, fe_col, carried in FRAME_ELEMENT_COLUMNS:
         if {tokens_col, fe_col} <= names:
-            out += _fe_problems(table, tokens_col, fe_col, carried)
+            # An augmenter's example (EXAMPLES) carries its FEs over ``tokens``, as a paraphrase does.
+            out += _fe_problems(table, tokens_col, fe_col, carried or "augmenter" in names)
     for column in LABEL_COLUMNS:
         if column in names:
             row = _first(pc.equal(pc.utf8_trim_whitespace(table.column(column)), ""))

@@ -24,6 +24,7 @@ from spanaug.core.text import detokenize
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
 from spanaug.pipeline.constraints import head_positions, lu_upos
+from spanaug.pipeline.frame_elements import substituted
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,9 @@ def example(
     span: tuple[int, int],
     frame: str,
     source_trigger: str,
+    frame_elements: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An EXAMPLES row."""
+    """An EXAMPLES row (``frame_elements`` over ``tokens``, where the augmenter carries them)."""
     return {
         "example_id": f"{augmenter}:{example_id}",
         "augmenter": augmenter,
@@ -52,6 +54,7 @@ def example(
         "trigger": " ".join(tokens[span[0] : span[1] + 1]),
         "frame": frame,
         "source_trigger": source_trigger,
+        "frame_elements": frame_elements,
     }
 
 
@@ -85,6 +88,7 @@ def paraphrastic_examples(
             (r["aligned_start"], r["aligned_end"]),
             r["frame"],
             r["seed_trigger"],
+            r["frame_elements"],
         )
         for r in _selected(augmented, bounds)
     ]
@@ -100,7 +104,8 @@ def lexsub_examples(
     augmented: pa.Table, seeds: pa.Table, tagger: Any, bounds: Mapping[str, float] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Lexical substitution: each aligned trigger put back into its seed sentence, kept only when
-    the tagger gives the new trigger the POS of the original. Returns the examples and counts."""
+    the tagger gives the new trigger the POS of the original; the seed's FEs move with the new
+    trigger (:func:`~spanaug.pipeline.frame_elements.substituted`). Returns the examples and counts."""
     by_id = _seeds_by_id(seeds)
     seed_tags: dict[str, list[str]] = {}
     out, seen = [], set()
@@ -127,7 +132,8 @@ def lexsub_examples(
             counts["duplicates"] += 1
             continue
         seen.add((tuple(tokens), span))
-        out.append(example("lexsub", r["output_id"], seed["tokens"], tokens, span, r["frame"], r["seed_trigger"]))
+        fes = substituted(seed["frame_elements"], (s, e), len(new))
+        out.append(example("lexsub", r["output_id"], seed["tokens"], tokens, span, r["frame"], r["seed_trigger"], fes))
     counts["examples"] = len(out)
     return out, counts
 

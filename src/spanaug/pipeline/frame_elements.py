@@ -201,6 +201,32 @@ def _kept(fe: dict[str, Any]) -> dict[str, Any]:
     return {**fe, "score": fe.get("score")}
 
 
+def substituted(fes: Sequence[dict[str, Any]] | None, trigger: Span, length: int) -> list[dict[str, Any]] | None:
+    """A sentence's FEs after its trigger's words are replaced by ``length`` new ones (lexical
+    substitution): an FE before the trigger stays, one after it moves by the change in length, one
+    that is the trigger or covers it stretches with it. An FE inside the trigger or across its edge
+    had words that are gone: it is ``LOST``, as a paraphrase loses one. Null instantiations stay."""
+    if fes is None:
+        return None
+    shift = length - (trigger[1] - trigger[0] + 1)
+    out = []
+    for fe in fes:
+        if not has_span(fe):
+            out.append(_kept(fe))
+            continue
+        s, e = _span(fe)
+        where = relation((s, e), trigger)
+        if where == "disjoint":
+            span = (s, e) if e < trigger[0] else (s + shift, e + shift)
+        elif where in ("equal", "contains"):
+            span = (s, e + shift)
+        else:
+            out.append(_carried(fe, None))
+            continue
+        out.append({**fe, "start": span[0], "end": span[1]})
+    return out
+
+
 # ---------------------------------------------------------------- what selection and statistics read
 
 

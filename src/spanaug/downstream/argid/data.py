@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import artifacts
+from spanaug.core.argid_settings import LostFes
 from spanaug.core.errors import InputError
 from spanaug.core.validation import LOST
 
@@ -40,13 +41,22 @@ class Annotation:
 
 
 def annotation_from_row(
-    row: Mapping[str, Any], tokens_key: str, start_key: str, end_key: str, path: Path, where: str
+    row: Mapping[str, Any],
+    tokens_key: str,
+    start_key: str,
+    end_key: str,
+    path: Path,
+    where: str,
+    lost_fes: LostFes = "drop_example",
 ) -> Annotation | None:
-    """An annotation from a SENTENCES or AUGMENTED row; None when it annotates no FE (null), has no
-    trigger, or lost an FE in paraphrasing: the lost FE's words are somewhere in the output, unmarked,
-    and would be learnt as no FE. Null-instantiated FEs are no overt span and are left out."""
+    """An annotation from a SENTENCES, AUGMENTED or EXAMPLES row; None when it annotates no FE (null),
+    has no trigger, or lost an FE with ``drop_example``: the lost FE's words are somewhere in the
+    output, unmarked, and would be learnt as no FE (``keep_example`` trains on the FEs it kept).
+    Null-instantiated and lost FEs are no overt span and are left out of the annotation."""
     fes = row.get("frame_elements")
-    if fes is None or row.get(start_key) is None or any(fe.get("null_type") == LOST for fe in fes):
+    if fes is None or row.get(start_key) is None:
+        return None
+    if lost_fes == "drop_example" and any(fe.get("null_type") == LOST for fe in fes):
         return None
     tokens = list(row[tokens_key])
     overt, coreness = [], {}

@@ -3,9 +3,10 @@ and without an augmenter's examples (the Frame ID comparison of Figure 8, for fr
 
 One point samples a share of the pool's sentences (all their trigger annotations), adds the augmenter's
 examples of the sampled sentences, trains the argument identifier and scores it on the fixed test split.
-``paraphrastic`` adds the run's augmented outputs of the sampled seeds, each with the FEs it carries;
-an output that lost an FE is left out, as ``data.read_annotations`` leaves it out (the lost FE's words
-are in the output, unmarked, and would be learnt as no FE). The curves are Frame ID's
+The examples are the augmenters' EXAMPLES files, with the FEs each carries: ``paraphrastic``, the run's
+aligned outputs with their aligned FEs; ``lexsub``, the aligned trigger put back into its seed with the
+seed's FEs moved. An example that lost an FE is left out by default (``lost_fes``): the lost FE's words
+are in it, unmarked, and would be learnt as no FE. The curves are Frame ID's
 (``augmenter_comparison.curves_stage``).
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spanaug.core.argid_settings import ArgIdTrainSettings
+from spanaug.core.argid_settings import ArgIdTrainSettings, LostFes
 from spanaug.core.errors import ConfigError
 from spanaug.downstream.argid.data import Annotation, annotation_from_row, hold_out
 from spanaug.downstream.argid.scoring import argument_scores
@@ -29,7 +30,7 @@ from spanaug.downstream.frameid.data import sentence_key
 log = logging.getLogger(__name__)
 
 #: The augmenters whose examples carry FEs that the experiment can add (besides none).
-ARGID_AUGMENTERS = ("paraphrastic",)
+ARGID_AUGMENTERS = ("paraphrastic", "lexsub")
 
 #: The curve figure's axis label.
 YLABEL = "argument F1 (test, gold frames)"
@@ -50,25 +51,20 @@ def sample_annotations(pool: Sequence[Annotation], fraction: float, seed: int) -
     return [a for i in sample_indices(keys, fraction, seed) for a in groups[keys[i]]]
 
 
-def paraphrastic_annotations(
-    augmented: Sequence[Mapping[str, Any]],
-    seeds: Sequence[Mapping[str, Any]],
+def example_annotations(
+    examples: Sequence[Mapping[str, Any]],
     sentence_keys: set[str],
-    source: Path = Path("augmented.parquet"),
+    lost_fes: LostFes = "drop_example",
+    source: Path = Path("examples.parquet"),
 ) -> tuple[list[Annotation], int]:
-    """The augmented outputs (AUGMENTED rows) whose seed sentence is in ``sentence_keys``, as annotations
-    with their carried FEs, and how many of those outputs were left out (no trigger, no FE, a lost FE)."""
-    seed_keys = {s["sentence_id"]: sentence_key(s["tokens"]) for s in seeds}
+    """An augmenter's examples (EXAMPLES rows) of the sentences in ``sentence_keys`` as annotations with
+    the FEs they carry, and how many of those examples were left out: no FE annotated, or (with
+    ``drop_example``) an FE lost."""
     out, skipped = [], 0
-    for i, row in enumerate(augmented):
-        key = seed_keys.get(row["seed_id"])
-        if key is None:
-            raise ConfigError(f"an output's seed_id {row['seed_id']!r} is not in the seeds table: pass the run's")
-        if key not in sentence_keys:
+    for i, row in enumerate(examples):
+        if row["seed_key"] not in sentence_keys:
             continue
-        annotation = annotation_from_row(
-            row, "paraphrase_tokens", "aligned_start", "aligned_end", source, f"row {i + 1}"
-        )
+        annotation = annotation_from_row(row, "tokens", "span_start", "span_end", source, f"row {i + 1}", lost_fes)
         if annotation is None:
             skipped += 1
         else:
@@ -79,14 +75,15 @@ def paraphrastic_annotations(
 @dataclasses.dataclass
 class ArgIdPointData:
     """What a point trains and tests on: the pool sampled from, the fixed test split, optional dev
-    annotations, the run's augmented outputs and seeds (paraphrastic), and a FrameNet release's frames."""
+    annotations, the augmenter's examples (EXAMPLES rows with their FEs), a FrameNet release's frames,
+    and what becomes of an example that lost an FE."""
 
     pool: Sequence[Annotation]
     test: Sequence[Annotation]
     dev: Sequence[Annotation] | None = None
-    augmented: Sequence[Mapping[str, Any]] | None = None
-    seeds: Sequence[Mapping[str, Any]] | None = None
+    examples: Sequence[Mapping[str, Any]] | None = None
     release: dict[str, dict[str, str]] | None = None
+    lost_fes: LostFes = "drop_example"
 
 
 def run_argid_point(
@@ -103,10 +100,10 @@ def run_argid_point(
     keys = set(by_sentence(sample))
     if augmenter == BASELINE:
         extra, skipped = [], 0
-    elif augmenter == "paraphrastic":
-        if data.augmented is None or data.seeds is None:
-            raise ConfigError("augmenter 'paraphrastic' needs the run's augmented outputs and seeds")
-        extra, skipped = paraphrastic_annotations(data.augmented, data.seeds, keys)
+    elif augmenter in ARGID_AUGMENTERS:
+        if data.examples is None:
+            raise ConfigError(f"augmenter {augmenter!r} needs its examples file")
+        extra, skipped = example_annotations(data.examples, keys, data.lost_fes)
     else:
         raise ConfigError(f"unknown augmenter {augmenter!r}: expected one of {(BASELINE, *ARGID_AUGMENTERS)}")
     train, dev = list(sample), data.dev
@@ -135,6 +132,7 @@ def run_argid_point(
         "train_annotations": len(sample),
         "augmented_examples": len(extra),
         "augmented_left_out": skipped,
+        "lost_fes": data.lost_fes,
         **scores,
         "best_dev_f1": summary["best_dev_f1"],
         "best_epoch": summary["best_epoch"],

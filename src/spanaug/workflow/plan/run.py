@@ -454,13 +454,14 @@ class Plan:
 
     # -- Figure 8
 
+    def _compared(self, augmenters: Iterable[str]) -> list[str]:
+        """Of an experiment's augmenters, those with examples: with the augmenters section off (null),
+        only GECA, which the Frame ID experiment runs on each sample itself."""
+        return list(augmenters) if self.run.augmenters else [a for a in augmenters if a == "geca"]
+
     def frameid_augmenters(self) -> list[str]:
-        """The augmenters Figure 8 compares: with the augmenters section off (null), only GECA, which the
-        experiment runs on each sample itself, still has examples."""
-        f = self.run.frameid
-        if not f:
-            return []
-        return list(f.augmenters) if self.run.augmenters else [a for a in f.augmenters if a == "geca"]
+        """The augmenters Figure 8 compares."""
+        return self._compared(self.run.frameid.augmenters) if self.run.frameid else []
 
     def frameid_points(self) -> list[str]:
         f = self.run.frameid
@@ -475,9 +476,13 @@ class Plan:
 
     # -- argument identification: on Frame ID's split, with and without the carried FEs
 
+    def argid_augmenters(self) -> list[str]:
+        """The augmenters the argument-ID experiment compares (their examples carry FEs)."""
+        return self._compared(self.run.argid.augmenters) if self.run.argid else []
+
     def argid_point_inputs(self, augmenter: str) -> dict[str, list[str]]:
-        """A point's files: Frame ID's training part (the pool) and test part; paraphrastic adds the
-        run's augmented outputs and its seeds (each output's seed sentence)."""
+        """A point's files: Frame ID's training part (the pool) and test part, and the augmenter's
+        examples with the FEs they carry."""
         a = self.run.argid
         assert a is not None
         if not self.run.frameid:
@@ -490,9 +495,8 @@ class Plan:
             "framenet": [a.framenet] if a.framenet else [],
             "encoder": local_model(a.encoder),
         }
-        if augmenter == "paraphrastic":
-            inputs["augmented"] = [f"{self.res}/augmented.parquet"]
-            inputs["seeds"] = [f"{self.res}/data/seeds.parquet"]
+        if augmenter != "none":
+            inputs["examples"] = [f"{self.res}/augmenters/{augmenter}.parquet"]
         return inputs
 
     def argid_points(self) -> list[str]:
@@ -501,7 +505,7 @@ class Plan:
             return []
         return [
             f"{self.res}/argid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *a.augmenters]
+            for augmenter in ["none", *self.argid_augmenters()]
             for fraction in a.fractions
             for seed in a.seeds
         ]
