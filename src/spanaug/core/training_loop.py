@@ -1,5 +1,5 @@
-"""The one training loop of spanaug's hand-written trainers (span aligners, DiscAlign, Frame ID, the
-filter classifier).
+"""The one training loop of spanaug's hand-written trainers (span aligners, DiscAlign, Frame ID,
+argument ID, the filter classifier), and the dev-set driver Frame ID and argument ID share.
 
 transformers' Trainer does not fit them: they train on cached features with their own batching and
 must stay reproducible draw for draw. So each trainer keeps its data, its shuffling (its RNG is
@@ -14,13 +14,16 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
 log = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
+Model = TypeVar("Model")
 
 #: What ``loss(batch)`` returns: the loss, the loss and its weight in the epoch's mean, or None to skip the batch.
 LossResult = torch.Tensor | tuple[torch.Tensor, float] | None
@@ -181,3 +184,62 @@ def _described(evaluation: dict[str, Any] | None) -> str:
         return ""
     shown = ", ".join(f"{k} {v:.3f}" for k, v in evaluation.items() if isinstance(v, float))
     return f", held out: {shown}" if shown else ""
+
+
+# ---------------------------------------------------------------- dev sets, threads and the refit
+
+
+@dataclasses.dataclass
+class HeldOut(Generic[Item]):
+    """What ``train_with_dev``'s ``hold_out`` returns: the training items left, the dev items held
+    out (empty when none could be), and a line saying where dev came from."""
+
+    train: list[Item]
+    dev: list[Item]
+    source: str
+
+
+def train_with_dev(
+    train: Sequence[Item],
+    dev: Sequence[Item] | None,
+    *,
+    threads: int,
+    refit: bool,
+    hold_out: Callable[[Sequence[Item]], HeldOut[Item]],
+    fit_once: Callable[[list[Item], list[Item], int | None], tuple[Model, dict[str, Any]]],
+    unit: str,
+    refit_keys: Sequence[str] = (),
+) -> tuple[Model, dict[str, Any]]:
+    """The driver the downstream models (Frame ID, argument ID) share around their ``fit_once(train,
+    dev, epochs)``, which trains once (``epochs`` None: the settings' number) and returns the model and
+    a summary with ``epochs_run``, ``best_epoch`` and ``total_seconds``.
+
+    Without ``dev``, ``hold_out`` draws it from the training items; with ``refit`` the model is then
+    trained again on all of them for the best epoch's number of epochs. Training runs on ``threads``
+    CPU threads (0: torch's default), restored after. The summary gains ``dev`` (its source and size
+    in ``unit``), ``refit`` (None, or its epochs, seconds and ``refit_keys`` of its summary) and the
+    total time."""
+    start = time.perf_counter()
+    held_out = dev is None
+    if dev is None:
+        split = hold_out(train)
+        train, dev, source = split.train, split.dev, split.source
+    else:
+        source = "given"
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        model, summary = fit_once(list(train), list(dev), None)
+        summary = {"dev": {"source": source, unit: len(dev)}, **summary, "refit": None}
+        if held_out and dev and refit:
+            model, again = fit_once([*train, *dev], [], summary["best_epoch"])
+            summary["refit"] = {
+                **{key: again[key] for key in refit_keys},
+                "epochs": again["epochs_run"],
+                "seconds": again["total_seconds"],
+            }
+    finally:
+        torch.set_num_threads(before)
+    summary["total_seconds"] = round(time.perf_counter() - start, 2)
+    return model, summary

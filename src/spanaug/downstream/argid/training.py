@@ -40,34 +40,28 @@ def train_argid(
     """
     if not train:
         raise ConfigError("no training annotations")
-    start = time.perf_counter()
-    held_out = dev is None
-    if held_out:
-        train, dev = hold_out(train, tcfg.holdout_share, tcfg.seed)
+
+    def held_out(annotations: Sequence[Annotation]) -> training_loop.HeldOut[Annotation]:
+        rest, dev = hold_out(annotations, tcfg.holdout_share, tcfg.seed)
         source = f"held out: {tcfg.holdout_share:g} of the training sentences (seed {tcfg.seed})" if dev else "none"
-        dev_info: dict[str, Any] = {"source": source, "annotations": len(dev)}
-    else:
-        dev_info = {"source": "given", "annotations": len(dev)}
-    threads = torch.get_num_threads()
-    if tcfg.threads:
-        torch.set_num_threads(tcfg.threads)
-    try:
-        model, summary = _train(list(train), list(dev), encoder, tcfg, release, device, progress)
-        summary = {"dev": dev_info, **summary, "refit": None}
-        if held_out and dev and tcfg.refit:
-            epochs = summary["best_epoch"]
-            model, again = _train(
-                [*train, *dev], [], encoder, dataclasses.replace(tcfg, epochs=epochs), release, device, progress
-            )
-            summary["refit"] = {
-                "train_annotations": again["train_annotations"],
-                "epochs": again["epochs_run"],
-                "seconds": again["total_seconds"],
-            }
-    finally:
-        torch.set_num_threads(threads)
-    summary["total_seconds"] = round(time.perf_counter() - start, 2)
-    return model, summary
+        return training_loop.HeldOut(rest, dev, source)
+
+    def fit_once(
+        train: list[Annotation], dev: list[Annotation], epochs: int | None
+    ) -> tuple[ArgumentIdentifier, dict[str, Any]]:
+        settings = tcfg if epochs is None else dataclasses.replace(tcfg, epochs=epochs)
+        return _train(train, dev, encoder, settings, release, device, progress)
+
+    return training_loop.train_with_dev(
+        train,
+        dev,
+        threads=tcfg.threads,
+        refit=tcfg.refit,
+        hold_out=held_out,
+        fit_once=fit_once,
+        unit="annotations",
+        refit_keys=("train_annotations",),
+    )
 
 
 def _train(

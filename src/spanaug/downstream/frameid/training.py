@@ -91,46 +91,33 @@ def train_frameid(
     """
     if not train:
         raise ConfigError("no training sentences")
-    start = time.perf_counter()
-    held_out = dev is None
-    if held_out:
-        train, dev = hold_out_dev(train, tcfg.holdout_share, tcfg.seed)
+
+    def held_out(sentences: Sequence[Sentence]) -> training_loop.HeldOut[Sentence]:
+        rest, dev = hold_out_dev(sentences, tcfg.holdout_share, tcfg.seed)
         if dev:
             source = f"held out: {tcfg.holdout_share:g} of the full-text training sentences (seed {tcfg.seed})"
         elif tcfg.holdout_share:
             source = "none: no full-text training sentences to hold out"
         else:
             source = "none: holdout_share is 0"
-        dev_info: dict[str, Any] = {"source": source, "sentences": len(dev)}
-    else:
-        dev_info = {"source": "given", "sentences": len(dev)}
-    threads = torch.get_num_threads()
-    if tcfg.threads:
-        torch.set_num_threads(tcfg.threads)
-    try:
-        model, summary = _train(list(train), list(dev), encoder, tcfg, glove, device, progress, lexicon)
-        summary = {"dev": dev_info, **summary, "refit": None}
-        if held_out and dev and tcfg.refit:
-            model, again = _train(
-                [*train, *dev],
-                [],
-                encoder,
-                dataclasses.replace(tcfg, epochs=summary["best_epoch"]),
-                glove,
-                device,
-                progress,
-                lexicon,
-            )
-            summary["refit"] = {
-                "train_sentences": again["train_sentences"],
-                "epochs": again["epochs_run"],
-                "seconds": again["total_seconds"],
-                "sentences_windowed": again["sentences_windowed"],
-            }
-    finally:
-        torch.set_num_threads(threads)
-    summary["total_seconds"] = round(time.perf_counter() - start, 2)
-    return model, summary
+        return training_loop.HeldOut(rest, dev, source)
+
+    def fit_once(
+        train: list[Sentence], dev: list[Sentence], epochs: int | None
+    ) -> tuple[FrameIdentifier, dict[str, Any]]:
+        settings = tcfg if epochs is None else dataclasses.replace(tcfg, epochs=epochs)
+        return _train(train, dev, encoder, settings, glove, device, progress, lexicon)
+
+    return training_loop.train_with_dev(
+        train,
+        dev,
+        threads=tcfg.threads,
+        refit=tcfg.refit,
+        hold_out=held_out,
+        fit_once=fit_once,
+        unit="sentences",
+        refit_keys=("train_sentences", "sentences_windowed"),
+    )
 
 
 def _train(
