@@ -164,3 +164,47 @@ def test_modules_are_in_train_mode_while_training_and_in_eval_mode_after():
     fit(LoopSettings(epochs=2, progress=False), opt, lambda e: data, loss, [model, dropout], evaluate=evaluate)
     assert modes == [(True, True)] * 8
     assert not model.training and not dropout.training
+
+
+class _Fits:
+    """A stand-in ``fit_once`` that records its calls and the threads each ran on."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, train, dev, epochs):
+        self.calls.append((list(train), list(dev), epochs, torch.get_num_threads()))
+        return f"model{len(self.calls)}", {
+            "epochs_run": epochs or 5,
+            "best_epoch": 3,
+            "total_seconds": 0.1,
+            "n": len(train),
+        }
+
+
+def _split(items):
+    return training_loop.HeldOut(items[2:], items[:2], "held out: the first two")
+
+
+@pytest.mark.parametrize("refit", [False, True])
+def test_the_dev_driver_holds_out_refits_for_the_best_epoch_and_restores_threads(refit):
+    fits = _Fits()
+    model, summary = training_loop.train_with_dev(
+        list(range(10)), None, threads=2, refit=refit, hold_out=_split, fit_once=fits, unit="items", refit_keys=("n",)
+    )
+    assert fits.calls[0][:3] == (list(range(2, 10)), [0, 1], None)
+    assert fits.calls[0][3] == 2 and torch.get_num_threads() == 1  # the fixture's one thread, restored
+    assert summary["dev"] == {"source": "held out: the first two", "items": 2}
+    if refit:
+        assert fits.calls[1][:3] == (list(range(2, 10)) + [0, 1], [], 3) and model == "model2"
+        assert summary["refit"] == {"n": 10, "epochs": 3, "seconds": 0.1}
+    else:
+        assert len(fits.calls) == 1 and model == "model1" and summary["refit"] is None
+
+
+def test_a_given_dev_set_is_never_refit():
+    fits = _Fits()
+    _, summary = training_loop.train_with_dev(
+        [1, 2, 3], [4], threads=0, refit=True, hold_out=_split, fit_once=fits, unit="items"
+    )
+    assert len(fits.calls) == 1 and summary["dev"] == {"source": "given", "items": 1} and summary["refit"] is None
