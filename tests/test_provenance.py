@@ -61,6 +61,21 @@ def test_the_summary_says_which_models_are_toys(tmp_path):
     assert toy_models_banner([]) == ""
 
 
+def test_a_curves_page_says_when_the_models_it_derives_from_are_toys(tmp_path):
+    """spanaug report tables with the run's models: a downstream curve over a toy's outputs says so."""
+    from spanaug.cli.main import main
+
+    (tmp_path / "curves.csv").write_text("augmenter,fraction,f1_mean\nnone,1.0,0.3\n")
+    para = _model(tmp_path / "p", _paraphraser_summary(76, "resources/demo/bitext.tsv"))
+    real = _model(tmp_path / "r", _paraphraser_summary(2_000_000, "data/parabank2.tsv"))
+    args = ["report", "tables", "--inputs", str(tmp_path / "curves.csv"), "--titles", "Curves"]
+    assert main([*args, "--outputs", str(tmp_path / "toy.html"), "--paraphraser", para]) == 0
+    assert main([*args, "--outputs", str(tmp_path / "real.html"), "--paraphraser", real]) == 0
+    toy, trained = (tmp_path / "toy.html").read_text(), (tmp_path / "real.html").read_text()
+    assert "Toy models" in toy and "76 pairs" in toy and "0.3" in toy
+    assert "Toy models" not in trained and "0.3" in trained
+
+
 def test_the_card_of_a_run_with_toy_models_says_so(tmp_path):
     """spanaug export card reads the models' records: a banner, tags that keep it from passing as real data,
     and the provenance names why each model is a toy."""

@@ -11,7 +11,9 @@ for table in PLAN.report_tables():
         name:
             f"report_table_{table.slug}"
         input:
-            f"{RES}/{table.source}",
+            table=f"{RES}/{table.source}",
+            paraphraser=PLAN.paraphraser_model_input() if table.from_models else [],
+            aligner=PLAN.aligner_model_input() if table.from_models else [],
         output:
             report(
                 f"{RES}/{table.page}",
@@ -32,9 +34,10 @@ for table in PLAN.report_tables():
         params:
             title=shlex.quote(table.title),
             max_rows=config["report"]["max_rows"],
+            models=input_options("paraphraser", "aligner"),
         shell:
-            "spanaug report tables --inputs {input:q} --outputs {output:q} --titles {params.title}"
-            " --max-rows {params.max_rows} > {log:q} 2>&1"
+            "spanaug report tables --inputs {input.table:q} --outputs {output:q} --titles {params.title}"
+            " --max-rows {params.max_rows} {params.models} > {log:q} 2>&1"
 
 
 rule report_warnings:

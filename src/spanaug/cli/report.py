@@ -20,13 +20,19 @@ class TablesOptions:
     outputs: list[str] = setting(help="one HTML page per input, in the same order")
     titles: list[str] = setting(factory=list, help="page titles, one per input (default: the file names)")
     max_rows: int = inherit(ReportSettings, "max_rows")
+    paraphraser: str | None = setting(
+        None, "the paraphraser the results derive from: a page says so when its records make it a toy"
+    )
+    aligner: str | None = setting(None, "the aligner the results derive from (as --paraphraser)")
 
 
 @command("report", "tables", help="render CSV/JSON results as HTML tables (the raw file a download on the page)")
 def tables(options: TablesOptions) -> None:
+    from spanaug.core.provenance import toy_models
     from spanaug.report.tables import render_tables
 
-    render_tables(options.inputs, options.outputs, options.max_rows, options.titles)
+    toys = toy_models(options.paraphraser, options.aligner)
+    render_tables(options.inputs, options.outputs, options.max_rows, options.titles, toys)
 
 
 @settings

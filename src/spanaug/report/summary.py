@@ -17,17 +17,12 @@ from spanaug.core import files
 from spanaug.core.provenance import ModelOrigin, toy_models
 from spanaug.core.settings import setting, settings
 from spanaug.report import html
-from spanaug.report.tables import read_csv, read_json
+from spanaug.report.tables import read_csv, read_json, toy_descriptions
 
 
 def toy_models_banner(toys: Sequence[ModelOrigin]) -> str:
     """Says which of the run's models are toys, as their own records tell (spanaug.core.provenance)."""
-    return html.macro("toy_models_banner", "summary_sections.html")(_toy_descriptions(toys))
-
-
-def _toy_descriptions(toys: Sequence[ModelOrigin]) -> list[str]:
-    # describe() is Markdown for the dataset card: its backticks would show on the page.
-    return [origin.describe().replace("`", "") for origin in toys]
+    return html.macro("toy_models_banner", "summary_sections.html")(toy_descriptions(toys))
 
 
 def dataset_pairs(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -277,7 +272,7 @@ def summary_body(
     body = html.render(
         "summary_body.html",
         run=run,
-        toys=_toy_descriptions(toy_models(results.paraphraser, results.aligner)),
+        toys=toy_descriptions(toy_models(results.paraphraser, results.aligner)),
         warnings=warnings,
         stages=sorted({r["stage"] for r in warnings}),
         dataset=dataset_pairs(stats_data),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core.errors import ConfigError, InputError
+from spanaug.core.provenance import ModelOrigin
 from spanaug.report import html
 
 
@@ -42,12 +43,19 @@ def read_json(path: Path | str) -> Any:
         raise InputError(path, None, f"not a readable JSON file ({exc})") from None
 
 
-def table_page(path: Path | str, max_rows: int, title: str | None = None) -> str:
-    """The HTML page of one CSV or JSON file: its warnings first (when it records any), then the
-    table (a JSON object: its keys and values, nested objects and row lists as tables), each cut
-    at ``max_rows`` rows (``report.max_rows``)."""
+def toy_descriptions(toys: Sequence[ModelOrigin]) -> list[str]:
+    """What the toy-models banner says of each toy model (``spanaug.core.provenance``)."""
+    # describe() is Markdown for the dataset card: its backticks would show on the page.
+    return [origin.describe().replace("`", "") for origin in toys]
+
+
+def table_page(path: Path | str, max_rows: int, title: str | None = None, toys: Sequence[str] = ()) -> str:
+    """The HTML page of one CSV or JSON file: the toy-models banner when ``toys`` describes any, its
+    warnings (when it records any), then the table (a JSON object: its keys and values, nested
+    objects and row lists as tables), each cut at ``max_rows`` rows (``report.max_rows``)."""
     path = Path(path)
     page = {"title": title or path.name, "path": path, "max_rows": max_rows, "warnings": [], "columns": None}
+    page["toys"] = list(toys)
     if path.suffix == ".csv":
         columns, rows = read_csv(path)
         return html.render("table_page.html", **page | {"columns": columns}, rows=rows, data=None)
@@ -60,12 +68,18 @@ def table_page(path: Path | str, max_rows: int, title: str | None = None) -> str
 
 
 def render_tables(
-    inputs: Sequence[Path | str], outputs: Sequence[Path | str], max_rows: int, titles: Sequence[str] = ()
+    inputs: Sequence[Path | str],
+    outputs: Sequence[Path | str],
+    max_rows: int,
+    titles: Sequence[str] = (),
+    toys: Sequence[ModelOrigin] = (),
 ) -> None:
-    """Render each input file into the output page of the same position."""
+    """Render each input file into the output page of the same position (each with the toy-models
+    banner when ``toys`` holds any: results that derive from those models show mechanics only)."""
     if len(inputs) != len(outputs):
         raise ConfigError(f"{len(inputs)} inputs but {len(outputs)} outputs: give one page per table")
     if titles and len(titles) != len(inputs):
         raise ConfigError(f"{len(titles)} titles for {len(inputs)} tables")
+    said = toy_descriptions(toys)
     for n, (src, out) in enumerate(zip(inputs, outputs)):
-        html.write_page(table_page(src, max_rows, titles[n] if titles else None), out)
+        html.write_page(table_page(src, max_rows, titles[n] if titles else None, said), out)

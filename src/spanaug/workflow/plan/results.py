@@ -99,7 +99,9 @@ SUMMARY_OPTIONAL = {
 @dataclasses.dataclass(frozen=True)
 class Table:
     """A report page of one CSV/JSON result: its source in the run folder (stem.ext), title, caption
-    (workflow/report/NAME.rst), category and subcategory in the report's menu."""
+    (workflow/report/NAME.rst), category and subcategory in the report's menu, and whether its numbers
+    derive from the run's paraphraser and aligner (the page then says when their records make them
+    toys: a downstream curve over a toy's outputs shows mechanics only)."""
 
     stem: str
     ext: str
@@ -107,6 +109,7 @@ class Table:
     caption: str
     category: str
     subcategory: str | None = None
+    from_models: bool = False
 
     @property
     def source(self) -> str:
@@ -158,8 +161,15 @@ TABLES = (
     Table("filtering/filters", "csv", "Filters (Table 4)", "filters", "Augmented dataset"),
     *(Table(f"augmenters/{name}", "json", *AUGMENTER_TITLES[name], "Augmenters") for name in AUGMENTERS),
     Table("frameid/lexicon_baseline", "json", "Frame ID: lexicon baseline", "frameid_baseline", "Frame ID"),
-    Table("frameid/curves", "csv", "Frame ID curves (Figure 8)", "frameid_curves", "Frame ID"),
-    Table("argid/curves", "csv", "Argument ID curves (FN against FN+Para)", "argid_curves", "Argument identification"),
+    Table("frameid/curves", "csv", "Frame ID curves (Figure 8)", "frameid_curves", "Frame ID", from_models=True),
+    Table(
+        "argid/curves",
+        "csv",
+        "Argument ID curves (FN against FN+Para)",
+        "argid_curves",
+        "Argument identification",
+        from_models=True,
+    ),
     Table("human_eval/task", "csv", "Annotation task (frame evocation)", "human_task", "Human evaluation"),
     Table("human_eval/human_eval", "json", "Human judgments", "human_eval", "Human evaluation"),
     Table("human_eval/span_task", "csv", "Span-alignment task (§4.1)", "span_task", "Human evaluation"),
