@@ -118,3 +118,26 @@ def test_frame_elements_of_requests_index_the_source_tokens(tmp_path):
     request["source_frame_elements"] = [_fe("A", 3, 3)]
     with pytest.raises(ArtifactError, match=r"row 0: source_frame_elements: .*3 tokens of 'source_tokens'"):
         artifacts.write_table([request], tmp_path / "r.parquet", artifacts.REQUESTS)
+
+
+def test_an_artifact_written_before_a_column_was_added_says_to_make_it_again(tmp_path):
+    """A file that records being the artifact but lacks a newer column (EXAMPLES before its
+    frame_elements) gets an error naming the column and the command that makes it again."""
+    import pyarrow.parquet as pq
+
+    row = {"example_id": "lexsub:s1", "augmenter": "lexsub", "seed_key": "ab", "tokens": ["a", "c"], "text": "a c"}
+    row |= {"span_start": 1, "span_end": 1, "trigger": "c", "frame": "F", "source_trigger": "b"}
+    path = tmp_path / "lexsub.parquet"
+    with artifacts.writing_stage("augment lexsub"):
+        artifacts.write_table([row], path, artifacts.EXAMPLES)
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["frame_elements"]), path)  # keeps the schema's metadata
+    with pytest.raises(
+        ArtifactError, match=r"missing column 'frame_elements'.*older spanaug; make it again \(spanaug augment lexsub"
+    ):
+        artifacts.read_table(path, artifacts.EXAMPLES)
+    other = tmp_path / "other.parquet"
+    pq.write_table(table.drop_columns(["frame_elements"]).replace_schema_metadata(None), other)
+    with pytest.raises(ArtifactError, match="missing column 'frame_elements'") as info:
+        artifacts.read_table(other, artifacts.EXAMPLES)
+    assert "older spanaug" not in str(info.value)

@@ -419,9 +419,21 @@ def check_artifact(path: Path | str, schema: pa.Schema, actual: pa.Schema) -> No
 
 
 def _checked_schema(path: Path | str, schema: pa.Schema) -> pa.Schema:
-    """The file's schema, checked to hold ``schema``'s columns and its artifact."""
+    """The file's schema, checked to hold ``schema``'s columns and its artifact. A file that records
+    being this artifact but lacks a column was written before the column was added: the error says
+    to make it again."""
     actual = read_schema(path)
-    _check(schema, actual, path)
+    try:
+        _check(schema, actual, path)
+    except ArtifactError as exc:
+        record = read_artifact_record(path, actual)
+        expected = artifact_name(schema)
+        if record is None or expected is None or not _serves(record["artifact"], expected):
+            raise
+        stage = (
+            f" (spanaug {record['stage']}, or Snakemake -R with the rule that writes it)" if record.get("stage") else ""
+        )
+        raise ArtifactError(f"{exc}: written by an older spanaug; make it again{stage}") from None
     check_artifact(path, schema, actual)
     return actual
 
