@@ -1,6 +1,7 @@
 """The shared training loop on tiny torch modules: skipping, clipping, time limit, patience, best state."""
 
 import copy
+import dataclasses
 import itertools
 
 import pytest
@@ -166,20 +167,23 @@ def test_modules_are_in_train_mode_while_training_and_in_eval_mode_after():
     assert not model.training and not dropout.training
 
 
+@dataclasses.dataclass
+class _Settings:
+    epochs: int = 5
+    threads: int = 2
+    refit: bool = False
+
+
 class _Fits:
-    """A stand-in ``fit_once`` that records its calls and the threads each ran on."""
+    """A stand-in ``fit_once`` that records its calls, with the epochs and threads each ran with."""
 
     def __init__(self):
         self.calls = []
 
-    def __call__(self, train, dev, epochs):
-        self.calls.append((list(train), list(dev), epochs, torch.get_num_threads()))
-        return f"model{len(self.calls)}", {
-            "epochs_run": epochs or 5,
-            "best_epoch": 3,
-            "total_seconds": 0.1,
-            "n": len(train),
-        }
+    def __call__(self, train, dev, settings):
+        self.calls.append((list(train), list(dev), settings.epochs, torch.get_num_threads()))
+        summary = {"epochs_run": settings.epochs, "best_epoch": 3, "total_seconds": 0.1, "n": len(train)}
+        return f"model{len(self.calls)}", summary
 
 
 def _split(items):
@@ -190,9 +194,9 @@ def _split(items):
 def test_the_dev_driver_holds_out_refits_for_the_best_epoch_and_restores_threads(refit):
     fits = _Fits()
     model, summary = training_loop.train_with_dev(
-        list(range(10)), None, threads=2, refit=refit, hold_out=_split, fit_once=fits, unit="items", refit_keys=("n",)
+        list(range(10)), None, _Settings(refit=refit), hold_out=_split, fit_once=fits, unit="items", refit_keys=("n",)
     )
-    assert fits.calls[0][:3] == (list(range(2, 10)), [0, 1], None)
+    assert fits.calls[0][:3] == (list(range(2, 10)), [0, 1], 5)
     assert fits.calls[0][3] == 2 and torch.get_num_threads() == 1  # the fixture's one thread, restored
     assert summary["dev"] == {"source": "held out: the first two", "items": 2}
     if refit:
@@ -205,6 +209,6 @@ def test_the_dev_driver_holds_out_refits_for_the_best_epoch_and_restores_threads
 def test_a_given_dev_set_is_never_refit():
     fits = _Fits()
     _, summary = training_loop.train_with_dev(
-        [1, 2, 3], [4], threads=0, refit=True, hold_out=_split, fit_once=fits, unit="items"
+        [1, 2, 3], [4], _Settings(threads=0, refit=True), hold_out=_split, fit_once=fits, unit="items"
     )
     assert len(fits.calls) == 1 and summary["dev"] == {"source": "given", "items": 1} and summary["refit"] is None

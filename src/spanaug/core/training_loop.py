@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
 Model = TypeVar("Model")
+Settings = TypeVar("Settings")  # a dataclass of training settings with epochs, threads and refit
 
 #: What ``loss(batch)`` returns: the loss, the loss and its weight in the epoch's mean, or None to skip the batch.
 LossResult = torch.Tensor | tuple[torch.Tensor, float] | None
@@ -202,23 +203,22 @@ class HeldOut(Generic[Item]):
 def train_with_dev(
     train: Sequence[Item],
     dev: Sequence[Item] | None,
+    settings: Settings,
     *,
-    threads: int,
-    refit: bool,
     hold_out: Callable[[Sequence[Item]], HeldOut[Item]],
-    fit_once: Callable[[list[Item], list[Item], int | None], tuple[Model, dict[str, Any]]],
+    fit_once: Callable[[list[Item], list[Item], Settings], tuple[Model, dict[str, Any]]],
     unit: str,
     refit_keys: Sequence[str] = (),
 ) -> tuple[Model, dict[str, Any]]:
     """The driver the downstream models (Frame ID, argument ID) share around their ``fit_once(train,
-    dev, epochs)``, which trains once (``epochs`` None: the settings' number) and returns the model and
-    a summary with ``epochs_run``, ``best_epoch`` and ``total_seconds``.
+    dev, settings)``, which trains once and returns the model and a summary with ``epochs_run``,
+    ``best_epoch`` and ``total_seconds``. ``settings`` is the model's training dataclass, with
+    ``epochs``, ``threads`` (0: torch's default) and ``refit``.
 
     Without ``dev``, ``hold_out`` draws it from the training items; with ``refit`` the model is then
-    trained again on all of them for the best epoch's number of epochs. Training runs on ``threads``
-    CPU threads (0: torch's default), restored after. The summary gains ``dev`` (its source and size
-    in ``unit``), ``refit`` (None, or its epochs, seconds and ``refit_keys`` of its summary) and the
-    total time."""
+    trained again on all of them for the best epoch's number of epochs. Training runs on the
+    settings' threads, restored after. The summary gains ``dev`` (its source and size in ``unit``),
+    ``refit`` (None, or its epochs, seconds and ``refit_keys`` of its summary) and the total time."""
     start = time.perf_counter()
     held_out = dev is None
     if dev is None:
@@ -227,13 +227,14 @@ def train_with_dev(
     else:
         source = "given"
     before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
     try:
-        model, summary = fit_once(list(train), list(dev), None)
+        model, summary = fit_once(list(train), list(dev), settings)
         summary = {"dev": {"source": source, unit: len(dev)}, **summary, "refit": None}
-        if held_out and dev and refit:
-            model, again = fit_once([*train, *dev], [], summary["best_epoch"])
+        if held_out and dev and settings.refit:
+            again_settings = dataclasses.replace(settings, epochs=summary["best_epoch"])
+            model, again = fit_once([*train, *dev], [], again_settings)
             summary["refit"] = {
                 **{key: again[key] for key in refit_keys},
                 "epochs": again["epochs_run"],

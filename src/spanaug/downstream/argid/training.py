@@ -47,20 +47,12 @@ def train_argid(
         return training_loop.HeldOut(rest, dev, source)
 
     def fit_once(
-        train: list[Annotation], dev: list[Annotation], epochs: int | None
+        train: list[Annotation], dev: list[Annotation], settings: ArgIdTrainSettings
     ) -> tuple[ArgumentIdentifier, dict[str, Any]]:
-        settings = tcfg if epochs is None else dataclasses.replace(tcfg, epochs=epochs)
         return _train(train, dev, encoder, settings, release, device, progress)
 
     return training_loop.train_with_dev(
-        train,
-        dev,
-        threads=tcfg.threads,
-        refit=tcfg.refit,
-        hold_out=held_out,
-        fit_once=fit_once,
-        unit="annotations",
-        refit_keys=("train_annotations",),
+        train, dev, tcfg, hold_out=held_out, fit_once=fit_once, unit="annotations", refit_keys=("train_annotations",)
     )
 
 

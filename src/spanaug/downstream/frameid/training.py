@@ -103,16 +103,14 @@ def train_frameid(
         return training_loop.HeldOut(rest, dev, source)
 
     def fit_once(
-        train: list[Sentence], dev: list[Sentence], epochs: int | None
+        train: list[Sentence], dev: list[Sentence], settings: FrameIdTrainSettings
     ) -> tuple[FrameIdentifier, dict[str, Any]]:
-        settings = tcfg if epochs is None else dataclasses.replace(tcfg, epochs=epochs)
         return _train(train, dev, encoder, settings, glove, device, progress, lexicon)
 
     return training_loop.train_with_dev(
         train,
         dev,
-        threads=tcfg.threads,
-        refit=tcfg.refit,
+        tcfg,
         hold_out=held_out,
         fit_once=fit_once,
         unit="sentences",
