@@ -37,7 +37,7 @@ class TrainOptions:
 @command("align", "train", help="train a span aligner (instances, word-aligned corpora, or a bitext's differences)")
 def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -> None:
     from spanaug.core.errors import ConfigError
-    from spanaug.core.files import write_json
+    from spanaug.core.modeldir import write_training_summary
     from spanaug.pipeline.aligner.instances import instances_from_bitext, iter_pairs_from_bitext, read_instances
     from spanaug.pipeline.aligner.training_data import corpus_origins, read_corpora
 
@@ -79,7 +79,7 @@ def train(options: TrainOptions, train: AlignerTrainSection, runtime: Runtime) -
     summary["instances_per_s"] = _throughput(summary, seconds)
     log.info("trained in %.0f s, %.1f instances/s (every epoch counted)", seconds, summary["instances_per_s"])
     print(f"align train: {summary['instances_per_s']:.1f} instances/s ({seconds:.0f} s)")
-    write_json(summary, Path(options.out) / "training_summary.json")
+    write_training_summary(options.out, summary)
 
 
 def _recipe(train: AlignerTrainSection, encoder: str) -> Recipe:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
+from spanaug.cli.frameid import CurvesOptions
 from spanaug.cli.options import command, emit, group
 from spanaug.core.argid_settings import ArgIdTrainSettings, LostFes
 from spanaug.core.config import Runtime
@@ -51,7 +51,7 @@ class TrainOptions:
 
 @command("argid", "train", help="train the argument identifier")
 def train(options: TrainOptions, training: ArgIdTrainSettings, runtime: Runtime) -> None:
-    from spanaug.core.files import write_json
+    from spanaug.core.modeldir import write_training_summary
     from spanaug.downstream.argid.training import train_argid
 
     model, summary = train_argid(
@@ -63,7 +63,7 @@ def train(options: TrainOptions, training: ArgIdTrainSettings, runtime: Runtime)
         device=runtime.device,
     )
     model.save_pretrained(options.out)
-    write_json(summary, Path(options.out) / "training_summary.json")
+    write_training_summary(options.out, summary)
 
 
 @settings
@@ -211,13 +211,6 @@ def point(options: PointOptions, training: ArgIdTrainSettings, runtime: Runtime)
         Point(options.augmenter, options.fraction, training.seed), data, options.encoder, training, runtime.device
     )
     emit(result, options.out)
-
-
-@settings
-class CurvesOptions:
-    points: list[str] = setting(help="point results (JSON)")
-    out_table: str = setting(help="F1 mean and s.d. per augmenter and share (CSV)")
-    out_plot: str = setting(help="the curves (PNG)")
 
 
 @command("argid", "curves", help="average point results over seeds: table and figure (as frameid curves)")

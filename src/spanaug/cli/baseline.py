@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from spanaug.cli.options import command, group
 from spanaug.core.aligner_settings import (
@@ -60,14 +59,14 @@ class DiscAlignTrainOptions:
 def discalign_train(
     options: DiscAlignTrainOptions, model: DiscAlignSettings, training: DiscAlignTrainSettings, runtime: Runtime
 ) -> None:
-    from spanaug.core.files import write_json
+    from spanaug.core.modeldir import write_training_summary
     from spanaug.evaluation.discalign import train_discalign
     from spanaug.pipeline.aligner.word_aligned import read_aligned_json
 
     pretrain = read_aligned_json(options.pretrain) if options.pretrain else ()
     trained, history = train_discalign(read_aligned_json(options.gold), model, training, pretrain, runtime.device)
     trained.save_pretrained(options.out)
-    write_json(history, Path(options.out) / "training_summary.json")
+    write_training_summary(options.out, history)
 
 
 @settings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from pathlib import Path
 from typing import Literal
 
 from spanaug.cli.options import command, emit, group
@@ -53,7 +52,7 @@ class TrainOptions:
 
 @command("frameid", "train", help="train the Frame ID model")
 def train(options: TrainOptions, training: FrameIdTrainSettings, runtime: Runtime) -> None:
-    from spanaug.core.files import write_json
+    from spanaug.core.modeldir import write_training_summary
     from spanaug.downstream.frameid.training import train_frameid
 
     model, summary = train_frameid(
@@ -66,7 +65,7 @@ def train(options: TrainOptions, training: FrameIdTrainSettings, runtime: Runtim
         lexicon=_lexicon(options.lexicon),
     )
     model.save_pretrained(options.out)
-    write_json(summary, Path(options.out) / "training_summary.json")
+    write_training_summary(options.out, summary)
 
 
 @settings

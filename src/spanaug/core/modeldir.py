@@ -31,7 +31,15 @@ CONFIG_FILE = "config.json"
 ENCODER_DIR = "encoder"
 #: Each file of a model folder spanaug wrote, with its size and sha256.
 MANIFEST_FILE = "spanaug-manifest.json"
+#: What training a model records beside it (its data, settings, history and held-out scores); read by
+#: the report and by ``spanaug.core.provenance`` (whether the model is a toy).
+TRAINING_SUMMARY = "training_summary.json"
 MANIFEST_FORMAT = 1
+
+
+def write_training_summary(model_dir: Path | str, summary: Any) -> None:
+    """Record what training a model saved in ``model_dir`` did (:data:`TRAINING_SUMMARY`)."""
+    write_json(summary, Path(model_dir) / TRAINING_SUMMARY)
 
 
 def _sha256(path: Path) -> str:

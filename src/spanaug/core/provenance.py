@@ -20,9 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from spanaug.core.modeldir import TRAINING_SUMMARY
+
 #: Written beside a model with random weights (spanaug.demo.standins).
 STANDIN_FILE = "spanaug-standin.json"
-TRAINING_SUMMARY = "training_summary.json"
 #: Fewer training pairs than this make a paraphraser a toy (ParaBank-style bitexts have millions).
 TOY_PAIRS = 1_000
 #: Fewer training instances than this make an aligner a toy (the production corpora give ~100,000).

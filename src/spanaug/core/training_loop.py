@@ -81,6 +81,23 @@ class LoopResult:
     def losses(self) -> list[float]:
         return [e.loss for e in self.epochs]
 
+    def summary(self, select_on: str, setup_seconds: float, started: float) -> dict[str, Any]:
+        """A training summary's epochs: how many ran, whether patience stopped them, the best epoch
+        and its dev ``select_on`` (the last epoch, None, without dev), the times (``started`` on
+        ``time.perf_counter``) and the history."""
+        history = [e.history_entry() for e in self.epochs]
+        evaluated = self.best_epoch is not None
+        return {
+            "epochs_run": len(history),
+            "stopped_early": self.stopped_early,
+            "best_epoch": self.best_epoch if evaluated else len(history),
+            f"best_dev_{select_on}": self.best_value if evaluated else None,
+            "seconds_per_epoch": round(sum(h["seconds"] for h in history) / max(len(history), 1), 2),
+            "setup_seconds": round(setup_seconds, 2),
+            "total_seconds": round(time.perf_counter() - started, 2),
+            "history": history,
+        }
+
 
 def fit(
     settings: LoopSettings,

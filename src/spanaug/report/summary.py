@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from spanaug.core import files
+from spanaug.core.modeldir import TRAINING_SUMMARY
 from spanaug.core.provenance import ModelOrigin, toy_models
 from spanaug.core.settings import setting, settings
 from spanaug.report import html
@@ -105,7 +106,7 @@ def trained_aligner(model_dir: Path | str | None) -> dict[str, Any] | None:
     if not model_dir or not (Path(model_dir) / "config.json").is_file():
         return None
     config = read_json(Path(model_dir) / "config.json")
-    summary_path = Path(model_dir) / "training_summary.json"
+    summary_path = Path(model_dir) / TRAINING_SUMMARY
     summary = read_json(summary_path) if summary_path.is_file() else {}
     # The paper kind records its threshold's held-out scores as dev_metrics, the cross kind as heldout_metrics.
     heldout = summary.get("heldout_metrics") or summary.get("dev_metrics") or {}

@@ -106,21 +106,12 @@ def _train(
         state=lambda: [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in modules],
         load_state=lambda states: [m.load_state_dict(s) for m, s in zip(modules, states)],
     )
-    history = [e.history_entry() for e in result.epochs]
-    epochs_run = len(history)
     summary = {
         "train_annotations": len(train),
         "roles": len(cfg.roles) - 1,
         "frames": len(cfg.frames) - 1,
         "config": dataclasses.asdict(tcfg),
-        "epochs_run": epochs_run,
-        "stopped_early": result.stopped_early,
-        "best_epoch": result.best_epoch if dev else epochs_run,
-        "best_dev_f1": result.best_value if dev else None,
-        "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
-        "setup_seconds": round(setup_seconds, 2),
-        "total_seconds": round(time.perf_counter() - start, 2),
+        **result.summary("f1", setup_seconds, start),
         "sentences_windowed": model.windowed,
-        "history": history,
     }
     return model, summary

@@ -155,19 +155,10 @@ def _train(
         state=lambda: {k: v.detach().clone() for k, v in model.net.state_dict().items()},
         load_state=model.net.load_state_dict,
     )
-    history = [e.history_entry() for e in result.epochs]
-    epochs_run = len(history)
     summary = {
         "train_sentences": len(train),
         "config": dataclasses.asdict(tcfg),
-        "epochs_run": epochs_run,
-        "stopped_early": epochs_run < tcfg.epochs,
-        "best_epoch": result.best_epoch if dev else epochs_run,
-        "best_dev_f1": result.best_value if dev else None,
-        "seconds_per_epoch": round(sum(h["seconds"] for h in history) / epochs_run, 2),
-        "setup_seconds": round(setup_seconds, 2),
-        "total_seconds": round(time.perf_counter() - start, 2),
+        **result.summary("f1", setup_seconds, start),
         "sentences_windowed": model.windowed,
-        "history": history,
     }
     return model, summary

@@ -233,7 +233,7 @@ def train_paraphraser(
     result = trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out))
     # Checked on every load (hf_backend); the checkpoints and the summary change on a resumed run.
-    modeldir.write_manifest(out, skip=("checkpoints", "training_summary.json"))
+    modeldir.write_manifest(out, skip=("checkpoints", modeldir.TRAINING_SUMMARY))
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     summary = {
         "steps": trainer.state.global_step,
@@ -241,6 +241,6 @@ def train_paraphraser(
         "pairs": len(pairs),
         "config": dataclasses.asdict(cfg),
     }
-    files.write_json(summary, out / "training_summary.json")
+    modeldir.write_training_summary(out, summary)
     log.info("paraphraser trained: %s", summary)
     return summary
