@@ -45,6 +45,7 @@ def main() -> None:
     for path in (split / "train.parquet", split / "test.parquet", examples_path):
         if not path.is_file():
             sys.exit(f"needs {path}: run the workflow's argid points of {args.run} first")
+    pool, test = read_annotations(split / "train.parquet"), read_annotations(split / "test.parquet")
     dev = read_annotations(split / "dev.parquet") if (split / "dev.parquet").is_file() else None
     examples = artifacts.read_table(examples_path, artifacts.EXAMPLES).to_pylist()
     results: dict[str, list[float]] = {"none": [], **{c: [] for c in CHOICES}}
@@ -52,8 +53,8 @@ def main() -> None:
     for seed in args.seeds:
         for choice in ("none", *CHOICES):
             data = ArgIdPointData(
-                pool=read_annotations(split / "train.parquet"),
-                test=read_annotations(split / "test.parquet"),
+                pool=pool,
+                test=test,
                 dev=dev,
                 examples=examples,
                 lost_fes="drop_example" if choice == "none" else choice,

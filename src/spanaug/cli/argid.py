@@ -8,7 +8,7 @@ from spanaug.cli.frameid import CurvesOptions
 from spanaug.cli.options import command, emit, group
 from spanaug.core.argid_settings import ArgIdTrainSettings, LostFes
 from spanaug.core.config import Runtime
-from spanaug.core.evaluation_settings import ArgIdSection, FrameIdSection
+from spanaug.core.evaluation_settings import ArgIdSection
 from spanaug.core.settings import inherit, setting, settings
 
 group("argid", "the downstream argument identifier (frame elements, given the trigger and its frame)")
@@ -38,9 +38,7 @@ def _release(path: str | None) -> dict | None:
 class TrainOptions:
     train: list[str] = setting(help="open-SESAME CoNLL (column 15) or Parquet (sentences or augmented outputs)")
     out: str = setting(help="the model directory")
-    encoder: str = inherit(
-        FrameIdSection, "encoder", help="the encoder (a Hugging Face name or folder; minilm offline)"
-    )
+    encoder: str = inherit(ArgIdSection, "encoder")
     dev: str | None = setting(
         None,
         "dev annotations for early stopping: the best epoch on them is kept "
@@ -166,9 +164,7 @@ class PointOptions:
         None, "the augmenter's examples (EXAMPLES Parquet: spanaug augment paraphrastic|lexsub)"
     )
     lost_fes: LostFes = inherit(ArgIdSection, "lost_fes")
-    encoder: str = inherit(
-        FrameIdSection, "encoder", help="the encoder (a Hugging Face name or folder; minilm offline)"
-    )
+    encoder: str = inherit(ArgIdSection, "encoder")
     framenet: str | None = setting(None, _FRAMENET_HELP)
 
 

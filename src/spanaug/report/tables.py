@@ -54,8 +54,14 @@ def table_page(path: Path | str, max_rows: int, title: str | None = None, toys: 
     warnings (when it records any), then the table (a JSON object: its keys and values, nested
     objects and row lists as tables), each cut at ``max_rows`` rows (``report.max_rows``)."""
     path = Path(path)
-    page = {"title": title or path.name, "path": path, "max_rows": max_rows, "warnings": [], "columns": None}
-    page["toys"] = list(toys)
+    page = {
+        "title": title or path.name,
+        "path": path,
+        "max_rows": max_rows,
+        "warnings": [],
+        "columns": None,
+        "toys": list(toys),
+    }
     if path.suffix == ".csv":
         columns, rows = read_csv(path)
         return html.render("table_page.html", **page | {"columns": columns}, rows=rows, data=None)

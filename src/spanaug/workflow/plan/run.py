@@ -338,20 +338,25 @@ class Plan:
             raise ValueError("config: frameid.train is set, so frameid.test must be too")
         return test
 
-    def frameid_point_inputs(self, augmenter: str) -> dict[str, list[str]]:
-        f = self.run.frameid
-        assert f is not None
+    def _point_inputs(self, encoder: str, augmenter: str) -> dict[str, list[str]]:
+        """What a Frame ID or argument-ID point reads: Frame ID's training part (the pool), test part
+        and dev part (where there is one), the encoder, and the augmenter's examples (GECA makes its
+        own on each sample)."""
         dev = self._frameid_file("dev")
         inputs = {
             "train": [self.frameid_pool()],
             "test": [self.frameid_test()],
             "dev": [dev] if dev else [],
-            "lexicon": [f.lexicon] if f.lexicon else [],
-            "encoder": local_model(f.encoder),
+            "encoder": local_model(encoder),
         }
-        if augmenter in ("paraphrastic", "lexsub"):
+        if augmenter not in ("none", "geca"):
             inputs["examples"] = [f"{self.res}/augmenters/{augmenter}.parquet"]
         return inputs
+
+    def frameid_point_inputs(self, augmenter: str) -> dict[str, list[str]]:
+        f = self.run.frameid
+        assert f is not None
+        return {**self._point_inputs(f.encoder, augmenter), "lexicon": [f.lexicon] if f.lexicon else []}
 
     def stats_lexicon(self) -> list[str]:
         lexicon = self.run.stats.lexicon
@@ -463,16 +468,20 @@ class Plan:
         """The augmenters Figure 8 compares."""
         return self._compared(self.run.frameid.augmenters) if self.run.frameid else []
 
-    def frameid_points(self) -> list[str]:
-        f = self.run.frameid
-        if not f:  # the experiment is off; rule frameid_curves is never asked for
+    def _points(self, experiment: str, section: Any, augmenters: list[str]) -> list[str]:
+        """An experiment's point results: without augmentation and with each augmenter, per fraction and
+        seed of its config ``section`` (none when the section is off: its curves rule is never asked for)."""
+        if not section:
             return []
         return [
-            f"{self.res}/frameid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *self.frameid_augmenters()]
-            for fraction in f.fractions
-            for seed in f.seeds
+            f"{self.res}/{experiment}/points/{augmenter}/f{float(fraction)}.s{seed}.json"
+            for augmenter in ["none", *augmenters]
+            for fraction in section.fractions
+            for seed in section.seeds
         ]
+
+    def frameid_points(self) -> list[str]:
+        return self._points("frameid", self.run.frameid, self.frameid_augmenters())
 
     # -- argument identification: on Frame ID's split, with and without the carried FEs
 
@@ -481,34 +490,16 @@ class Plan:
         return self._compared(self.run.argid.augmenters) if self.run.argid else []
 
     def argid_point_inputs(self, augmenter: str) -> dict[str, list[str]]:
-        """A point's files: Frame ID's training part (the pool) and test part, and the augmenter's
-        examples with the FEs they carry."""
+        """A point's files, as a Frame ID point's (Frame ID's split, the encoder, the examples), and the
+        FrameNet release the section names."""
         a = self.run.argid
         assert a is not None
         if not self.run.frameid:
             raise ValueError("config: argid trains and tests on frameid's split: give frameid a section")
-        dev = self._frameid_file("dev")
-        inputs = {
-            "train": [self.frameid_pool()],
-            "test": [self.frameid_test()],
-            "dev": [dev] if dev else [],
-            "framenet": [a.framenet] if a.framenet else [],
-            "encoder": local_model(a.encoder),
-        }
-        if augmenter != "none":
-            inputs["examples"] = [f"{self.res}/augmenters/{augmenter}.parquet"]
-        return inputs
+        return {**self._point_inputs(a.encoder, augmenter), "framenet": [a.framenet] if a.framenet else []}
 
     def argid_points(self) -> list[str]:
-        a = self.run.argid
-        if not a:  # the experiment is off; rule argid_curves is never asked for
-            return []
-        return [
-            f"{self.res}/argid/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *self.argid_augmenters()]
-            for fraction in a.fractions
-            for seed in a.seeds
-        ]
+        return self._points("argid", self.run.argid, self.argid_augmenters())
 
     # -- what ran (the dataset card and the report say it)
 
