@@ -49,6 +49,22 @@ def test_tensor_processor_equals_reference(case):
     assert torch.equal(ref, new)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_batches(), st.integers(0, 5), st.integers(-1, 9))
+def test_a_fixed_width_history_read_at_a_device_position_bans_the_same(case, extra, junk):
+    """What a step replayed from a CUDA graph passes: the whole fixed-width token buffer and the
+    position of the last token as a 0-d tensor (later positions hold anything, earlier than a
+    prefix's length nothing matches): the same scores as the history itself."""
+    vocab, banned, history = case
+    rows, cur = history.shape
+    buffer = torch.cat([history, torch.full((rows, extra), junk)], dim=1)
+    scores = torch.randn(rows, vocab)
+    processor = TensorBannedSequences(banned, vocab, torch.device("cpu"))
+    expected = processor(history, scores.clone())
+    got = processor.ban(buffer, scores.clone(), last=torch.tensor(cur - 1))
+    assert torch.equal(got, expected)
+
+
 @settings(max_examples=150, deadline=None)
 @given(_batches(), st.floats(0.5, 30.0))
 def test_renormalized_equals_log_softmax_after_bans(case, peak):

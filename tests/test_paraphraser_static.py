@@ -220,6 +220,30 @@ def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, mo
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
 
 
+def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkeypatch):
+    """With CUDA graphs, sentences leave only once a share of the batch is done, and a done one may
+    run on for many steps: the beams are still generate's when no sentence leaves before the whole
+    batch is done."""
+    from spanaug.pipeline.paraphraser.step_runner import GraphRunner
+
+    model, tok, cfg = mixed_endings
+    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    shrinks = []
+
+    def graph_runner(state, cfg):
+        runner = GraphRunner(para.step, state, bucket=1, capture=False)
+        runner.worth_shrinking = lambda done, sentences: shrinks.append((done, sentences)) or done == sentences
+        return runner
+
+    monkeypatch.setattr(para, "runner", graph_runner)
+    got = para._decode_batch(_requests(), cfg, 0)
+    assert any(done < sentences for done, sentences in shrinks)  # some were done early and stayed
+    assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
+    for got_beams, expected_beams in zip(got, expected):
+        assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("family", ["t5", "bart"])
 def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family):

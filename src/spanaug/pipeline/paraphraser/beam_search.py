@@ -12,11 +12,16 @@ length limits apply, so on the same model the beams and scores are ``generate``'
 What differs is what it keeps and moves:
 
 * the cross-attention state is per sentence and never reordered (see :mod:`.decoder_step`);
-* a beam reorder copies each layer's self-attention history ``[0, t]`` in one gather;
+* a beam reorder copies each layer's self-attention history in one gather;
+* a whole step (the decoder, the constraints, the selection and the bookkeeping of finished
+  hypotheses) updates the search's tensors in place and reads its position from the runner, so
+  that a runner can replay it from a CUDA graph (:mod:`.step_runner`): on a GPU the host then
+  launches one graph a step instead of several hundred kernels;
 * a sentence whose hypotheses can no longer change leaves the batch, so the step shrinks as
   sentences finish (``generate`` keeps decoding them until the whole batch is done); this is
   checked every ``sync_every`` steps (every graph bucket when the step is replayed from CUDA
-  graphs, :mod:`.step_runner`), the only host synchronisation of the loop;
+  graphs), the only host synchronisation of the loop; a sentence that is done but still in the
+  batch takes no new hypotheses, so its beams are the same whenever it leaves;
 * on ``fuse_constraints`` the bans are applied to the logits before the one log-softmax, which is
   the renormalised distribution the processor computes after it, one pass over the vocabulary
   fewer (used on GPUs; on CPU the order is ``generate``'s, so scores agree to the last bit).
@@ -33,6 +38,7 @@ import dataclasses
 
 import torch
 
+from spanaug.pipeline.paraphraser.decoder_step import Position
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
 from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
 
@@ -54,7 +60,8 @@ class SearchSettings:
 
 @dataclasses.dataclass
 class _Beams:
-    """Per active sentence: running and finished beams (``[B, W, ...]``), and who they are."""
+    """Per active sentence: running and finished beams (``[B, W, ...]``), and who they are. A step
+    updates them in place (a replayed graph reads and writes the same tensors every step)."""
 
     ids: torch.Tensor  # [B] original sentence index
     limits: torch.Tensor  # [B] new-token limit
@@ -64,6 +71,7 @@ class _Beams:
     finished_scores: torch.Tensor  # [B, W]
     is_finished: torch.Tensor  # [B, W] bool
     improvable: torch.Tensor  # [B, 1] bool (transformers' is_early_stop_heuristic_unsatisfied)
+    done: torch.Tensor  # [B] bool: no hypothesis of the sentence can change any more
 
     def select(self, keep: torch.Tensor) -> _Beams:
         return _Beams(*(t.index_select(0, keep) for t in dataclasses.astuple(self)))
@@ -73,6 +81,57 @@ def _gather(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     while index.dim() < t.dim():
         index = index.unsqueeze(-1)
     return torch.take_along_dim(t, index, dim=1)
+
+
+class _Step:
+    """One step of the search, in place on ``beams``: what a runner runs eagerly or replays."""
+
+    def __init__(self, beams: _Beams, settings: SearchSettings, processor: TensorBannedSequences | None, runner):
+        self.beams, self.settings, self.processor, self.runner = beams, settings, processor, runner
+        w = settings.beams
+        self.top_w = torch.arange(2 * w, device=beams.running.device) < w  # only the first `beams` may finish
+
+    def __call__(self, s: int | Position) -> None:
+        beams, settings, w = self.beams, self.settings, self.settings.beams
+        n = beams.running.shape[0]
+        if isinstance(s, Position):  # the position is a device tensor: the step reads it there
+            t = s.t
+            tokens = beams.running.index_select(2, t.view(1)).reshape(-1)
+            history, last, first = beams.running.view(n * w, -1), t, False
+            cur: int | torch.Tensor = t + 1
+        else:
+            cur = s + 1  # tokens so far, the start token included
+            tokens = beams.running[:, :, s].reshape(-1)
+            history, last, first = beams.running[:, :, :cur].reshape(n * w, cur), None, s == 0
+        logits = self.runner.decode(tokens, s)  # [n * w, V]
+        vocab = logits.shape[-1]
+        log_probs = _next_log_probs(logits, history, last, first, settings, self.processor)
+        log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
+        # c. the 2W best continuations
+        top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
+        top_seqs = _gather(beams.running, parent)
+        if isinstance(cur, int):
+            top_seqs[:, :, cur] = token
+        else:
+            top_seqs.index_copy_(2, cur.view(1), token[:, :, None])
+        # d. which of them end here: EOS, or the sentence's own length limit
+        ends = (token == settings.eos_token) | (beams.limits[:, None] <= cur)
+        # e. the W best that run on
+        run_scores = top_scores + ends.float() * NEG
+        nxt = torch.topk(run_scores, k=w).indices
+        beams.running.copy_(_gather(top_seqs, nxt))
+        beams.running_scores.copy_(_gather(run_scores, nxt))
+        rows = (torch.arange(n, device=nxt.device)[:, None] * w + _gather(parent, nxt)).reshape(-1)
+        self.runner.reorder(rows, cur)
+        # f. finished hypotheses (transformers' _update_finished_beams); a sentence already done
+        # takes none (it may run on until the host next looks)
+        _update_finished(beams, top_seqs, top_scores, ends & self.top_w & ~beams.done[:, None], cur, settings)
+        # g. can a running beam still beat the worst finished one? (transformers' early-stop heuristic)
+        length = cur if isinstance(cur, int) else cur.float()
+        best_running = beams.running_scores[:, :1] / (length**settings.length_penalty)
+        worst = torch.where(beams.is_finished, beams.finished_scores.min(dim=1, keepdim=True).values, NEG)
+        beams.improvable &= (best_running > worst).any(dim=-1, keepdim=True)
+        beams.done |= beams.is_finished.all(dim=1) | ~beams.improvable[:, 0] | ends.all(dim=1)
 
 
 @torch.inference_mode()
@@ -103,45 +162,21 @@ def beam_search(
         finished_scores=torch.full((b, w), NEG, device=device),
         is_finished=torch.zeros((b, w), dtype=torch.bool, device=device),
         improvable=torch.ones((b, 1), dtype=torch.bool, device=device),
+        done=torch.zeros(b, dtype=torch.bool, device=device),
     )
     out_tokens = beams.finished.clone()
     out_scores = beams.finished_scores.clone()
-    top_w = torch.arange(2 * w, device=device) < w  # only the first `beams` candidates may finish
+    step = _Step(beams, settings, processor, runner)
     for s in range(steps):
-        cur = s + 1  # tokens so far, the start token included
-        n = beams.ids.shape[0]
-        logits = runner(beams.running[:, :, s].reshape(-1), s)  # [n * w, V]
-        vocab = logits.shape[-1]
-        history = beams.running[:, :, :cur].reshape(n * w, cur)
-        log_probs = _next_log_probs(logits, history, s, settings, processor)
-        log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
-        # c. the 2W best continuations
-        top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
-        top_seqs = _gather(beams.running, parent)
-        top_seqs[:, :, cur] = token
-        # d. which of them end here: EOS, or the sentence's own length limit
-        ends = (token == settings.eos_token) | (beams.limits[:, None] <= cur)
-        # e. the W best that run on
-        run_scores = top_scores + ends.float() * NEG
-        nxt = torch.topk(run_scores, k=w).indices
-        beams.running = _gather(top_seqs, nxt)
-        beams.running_scores = _gather(run_scores, nxt)
-        rows = (torch.arange(n, device=device)[:, None] * w + _gather(parent, nxt)).reshape(-1)
-        runner.reorder(rows, cur)
-        # f. finished hypotheses (transformers' _update_finished_beams)
-        _update_finished(beams, top_seqs, top_scores, ends & top_w, cur, settings)
-        # g. can a running beam still beat the worst finished one? (transformers' early-stop heuristic)
-        best_running = beams.running_scores[:, :1] / (cur**settings.length_penalty)
-        worst = torch.where(beams.is_finished, beams.finished_scores.min(dim=1, keepdim=True).values, NEG)
-        beams.improvable &= (best_running > worst).any(dim=-1, keepdim=True)
-        done = beams.is_finished.all(dim=1) | ~beams.improvable[:, 0] | ends.all(dim=1)
+        runner.run(step, s)
         if s == steps - 1 or (s + 1) % sync_every == 0:
-            beams, processor = _retire(beams, done, runner, processor, out_tokens, out_scores, cur)
-            if beams is None:
-                break
-    if beams is not None:
-        out_tokens.index_copy_(0, beams.ids, beams.finished)
-        out_scores.index_copy_(0, beams.ids, beams.finished_scores)
+            kept = _retire(step.beams, runner, step.processor, out_tokens, out_scores, s + 1)
+            if kept is None:
+                return out_tokens, out_scores
+            if kept[0] is not step.beams:
+                step = _Step(kept[0], settings, kept[1], runner)
+    out_tokens.index_copy_(0, step.beams.ids, step.beams.finished)
+    out_scores.index_copy_(0, step.beams.ids, step.beams.finished_scores)
     return out_tokens, out_scores
 
 
@@ -164,30 +199,32 @@ def _top_continuations(
 def _next_log_probs(
     logits: torch.Tensor,
     history: torch.Tensor,
-    s: int,
+    last: torch.Tensor | None,
+    first: bool,
     settings: SearchSettings,
     processor: TensorBannedSequences | None,
 ) -> torch.Tensor:
-    """Log-probabilities of the next token under the constraints, renormalised over what they leave."""
-    if settings.forced_bos_token is not None and s == 0:
+    """Log-probabilities of the next token under the constraints, renormalised over what they leave.
+    ``history`` holds each row's tokens up to ``last`` (a device position), or exactly its tokens."""
+    if settings.forced_bos_token is not None and first:
         forced = torch.full_like(logits, float("-inf"))
         forced[:, settings.forced_bos_token] = 0.0
         logits = forced
     if processor is not None and settings.fuse_constraints:
         processor.renormalize = False
-        return torch.log_softmax(processor(history, logits), dim=-1)
+        return torch.log_softmax(processor.ban(history, logits, last), dim=-1)
     log_probs = torch.log_softmax(logits, dim=-1)
     if processor is not None:
         processor.renormalize = True
-        log_probs = processor(history, log_probs)
+        log_probs = processor.ban(history, log_probs, last)
     return log_probs
 
 
 def _update_finished(
-    beams: _Beams, top_seqs: torch.Tensor, top_scores: torch.Tensor, just: torch.Tensor, cur: int, settings
+    beams: _Beams, top_seqs: torch.Tensor, top_scores: torch.Tensor, just: torch.Tensor, cur, settings
 ) -> None:
     w = settings.beams
-    length = cur  # generated tokens, the new one included (the start token is the prompt)
+    length = cur if isinstance(cur, int) else cur.float()  # generated tokens, the new one included
     scores = top_scores / (length**settings.length_penalty)
     full = beams.is_finished.all(dim=-1, keepdim=True)
     scores = scores + full.float() * NEG + (~beams.improvable).float() * NEG + (~just).float() * NEG
@@ -195,29 +232,31 @@ def _update_finished(
     merged_scores = torch.cat((beams.finished_scores, scores), dim=1)
     merged_done = torch.cat((beams.is_finished, just), dim=1)
     best = torch.topk(merged_scores, k=w).indices
-    beams.finished = _gather(merged_seqs, best)
-    beams.finished_scores = _gather(merged_scores, best)
-    beams.is_finished = _gather(merged_done, best)
+    beams.finished.copy_(_gather(merged_seqs, best))
+    beams.finished_scores.copy_(_gather(merged_scores, best))
+    beams.is_finished.copy_(_gather(merged_done, best))
 
 
 def _retire(
     beams: _Beams,
-    done: torch.Tensor,
     runner: EagerRunner | GraphRunner,
     processor: TensorBannedSequences | None,
     out_tokens: torch.Tensor,
     out_scores: torch.Tensor,
     upto: int,
-) -> tuple[_Beams | None, TensorBannedSequences | None]:
-    """Store the sentences that are done and drop them from the batch (one host synchronisation)."""
-    done_idx = done.nonzero().squeeze(-1)
-    if done_idx.numel() == 0:
+) -> tuple[_Beams, TensorBannedSequences | None] | None:
+    """Store the sentences that are done and drop them from the batch when the runner finds it
+    worth it (one host synchronisation); None once every sentence is done."""
+    done = beams.done
+    n_done = int(done.sum())
+    if n_done == 0 or (n_done < done.shape[0] and not runner.worth_shrinking(n_done, done.shape[0])):
         return beams, processor
+    done_idx = done.nonzero().squeeze(-1)
     out_tokens.index_copy_(0, beams.ids[done_idx], beams.finished[done_idx])
     out_scores.index_copy_(0, beams.ids[done_idx], beams.finished_scores[done_idx])
+    if n_done == done.shape[0]:
+        return None
     keep = (~done).nonzero().squeeze(-1)
-    if keep.numel() == 0:
-        return None, processor
     runner.keep(keep, upto)
     if processor is not None:
         processor = processor.select(keep)

@@ -11,7 +11,8 @@ and LM head), with two differences in how the state is kept:
 * the self-attention keys and values live in a preallocated tensor
   ``[layers, 2, rows, H, max_len, d]`` (a static cache); a step writes position ``t`` and attends
   to ``[0, t]``, and a beam reorder gathers positions ``[0, t]`` of all layers, in one kernel,
-  into a second such tensor, which then serves as the cache (the two swap: no copy back).
+  into a second such tensor, which then serves as the cache (the two swap: no copy back; a CUDA
+  graph, whose addresses are fixed, is captured once for each direction).
 
 The families are T5 (and mT5) and the BART family (BART, mBART, Pegasus, Marian). Each adapter's
 arithmetic is checked against the model's own forward pass by :func:`check_against_model` (the
@@ -50,12 +51,18 @@ class StepState:
     def sentences(self) -> int:
         return self.cross_bias.shape[0]
 
-    def _gather_rows(self, rows: torch.Tensor, upto: int) -> None:
-        """Row ``r`` of the cache becomes row ``rows[r]``'s history ``[0, upto)``, for every layer, in
-        one gather from one buffer into the other (no copy back)."""
+    def gather_into_spare(self, rows: torch.Tensor, upto: int) -> None:
+        """Row ``r`` of the spare buffer becomes row ``rows[r]``'s history ``[0, upto)``, for every
+        layer, in one gather; :meth:`swap` then makes it the cache (no copy back)."""
         n = rows.shape[0]
         torch.index_select(self.self_kv[:, :, :, :, :upto], 2, rows, out=self.spare[:, :, :n, :, :upto])
+
+    def swap(self) -> None:
         self.self_kv, self.spare = self.spare, self.self_kv
+
+    def _gather_rows(self, rows: torch.Tensor, upto: int) -> None:
+        self.gather_into_spare(rows, upto)
+        self.swap()
 
     def reorder(self, rows: torch.Tensor, upto: int) -> None:
         """Beam ``r`` continues beam ``rows[r]``."""

@@ -102,8 +102,14 @@ class TensorBannedSequences(LogitsProcessor):
         """Token comparisons per row and step (sum over length groups of ``M_L * (L - 1)``)."""
         return sum(pre.shape[1] * pre.shape[2] for pre, _, _ in self.groups.values())
 
-    def banned_candidates(self, input_ids: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Per row, the candidate tokens ``[R, K]`` and whether each is banned now ``[R, K]``."""
+    def banned_candidates(
+        self, input_ids: torch.Tensor, width: int, last: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Per row, the candidate tokens ``[R, K]`` and whether each is banned now ``[R, K]``.
+
+        ``input_ids`` is each row's history; with ``last`` (a 0-d device tensor) it is a fixed-width
+        buffer whose tokens end at position ``last``, read without a host synchronisation (a step
+        replayed from a CUDA graph has one shape for every position)."""
         rows, cur = input_ids.shape
         n = self.n_sentences
         if n == 0 or rows % n:
@@ -115,10 +121,15 @@ class TensorBannedSequences(LogitsProcessor):
             tokens.append(self.single_tokens[:, None, :].expand(n, per, s))
             banned.append(self.single_valid[:, None, :].expand(n, per, s))
         for p, (prefixes, lasts, valid) in self.groups.items():
-            if p > cur:  # the history is shorter than the prefix: nothing can match yet
-                continue
-            history = input_ids[:, cur - p :].reshape(n, per, 1, p)
-            match = (history == prefixes[:, None]).all(-1) & valid[:, None]  # [n, per, M]
+            if last is None:
+                if p > cur:  # the history is shorter than the prefix: nothing can match yet
+                    continue
+                history = input_ids[:, cur - p :]
+            else:  # the p tokens ending at `last`; none match while the history is shorter than p
+                where = last - (p - 1) + torch.arange(p, device=input_ids.device)
+                history = input_ids.index_select(1, where.clamp(min=0))
+                valid = valid & (last >= p - 1)
+            match = (history.reshape(n, per, 1, p) == prefixes[:, None]).all(-1) & valid[:, None]  # [n, per, M]
             tokens.append(lasts[:, None, :].expand_as(match))
             banned.append(match)
         if not tokens:
@@ -129,7 +140,12 @@ class TensorBannedSequences(LogitsProcessor):
         return tok, ban & (tok < limit)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        found = self.banned_candidates(input_ids, scores.shape[1])
+        return self.ban(input_ids, scores)
+
+    def ban(self, input_ids: torch.Tensor, scores: torch.Tensor, last: torch.Tensor | None = None) -> torch.Tensor:
+        """The scores with each row's banned tokens at -inf (in place); ``last`` as in
+        :meth:`banned_candidates`."""
+        found = self.banned_candidates(input_ids, scores.shape[1], last)
         if found is None:
             return scores
         tok, ban = found

@@ -44,8 +44,9 @@ UNSUPPORTED_GENERATION = {
     "force_words_ids": (None, []),
 }
 
-#: Steps between the host's looks at which sentences are done, on GPUs (on CPU every step: there
-#: a look costs nothing, and a finished sentence leaves at once).
+#: Steps between the host's looks at which sentences are done, on GPUs without CUDA graphs (with
+#: them, every graph bucket; on CPU every step: there a look costs nothing, and a finished sentence
+#: leaves at once).
 GPU_SYNC_EVERY = 4
 
 #: Self-check of the family adapter against the model's own forward pass when a model loads:

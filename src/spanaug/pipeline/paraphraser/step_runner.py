@@ -1,27 +1,33 @@
-"""How beam search runs a decoder step: eagerly, or replayed from CUDA graphs.
+"""How beam search runs its steps: eagerly, or replayed from CUDA graphs.
 
-A T5-base decoder step is several hundred kernels. On a GPU the host takes longer to launch them,
-one by one from Python, than the GPU takes to run them (measured on an H100: 16 ms per step for
-160 decoder rows, where the kernels themselves took a few), so the GPU waits. A CUDA graph
-launches the whole step at once. It replays fixed shapes and addresses, so :class:`GraphRunner`
+A step of beam search on a T5-base is several hundred kernels for the decoder and about two hundred
+more for the constraints, the selection and the bookkeeping of finished hypotheses. On a GPU the
+host takes longer to launch them one by one from Python than the GPU takes to run them (measured
+on an H100 under iteration 10's constraints: the GPU idle half of each step; with only the decoder
+in a graph, constrained decoding still took twice as long as unconstrained). A CUDA graph launches
+a whole step at once. It replays fixed shapes and addresses, so :class:`GraphRunner`
 
-* keeps the step's inputs (the tokens, the position ``t``, the beams' parent rows) in buffers
-  that the graph reads, and ``t`` on the device;
-* attends to a fixed span of cache positions (the next multiple of ``bucket``; later positions
-  are masked, see :class:`~.decoder_step.Position`), so one graph serves ``bucket`` steps;
-* moves the beam reorder into the step: the graph first gathers every row's history from the
-  row its beam continues;
-* captures anew when sentences leave the batch (the row count changes), which beam search does
-  only every ``bucket`` steps in this mode.
+* gives the step its position as a device tensor ``t`` (a :class:`~.decoder_step.Position`), so
+  the same graph serves every position of a bucket;
+* has the decoder attend to a fixed span of cache positions (the next multiple of ``bucket``;
+  later positions are masked), so one graph serves ``bucket`` steps;
+* captures one graph per span and per direction of the beam reorder: the reorder gathers the
+  cache into its spare buffer and the two swap after the replay, so the next step replays the
+  graph captured the other way round (no copy back);
+* runs the first step of a batch eagerly, and the second on a side stream before any capture (the
+  kernels are loaded and the libraries' handles made outside a capture); captures anew only when
+  sentences leave the batch, which it allows when enough of them are done
+  (:meth:`GraphRunner.worth_shrinking`): each capture costs the host about one eager step.
 
-:class:`EagerRunner` runs the same step without graphs (the CPU, and the fallback when a capture
-fails). ``GraphRunner(capture=False)`` runs the graph's body eagerly, which is how the tests check
-its arithmetic on the CPU.
+:class:`EagerRunner` runs the same steps without graphs (the CPU, and the fallback when a capture
+fails). ``GraphRunner(capture=False)`` runs the graphs' steps eagerly, which is how the tests check
+their arithmetic on the CPU.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 
@@ -32,48 +38,58 @@ log = logging.getLogger(__name__)
 #: Steps one graph serves (the attended span grows by this much from one graph to the next).
 GRAPH_BUCKET = 16
 
+#: With CUDA graphs, sentences leave the batch once this share of it is done (or all of it): each
+#: leaving makes the next steps capture new graphs, which costs more than a few done rows.
+GRAPH_SHRINK_SHARE = 0.125
+
+#: One step of beam search, in place: called with an int step (eager) or a device Position.
+SearchStep = Callable[[int | Position], None]
+
 
 class EagerRunner:
-    """The decoder step, launched op by op."""
+    """The steps launched op by op."""
 
     sync_every: int | None = None  # beam search's own default
 
     def __init__(self, step: DecoderStep, state: StepState):
         self.step, self.state = step, state
 
-    def __call__(self, tokens: torch.Tensor, s: int) -> torch.Tensor:
+    def run(self, search_step: SearchStep, s: int) -> None:
+        search_step(s)
+
+    def decode(self, tokens: torch.Tensor, s: int | Position) -> torch.Tensor:
         return self.step(tokens, s, self.state)
 
-    def reorder(self, rows: torch.Tensor, upto: int) -> None:
+    def reorder(self, rows: torch.Tensor, upto: int | torch.Tensor) -> None:
         self.state.reorder(rows, upto)
 
     def keep(self, sentences: torch.Tensor, upto: int) -> None:
         self.state.keep(sentences, upto)
 
+    def worth_shrinking(self, done: int, sentences: int) -> bool:
+        return True
 
-class GraphRunner:
-    """The decoder step replayed from CUDA graphs, one per (rows, span)."""
+
+class GraphRunner(EagerRunner):
+    """The steps replayed from CUDA graphs, one per (span, reorder direction) and batch of rows."""
 
     #: Set once a capture failed in this process: later runners run eagerly from the start.
     disabled = False
 
     def __init__(self, step: DecoderStep, state: StepState, bucket: int = GRAPH_BUCKET, capture: bool = True):
-        self.step, self.state, self.bucket = step, state, bucket
+        super().__init__(step, state)
+        self.bucket = bucket
         self.capture = capture and not GraphRunner.disabled
         self.sync_every = bucket
         self.max_len = state.self_kv.shape[4]
+        self.span_now: int | None = None
         self.warm = False
-        self._buffers()
+        self._new_generation()
 
-    def _buffers(self) -> None:
-        """Inputs the graphs read, for the current rows; graphs of other row counts are dropped."""
-        rows = self.state.sentences * self.state.beams
-        device = self.state.self_kv.device
-        self.tokens = torch.zeros(rows, dtype=torch.long, device=device)
-        self.t = torch.zeros((), dtype=torch.long, device=device)
-        self.identity = torch.arange(rows, device=device)
-        self.parents = self.identity.clone()
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
+    def _new_generation(self) -> None:
+        """The position buffer the graphs read and no graphs: the rows changed, or the batch is new."""
+        self.t = torch.zeros((), dtype=torch.long, device=self.state.self_kv.device)
+        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
         # A fresh memory pool for each generation of graphs: the graphs of a pool are replayed in the
         # order they were captured, as sharing requires, and a pool whose graphs were all freed
         # cannot take a capture again (on an H100, torch 2.11 stopped on an internal assert when
@@ -83,52 +99,54 @@ class GraphRunner:
     def span(self, s: int) -> int:
         return min(self.max_len, (s // self.bucket + 1) * self.bucket)
 
-    def _body(self, span: int) -> torch.Tensor:
-        """What a graph holds: the pending beam reorder, then the decoder step at position ``t``."""
-        view = self.state.self_kv[:, :, : self.parents.shape[0], :, :span]
-        view.copy_(view.index_select(2, self.parents))
-        return self.step(self.tokens, Position(self.t, span), self.state)
-
-    def __call__(self, tokens: torch.Tensor, s: int) -> torch.Tensor:
-        self.tokens.copy_(tokens)
+    def run(self, search_step: SearchStep, s: int) -> None:
+        if s == 0:  # eagerly, as on CPU: the first step may force a token (forced_bos_token)
+            search_step(s)
+            return
         self.t.fill_(s)
-        span = self.span(s)
-        if self.capture and span not in self.graphs:
-            self._capture(span)
-        if self.capture:
-            graph, logits = self.graphs[span]
-            graph.replay()
+        self.span_now = self.span(s)
+        key = (self.span_now, self.state.self_kv.data_ptr())
+        if self.capture and not self.warm:
+            self._warm_up(search_step)  # runs this step
         else:
-            logits = self._body(span)
-        self.parents.copy_(self.identity)  # until beam search reorders again
-        return logits
+            if self.capture and key not in self.graphs:
+                self._capture(key, search_step)
+            if key in self.graphs:
+                self.graphs[key].replay()
+            else:  # without graphs, or a capture failed
+                search_step(Position(self.t, self.span_now))
+        self.state.swap()  # the reorder wrote into the spare buffer
 
-    def _capture(self, span: int) -> None:
-        pending = self.parents.clone()
-        self.parents.copy_(self.identity)  # the warm-up must not apply the reorder: the replay will
+    def _warm_up(self, search_step: SearchStep) -> None:
+        """The batch's first graph-shaped step, run on a side stream: the kernels it uses are loaded
+        and the libraries' lazily made handles and workspaces exist before any capture."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            search_step(Position(self.t, self.span_now))
+        torch.cuda.current_stream().wait_stream(side)
+        self.warm = True
+
+    def _capture(self, key: tuple[int, int], search_step: SearchStep) -> None:
         try:
-            if not self.warm:  # once per batch: lazily built tables and library handles, outside any capture
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    self._body(span)
-                torch.cuda.current_stream().wait_stream(side)
-                self.warm = True
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self.pool):
-                logits = self._body(span)
-            self.graphs[span] = (graph, logits)
+                search_step(Position(self.t, self.span_now))
+            self.graphs[key] = graph
         except RuntimeError as err:  # a step this torch cannot capture: decode eagerly, say so once
             log.warning("static backend: CUDA graph capture failed (%s); decoding without graphs", err)
             GraphRunner.disabled = True
             self.capture = False
-        self.parents.copy_(pending)
 
-    def reorder(self, rows: torch.Tensor, upto: int) -> None:
-        self.parents.copy_(rows)
+    def reorder(self, rows: torch.Tensor, upto: int | torch.Tensor) -> None:
+        if isinstance(upto, int):  # an eager step
+            self.state.reorder(rows, upto)
+        else:  # a graph's step: into the spare buffer, which run() swaps in once the step ran
+            self.state.gather_into_spare(rows, self.span_now)
 
     def keep(self, sentences: torch.Tensor, upto: int) -> None:
-        # The pending reorder first (eagerly), then the rows of the sentences kept; new graphs follow.
-        self.state.reorder(self.parents, upto)
         self.state.keep(sentences, upto)
-        self._buffers()
+        self._new_generation()
+
+    def worth_shrinking(self, done: int, sentences: int) -> bool:
+        return not self.capture or done >= GRAPH_SHRINK_SHARE * sentences
