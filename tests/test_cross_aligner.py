@@ -1,20 +1,32 @@
 """The cross-encoder span aligner (aligner kind 'cross'), on a tiny random encoder."""
 
+import itertools
 import json
+import os
 
 import pytest
 import torch
 from conftest import WORDS, assert_batches_predict_as_one_pair_at_a_time, assert_bf16_agrees, copy_task, mixed_pairs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spanaug.cli.main import main
 from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
+from spanaug.core.calibration import platt
 from spanaug.core.metrics import null_share, span_metrics
-from spanaug.pipeline.aligner.cross_inputs import Batch, collate, target_distribution
+from spanaug.pipeline.aligner.cross_inputs import (
+    Batch,
+    Encoded,
+    collate,
+    padded_logits,
+    split_scores,
+    target_distribution,
+)
 from spanaug.pipeline.aligner.cross_model import CrossAligner, fit_temperature
 from spanaug.pipeline.aligner.cross_training import _fit_calibration, train_cross_aligner
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.loading import AutoAligner, aligner_kind
-from spanaug.pipeline.aligner.model import candidate_spans
+from spanaug.pipeline.aligner.model import candidate_spans, top_indices
 
 # Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
 # wait on each other's OpenMP barriers (a tiny decode ran 40 times slower on a busy 2-core machine).
@@ -453,3 +465,128 @@ def test_collate_builds_the_batch_written_one_element_at_a_time(tiny_encoder, po
         for name in ("ids", "types", "mask", "word_pool", "query_pool", "source_pool", "item", "cands", "length_diff"):
             a, b = getattr(got, name), getattr(want, name)
             assert a.dtype == b.dtype and torch.equal(a, b), name
+
+
+@st.composite
+def encoded(draw):
+    """A made-up ``Encoded``: [CLS], context, [S] source words [/S], context, [SEP], target words, [SEP],
+    words of 1 to 3 pieces."""
+    marked_start = 1 + draw(st.integers(0, 3))
+    ends = list(
+        itertools.accumulate(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)), initial=marked_start + 1)
+    )
+    target_start = ends[-1] + 2 + draw(st.integers(0, 3))
+    widths = draw(st.lists(st.integers(1, 3), min_size=1, max_size=8))
+    target_ends = list(itertools.accumulate(widths, initial=target_start))
+    n = target_ends[-1] + 1
+    return Encoded(
+        draw(st.lists(st.integers(5, 99), min_size=n, max_size=n)),
+        [0] * target_start + [1] * (n - target_start),
+        list(itertools.pairwise(target_ends)),
+        (marked_start, ends[-1]),
+        list(itertools.pairwise(ends)),
+        len(ends) - 1,
+        len(widths) + draw(st.integers(0, 2)),
+    )
+
+
+@settings(max_examples=int(os.environ.get("SPANAUG_FUZZ_EXAMPLES", "40")), deadline=None)
+@given(st.lists(encoded(), min_size=1, max_size=6), st.sampled_from(["first", "mean"]), st.integers(0, 3))
+def test_collate_from_flat_arrays_matches_the_reference(encs, pooling, k):
+    got = collate(encs, k, pooling, 3, torch.device("cpu"))
+    want = _collate_one_write_at_a_time(encs, k, pooling, 3)
+    assert got.counts == want.counts
+    for name in ("ids", "types", "mask", "word_pool", "query_pool", "source_pool", "item", "cands", "length_diff"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), name
+
+
+def _padded_logits_row_at_a_time(span, null, counts):
+    out = span.new_full((len(counts), 1 + max(counts, default=0)), float("-inf"))
+    out[:, 0] = null
+    offset = 0
+    for row, c in enumerate(counts):
+        out[row, 1 : 1 + c] = span[offset : offset + c]
+        offset += c
+    return out
+
+
+@pytest.mark.parametrize("counts", [[3], [0, 4, 1, 0, 7], [2, 2, 2], [0]])
+def test_padded_logits_and_split_scores_as_row_at_a_time(counts):
+    span = torch.randn(sum(counts), requires_grad=True)
+    null = torch.randn(len(counts))
+    item = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+    got = padded_logits(span, null, item, counts)
+    assert torch.equal(got, _padded_logits_row_at_a_time(span, null, counts))
+    got.masked_fill(got.isinf(), 0).sum().backward()  # training's loss reaches the span logits
+    assert torch.equal(span.grad, torch.ones_like(span))
+    cands = torch.arange(2 * sum(counts)).view(-1, 2)
+    batch = Batch(*[None] * 7, cands, None, counts)
+    out = [None] * (len(counts) + 1)
+    split_scores(batch, got.detach(), list(range(1, len(counts) + 1)), out)
+    offset = 0
+    for row, c in enumerate(counts):
+        assert torch.equal(out[row + 1][0], cands[offset : offset + c])
+        assert torch.equal(out[row + 1][1], got.detach()[row, : 1 + c])
+        offset += c
+
+
+def _probabilities_one_at_a_time(raw, temperature, scaling):
+    out = []
+    for item in raw:
+        if item is None or item[0].shape[0] == 0:
+            out.append((None, 0.0, 1.0))
+            continue
+        cands, logits = item
+        probs = torch.softmax(logits / temperature, dim=0)
+        best = int(probs[1:].argmax())
+        out.append(
+            ((int(cands[best, 0]), int(cands[best, 1])), platt(float(probs[1 + best]), scaling), float(probs[0]))
+        )
+    return out
+
+
+def _ranked_one_at_a_time(raw, top_k, threshold, temperature, scaling):
+    out = []
+    for item in raw:
+        if item is None or item[0].shape[0] == 0:
+            out.append(([], 0.0))
+            continue
+        cands, logits = item
+        probs = torch.softmax(logits / temperature, dim=0)
+        top = top_indices(probs[1:], top_k)
+        spans = [((int(cands[n, 0]), int(cands[n, 1])), platt(float(probs[1 + n]), scaling)) for n in top]
+        out.append((spans if float(probs[0]) < threshold else [], spans[0][1]))
+    return out
+
+
+def _random_raw(n, seed):
+    """Scores of ``n`` instances of 0 to 40 candidates, some unscorable, some with tied logits."""
+    gen = torch.Generator().manual_seed(seed)
+    raw = []
+    for k in range(n):
+        c = int(torch.randint(0, 41, (1,), generator=gen))
+        if k % 11 == 0:
+            raw.append(None)
+            continue
+        logits = torch.randn(1 + c, generator=gen) * (3.0 if k % 2 else 0.3)
+        if k % 5 == 0 and c > 3:
+            logits[2:4] = logits[1:2].max()  # ties with the best
+        raw.append((torch.randint(0, 30, (c, 2), generator=gen), logits))
+    return raw
+
+
+@pytest.mark.parametrize("calibration", [None, (1.3, -0.2)])
+def test_decisions_in_groups_equal_one_instance_at_a_time(tiny_encoder, calibration):
+    aligner = _aligner(tiny_encoder)
+    aligner.config.temperature, aligner.config.calibration = 0.73, calibration
+    raw = _random_raw(400, 1)
+    want = _probabilities_one_at_a_time(raw, 0.73, calibration)
+    assert aligner.probabilities(raw) == want
+    assert aligner.probabilities(raw, temperature=1.7) == _probabilities_one_at_a_time(raw, 1.7, None)
+    for threshold in (0.2, 0.9):
+        assert aligner.decide(raw, threshold=threshold) == [(s if q < threshold else None, p) for s, p, q in want]
+        for top_k in (1, 3, 50):
+            assert aligner.ranked(raw, top_k, threshold) == _ranked_one_at_a_time(
+                raw, top_k, threshold, 0.73, calibration
+            )

@@ -46,7 +46,7 @@ from spanaug.core.oom import split_on_oom
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import Candidates
-from spanaug.pipeline.aligner.model import encoder_layers, top_indices
+from spanaug.pipeline.aligner.model import encoder_layers, top_indices_rows
 
 log = logging.getLogger(__name__)
 
@@ -261,13 +261,14 @@ class CrossAligner:
         query = torch.bmm(batch.query_pool.unsqueeze(1), hidden).squeeze(1)
         source = torch.bmm(batch.source_pool.unsqueeze(1), hidden).squeeze(1)
         span, null = self.head(words, query, source, hidden[:, 0], batch.item, batch.cands, batch.length_diff)
-        return padded_logits(span, null, batch.counts)
+        return padded_logits(span, null, batch.item, batch.counts)
 
     def collate(self, encs: Sequence[Encoded]) -> Batch:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         return collate(encs, self.config.k, self.config.pooling, pad, self.device)
 
     def encode(self, instances: Sequence[Instance]) -> tuple[list[Encoded | None], dict[str, int]]:
+        self.inputs.prepare(instances)  # the unseen words of all instances in one tokenizer call
         encs = [self.inputs.encode(i) for i in instances]
         stats = {
             "instances": len(encs),
@@ -346,17 +347,13 @@ class CrossAligner:
         """
         scaling = self.config.calibration if temperature is None else None
         temperature = self.config.temperature if temperature is None else temperature
-        out: list[tuple[tuple[int, int] | None, float, float]] = []
-        for item in raw:
-            if item is None or item[0].shape[0] == 0:
-                out.append((None, 0.0, 1.0))
-                continue
-            cands, logits = item
-            probs = torch.softmax(logits / temperature, dim=0)
-            best = int(probs[1:].argmax())
-            out.append(
-                ((int(cands[best, 0]), int(cands[best, 1])), platt(float(probs[1 + best]), scaling), float(probs[0]))
-            )
+        out: list[tuple[tuple[int, int] | None, float, float]] = [(None, 0.0, 1.0)] * len(raw)
+        for idx, cands, probs in softmax_by_length(raw, temperature):
+            best = probs[:, 1:].argmax(1)
+            spans = cands[torch.arange(len(idx)), best].tolist()
+            p_best = probs[:, 1:].gather(1, best.unsqueeze(1)).squeeze(1).tolist()
+            for n, (a, b), p, p_null in zip(idx, spans, p_best, probs[:, 0].tolist()):
+                out[n] = ((a, b), platt(p, scaling), p_null)
         return out
 
     def tune_threshold(
@@ -403,18 +400,15 @@ class CrossAligner:
         """Per instance, its ``top_k`` most probable spans (Platt-scaled probabilities, best first),
         none when the null option's probability reaches the threshold, and the best span's probability."""
         threshold = self.config.threshold if threshold is None else threshold
-        out: list[Candidates] = []
-        for item in raw:
-            if item is None or item[0].shape[0] == 0:
-                out.append(([], 0.0))
-                continue
-            cands, logits = item
-            probs = torch.softmax(logits / self.config.temperature, dim=0)
-            top = top_indices(probs[1:], top_k)
-            spans = [
-                ((int(cands[n, 0]), int(cands[n, 1])), platt(float(probs[1 + n]), self.config.calibration)) for n in top
-            ]
-            out.append((spans if float(probs[0]) < threshold else [], spans[0][1]))
+        scaling = self.config.calibration
+        out: list[Candidates] = [([], 0.0)] * len(raw)
+        for idx, cands, probs in softmax_by_length(raw, self.config.temperature):
+            top = torch.tensor(top_indices_rows(probs[:, 1:], top_k), dtype=torch.long)
+            spans = cands[torch.arange(len(idx)).unsqueeze(1), top].tolist()
+            p_top = probs[:, 1:].gather(1, top).tolist()
+            for n, row_spans, row_p, p_null in zip(idx, spans, p_top, probs[:, 0].tolist()):
+                scored = [((a, b), platt(p, scaling)) for (a, b), p in zip(row_spans, row_p)]
+                out[n] = (scored if p_null < threshold else [], scored[0][1])
         return out
 
     def predict(
@@ -440,6 +434,26 @@ class CrossAligner:
         best probability (each (pair, span) is its own encoder input: the span is marked in it)."""
         raw = self.raw_scores(instances, batch_size or self.predict_batch_size, progress)
         return self.ranked(raw, top_k, threshold)
+
+
+def softmax_by_length(
+    raw: Sequence[tuple[torch.Tensor, torch.Tensor] | None], temperature: float
+) -> list[tuple[list[int], torch.Tensor, torch.Tensor]]:
+    """The scored instances of ``raw`` grouped by their number of candidates: (their indices, candidates
+    [G, C, 2], softmax of logits / temperature [G, 1 + C], null first) per group.
+
+    One softmax per group, not per instance (a few torch calls a pair cost more than the head); rows of
+    one length, unpadded, so each row's probabilities are the ones its own softmax gives.
+    """
+    groups: dict[int, list[int]] = {}
+    for n, item in enumerate(raw):
+        if item is not None and item[0].shape[0]:
+            groups.setdefault(item[0].shape[0], []).append(n)
+    out = []
+    for idx in groups.values():
+        logits = torch.stack([raw[n][1] for n in idx])
+        out.append((idx, torch.stack([raw[n][0] for n in idx]), torch.softmax(logits / temperature, dim=1)))
+    return out
 
 
 # ---------------------------------------------------------------- calibration

@@ -403,6 +403,15 @@ def top_indices(scores: torch.Tensor, k: int) -> list[int]:
     return [best] + [n for n in rest if n != best][: k - 1]
 
 
+def top_indices_rows(scores: torch.Tensor, k: int) -> list[list[int]]:
+    """``top_indices`` of each row of ``scores`` [R, C], in one argmax and one topk."""
+    best = scores.argmax(1).tolist()
+    if k == 1:
+        return [[b] for b in best]
+    rest = torch.topk(scores, min(k, scores.shape[1]), dim=1).indices.tolist()
+    return [[b] + [n for n in r if n != b][: k - 1] for b, r in zip(best, rest)]
+
+
 def _top_candidates(
     scores: torch.Tensor, cands: torch.Tensor, counts: Sequence[int], top_k: int
 ) -> list[list[tuple[tuple[int, int], float]]]:
