@@ -162,6 +162,7 @@ def bench_decoding(
     rng: random.Random,
     max_new: int | None,
     reference: bool,
+    hf: bool = True,
 ) -> dict:
     """Seconds per method (hf: generate, static: the engine; unconstrained or under iteration i's
     constraints), each on the same batches, interleaved over ``repeats`` rounds; and how many of the
@@ -177,14 +178,16 @@ def bench_decoding(
         f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget:,} tokens x beams"
     )
     last = max(sets)
-    methods = [("hf unconstrained", None, None), (f"hf iter {last}", last, TensorBannedSequences)]
-    if reference:
+    methods = [("hf unconstrained", None, None), (f"hf iter {last}", last, TensorBannedSequences)] if hf else []
+    if reference and hf:
         methods += [(f"hf iter {last} reference", last, ReferenceBannedSequences)]
     methods += [("static unconstrained", None, None)] + [
         (f"static iter {it}", it, TensorBannedSequences) for it in sorted(sets)
     ]
-    if para.device.type == "cuda":  # what the CUDA graphs are worth
+    if para.device.type == "cuda":  # what the CUDA graphs and the ancestry kernel are worth
         methods += [(f"static iter {last} (no CUDA graphs)", last, TensorBannedSequences)]
+        if engine.uses_ancestry(cfg):
+            methods += [(f"static iter {last} (cache reordered)", last, TensorBannedSequences)]
     times: dict[str, list[float]] = defaultdict(list)
     outputs: dict[str, list] = {}
 
@@ -196,6 +199,7 @@ def bench_decoding(
             sync(para.device)
             start = time.perf_counter()
             c = dataclasses.replace(cfg, cuda_graphs=False) if "no CUDA graphs" in name else cfg
+            engine.ancestry = False if "cache reordered" in name else None
             ids = fn(backend, reqs, [limits[j] for j in b], c, processor)
             sync(para.device)
             total += time.perf_counter() - start
@@ -210,7 +214,7 @@ def bench_decoding(
         for name, it, proc in order:
             times[name].append(run(name, it, proc))
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    same = _same_top(para.tokenizer, outputs[f"hf iter {last}"], outputs[f"static iter {last}"])
+    same = _same_top(para.tokenizer, outputs[f"hf iter {last}"], outputs[f"static iter {last}"]) if hf else None
     widest = max(batches, key=len)
     for it in sorted(sets):
         proc = TensorBannedSequences(
@@ -395,7 +399,9 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     n = args.sentences or (256 if gpu else 6)
     budget = args.max_batch_tokens or default_max_batch_tokens(device, model.config, para.dtype)
     max_new = args.max_new_tokens or (None if gpu else 40)
-    res = bench_decoding(para, engine, rows, sets, n, budget, args.repeats, rng, max_new, args.reference)
+    res = bench_decoding(
+        para, engine, rows, sets, n, budget, args.repeats, rng, max_new, args.reference, not args.no_hf
+    )
     med = res["median"]
     for name_, t in med.items():
         print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
@@ -403,20 +409,27 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     ratios = {it: med[f"static iter {it}"] / med["static unconstrained"] for it in iterations}
     for it in iterations:
         print(f"iteration {it:>2}: static constrained/unconstrained time {ratios[it]:.2f}  [{name}]")
+    hf = "hf unconstrained" in med
     print(
         f"constrained/unconstrained time: {max(ratios.values()):.2f} (static, worst of iterations "
-        f"{', '.join(map(str, iterations))}); hf at iteration {last}: "
-        f"{med[f'hf iter {last}'] / med['hf unconstrained']:.2f}  [{name}]"
+        f"{', '.join(map(str, iterations))})"
+        + (f"; hf at iteration {last}: {med[f'hf iter {last}'] / med['hf unconstrained']:.2f}" if hf else "")
+        + f"  [{name}]"
     )
     print(
-        f"static/hf speed at iteration {last}: {med[f'hf iter {last}'] / med[f'static iter {last}']:.2f}x; "
-        f"static at iteration {last}: {n / med[f'static iter {last}']:.1f} sentences/s  [{name}]"
+        (
+            f"static/hf speed at iteration {last}: {med[f'hf iter {last}'] / med[f'static iter {last}']:.2f}x; "
+            if hf
+            else ""
+        )
+        + f"static at iteration {last}: {n / med[f'static iter {last}']:.1f} sentences/s  [{name}]"
     )
-    same_sentences, same_outputs, total = res["same_top"]
-    print(
-        f"hf and static outputs under iteration {last}'s constraints ({para.dtype}): top-3 identical for "
-        f"{same_sentences} of {n} sentences; {same_outputs} of {total} outputs identical at the same rank  [{name}]"
-    )
+    if res["same_top"] is not None:
+        same_sentences, same_outputs, total = res["same_top"]
+        print(
+            f"hf and static outputs under iteration {last}'s constraints ({para.dtype}): top-3 identical for "
+            f"{same_sentences} of {n} sentences; {same_outputs} of {total} outputs identical at the same rank  [{name}]"
+        )
     del para, model, engine
     if gpu:
         torch.cuda.empty_cache()
@@ -443,6 +456,7 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reference", action="store_true", help="also time generate with the host-side processor")
+    ap.add_argument("--no-hf", action="store_true", help="time the static backend only (not transformers' generate)")
     ap.add_argument(
         "--aligner-kind",
         choices=["paper", "cross"],

@@ -220,6 +220,38 @@ def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, mo
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
 
 
+@pytest.mark.parametrize("family", ["t5", "bart", "marian"])
+@pytest.mark.parametrize("graphed", [False, True], ids=["eager", "graph-shaped"])
+def test_reading_the_cache_through_the_beam_ancestry_gives_generates_beams(
+    family_models, mixed_endings, monkeypatch, family, graphed
+):
+    """The cache GPUs decode with: never reordered, read through the beam ancestry table (the
+    reference attention on the CPU, the Triton kernel on CUDA), eagerly and as a graph replays it,
+    sentences leaving included: generate's beams and scores."""
+    from spanaug.pipeline.paraphraser.step_runner import GraphRunner
+
+    model, tok, cfg = mixed_endings if family == "t5" else (*family_models(family, 1.6), DecodeSettings(beam_size=5))
+    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    para.ancestry = True
+    states = []
+    start = para.step.start
+    monkeypatch.setattr(para.step, "start", lambda *a, **k: states.append(start(*a, **k)) or states[-1])
+    moves, keeps = [], []
+    gather, keep = decoder_step.StepState.gather_into_spare, decoder_step.StepState.keep
+    monkeypatch.setattr(decoder_step.StepState, "gather_into_spare", lambda *a: moves.append(a[2]) or gather(*a))
+    monkeypatch.setattr(decoder_step.StepState, "keep", lambda *a: keeps.append(a[2]) or keep(*a))
+    if graphed:
+        monkeypatch.setattr(para, "runner", lambda state, cfg: GraphRunner(para.step, state, bucket=4, capture=False))
+    got = para._decode_batch(_requests(), cfg, 0)
+    searched = [s for s in states if s.beams == cfg.beam_size]  # not the load-time self-check's
+    assert searched and all(s.ancestry is not None for s in searched)
+    assert moves == keeps  # the cache moved only when sentences left the batch
+    assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
+    for got_beams, expected_beams in zip(got, expected):
+        assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
+
+
 def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkeypatch):
     """With CUDA graphs, sentences leave only once a share of the batch is done, and a done one may
     run on for many steps: the beams are still generate's when no sentence leaves before the whole
@@ -246,14 +278,18 @@ def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkey
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("family", ["t5", "bart"])
-def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family):
-    """The engine as backend auto runs it on a GPU (CUDA graphs, fused constraints, two-stage
-    selection), in float32 against generate on the same card."""
+@pytest.mark.parametrize("ancestry", [None, False], ids=["ancestry-kernel", "reordered-cache"])
+def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, ancestry):
+    """The engine as backend auto runs it on a GPU (CUDA graphs of whole steps, the cache read
+    through the beam ancestry by the Triton kernel, fused constraints, two-stage selection), and
+    with the cache reordered instead, in float32 against generate on the same card."""
     model, tok = family_models(family, 1.6)
     cuda = torch.device("cuda")
     cfg = DecodeSettings(beam_size=5, return_top=5)
     expected = Paraphraser(model, tok, cuda, torch.float32)._decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, cuda, torch.float32)
+    para.ancestry = ancestry
+    assert para.uses_ancestry(cfg) is (ancestry is None)
     from spanaug.pipeline.paraphraser.step_runner import GraphRunner
 
     state = para.step.start(torch.zeros(1, 1, model.config.d_model, device=cuda), torch.ones(1, 1, device=cuda), 5, 4)

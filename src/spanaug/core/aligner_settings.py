@@ -412,7 +412,7 @@ class AlignerSection(Settings):
     cross_domain: CrossDomainSettings | None = setting(
         None, "one recipe trained on each word-aligned corpus and on all, tested on each (null: off)"
     )
-    batch_size: int = setting(64, "sentence pairs per prediction batch", minimum=1)
+    batch_size: int = setting(256, "sentence pairs per prediction batch (length-sorted)", minimum=1)
     # Inference only: training keeps float32 weights, whatever this says.
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting(
         "auto", "the aligner's encoder at prediction: auto, bf16 (or fp16) on GPUs and fp32 on CPU"

@@ -26,6 +26,8 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
+from spanaug.pipeline.paraphraser import indirect_attention
+
 #: model_type -> pre-norm (True) or post-norm (False) decoder layers, for the BART family.
 BART_FAMILY_PRE_NORM = {"bart": False, "marian": False, "mbart": True, "pegasus": True}
 T5_FAMILY = {"t5", "mt5"}
@@ -46,6 +48,9 @@ class StepState:
     self_kv: torch.Tensor  # [L, 2, rows, H, max_len, d]: the cache the next step reads and writes
     spare: torch.Tensor  # the same shape: what a reorder writes into (then the two swap)
     beams: int
+    #: ``[rows, max_len]`` int32, or None: which beam of its sentence holds each row's history at
+    #: each position (:mod:`.indirect_attention`); the cache is then never reordered, only this.
+    ancestry: torch.Tensor | None = None
 
     @property
     def sentences(self) -> int:
@@ -66,13 +71,29 @@ class StepState:
 
     def reorder(self, rows: torch.Tensor, upto: int) -> None:
         """Beam ``r`` continues beam ``rows[r]``."""
-        self._gather_rows(rows, upto)
+        if self.ancestry is not None:
+            self.ancestry.copy_(self.ancestry.index_select(0, rows))
+        else:
+            self._gather_rows(rows, upto)
+
+    def reorder_in_graph(self, rows: torch.Tensor, span: int) -> None:
+        """The reorder of a step replayed from a CUDA graph: the ancestry in place, or the cache's
+        positions ``[0, span)`` into the spare buffer (:meth:`after_graph_step` swaps them in)."""
+        if self.ancestry is not None:
+            self.ancestry.copy_(self.ancestry.index_select(0, rows))
+        else:
+            self.gather_into_spare(rows, span)
+
+    def after_graph_step(self) -> None:
+        if self.ancestry is None:
+            self.swap()
 
     def keep(self, sentences: torch.Tensor, upto: int) -> None:
         """Keep only ``sentences`` (indices into the current batch), in that order, for the next steps."""
-        self._gather_rows(
-            (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).reshape(-1), upto
-        )
+        rows = (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).reshape(-1)
+        self._gather_rows(rows, upto)
+        if self.ancestry is not None:  # whole sentences move: their beams' indices stay valid
+            self.ancestry = self.ancestry.index_select(0, rows)
         self.cross_k = [k.index_select(0, sentences) for k in self.cross_k]
         self.cross_v = [v.index_select(0, sentences) for v in self.cross_v]
         self.cross_bias = self.cross_bias.index_select(0, sentences)
@@ -164,8 +185,11 @@ class DecoderStep:
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    def start(self, encoded: torch.Tensor, attention_mask: torch.Tensor, beams: int, max_len: int) -> StepState:
-        """The state of a batch: cross-attention keys and values per sentence, an empty self cache."""
+    def start(
+        self, encoded: torch.Tensor, attention_mask: torch.Tensor, beams: int, max_len: int, ancestry: bool = False
+    ) -> StepState:
+        """The state of a batch: cross-attention keys and values per sentence, an empty self cache
+        (read through a beam ancestry table with ``ancestry``, :mod:`.indirect_attention`)."""
         ks, vs = [], []
         for layer in self._layers():
             k_proj, v_proj = self._cross_projections(layer)
@@ -177,12 +201,20 @@ class DecoderStep:
         shape = (self.layers, 2, rows, self.heads, max_len, self.head_dim)
         # Zeros, not empty: a graphed step reads masked positions too, and 0 x NaN would be NaN.
         cache = torch.zeros(shape, dtype=encoded.dtype, device=encoded.device)
-        return StepState(ks, vs, bias, cache, torch.zeros_like(cache), beams)
+        table = torch.zeros((rows, max_len), dtype=torch.int32, device=encoded.device) if ancestry else None
+        return StepState(ks, vs, bias, cache, torch.zeros_like(cache), beams, table)
 
     def __call__(self, tokens: torch.Tensor, t: int | Position, state: StepState) -> torch.Tensor:
         """Float32 logits ``[rows, vocab]`` of the next token after ``tokens`` (the tokens at position ``t``)."""
         pos = t if isinstance(t, Position) else Position(t)
-        self._step_mask = pos.mask(tokens.device, state.self_kv.dtype)
+        if state.ancestry is not None:  # this step's keys and values are the row's own
+            own = torch.arange(tokens.shape[0], device=tokens.device, dtype=torch.int32) % state.beams
+            if pos.span is None:
+                state.ancestry[:, pos.t] = own
+            else:
+                state.ancestry.index_copy_(1, pos.index(), own[:, None])
+        else:
+            self._step_mask = pos.mask(tokens.device, state.self_kv.dtype)
         h = self._embed(tokens, pos)[:, None, :]  # [rows, 1, D]
         for i, layer in enumerate(self._layers()):
             h = self._layer(i, layer, h, pos, state)
@@ -198,6 +230,18 @@ class DecoderStep:
         else:  # the position is a device tensor: written without a host round-trip
             cache[i, 0, :rows].index_copy_(2, pos.index(), k)
             cache[i, 1, :rows].index_copy_(2, pos.index(), v)
+        if state.ancestry is not None:
+            out = indirect_attention.attend(
+                q[:, :, 0],
+                cache[i, 0, :rows],
+                cache[i, 1, :rows],
+                state.ancestry,
+                pos.t,
+                state.beams,
+                self._ancestry_bias,
+                q.shape[-1] ** -0.5 if scale is None else scale,
+            )
+            return out.reshape(rows, 1, -1)
         keys, values = cache[i, 0, :rows, :, : pos.keys], cache[i, 1, :rows, :, : pos.keys]
         out = self.attend(q, keys, values, bias, scale)
         return out.transpose(1, 2).reshape(rows, 1, -1)
@@ -209,6 +253,12 @@ class DecoderStep:
         q = q.view(b, w, self.heads, -1).transpose(1, 2)  # [B, H, W, d]
         out = self.attend(q, state.cross_k[i], state.cross_v[i], state.cross_bias, scale)  # [B, H, W, d]
         return out.transpose(1, 2).reshape(rows, 1, -1)
+
+    #: The self-attention bias ``[H, max_len]`` of this step's query when reading through the ancestry.
+    _ancestry_bias: torch.Tensor | None = None
+    #: This step's additive self-attention bias or mask over the cache positions it attends to.
+    _step_bias: torch.Tensor | None = None
+    _step_mask: torch.Tensor | None = None
 
     #: How attention is computed: "matmul" (two batched products over the cache's strided views,
     #: softmax in float32 as transformers' eager attention) or "sdpa" (torch's fused kernels).
@@ -265,7 +315,9 @@ class T5Step(DecoderStep):
         # The position bias of step t is the same in every layer: sliced once per step.
         pos = t if isinstance(t, Position) else Position(t)
         table = self.position_bias(state.self_kv.shape[4], tokens.device, state.self_kv.dtype)
-        if pos.span is None:
+        if state.ancestry is not None:  # the kernel reads positions [0, t] of the query's row
+            self._ancestry_bias = table[:, pos.t] if pos.span is None else table.index_select(1, pos.index())[:, 0]
+        elif pos.span is None:
             self._step_bias = table[None, :, pos.t : pos.t + 1, : pos.t + 1]
         else:
             mask = pos.mask(tokens.device, table.dtype)

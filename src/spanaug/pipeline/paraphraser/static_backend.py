@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from spanaug.core.config import DecodeSettings
-from spanaug.pipeline.paraphraser import decoder_step
+from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
@@ -129,9 +129,21 @@ class StaticParaphraser(Paraphraser):
         vocab = self.model.config.vocab_size
         processor = TensorBannedSequences(banned, vocab, self.device) if banned is not None else None
         encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
-        state = self.step.start(encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits))
+        state = self.step.start(
+            encoded, enc["attention_mask"], beams=cfg.beam_size, max_len=max(limits), ancestry=self.uses_ancestry(cfg)
+        )
         limit_tensor = torch.tensor(limits, dtype=torch.long, device=self.device)
         return beam_search(self.runner(state, cfg), limit_tensor, self.search_settings(cfg), processor)
+
+    #: Read the self-attention cache through a beam ancestry table (:mod:`.indirect_attention`)
+    #: instead of reordering it: None decides (with CUDA graphs, where the kernel runs).
+    ancestry: bool | None = None
+
+    def uses_ancestry(self, cfg: DecodeSettings) -> bool:
+        if self.ancestry is not None:
+            return self.ancestry
+        graphs = self.device.type == "cuda" and cfg.cuda_graphs
+        return graphs and indirect_attention.kernel_available(self.device, self.dtype)
 
     def runner(self, state: StepState, cfg: DecodeSettings) -> EagerRunner | GraphRunner:
         """CUDA graphs on CUDA (unless paraphraser.cuda_graphs is off), eager steps elsewhere."""

@@ -97,6 +97,8 @@ class GraphRunner(EagerRunner):
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
 
     def span(self, s: int) -> int:
+        if self.state.ancestry is not None:  # the kernel reads positions [0, t]: one graph for all t
+            return self.max_len
         return min(self.max_len, (s // self.bucket + 1) * self.bucket)
 
     def run(self, search_step: SearchStep, s: int) -> None:
@@ -115,7 +117,7 @@ class GraphRunner(EagerRunner):
                 self.graphs[key].replay()
             else:  # without graphs, or a capture failed
                 search_step(Position(self.t, self.span_now))
-        self.state.swap()  # the reorder wrote into the spare buffer
+        self.state.after_graph_step()  # the reorder may have written into the spare buffer
 
     def _warm_up(self, search_step: SearchStep) -> None:
         """The batch's first graph-shaped step, run on a side stream: the kernels it uses are loaded
@@ -141,8 +143,8 @@ class GraphRunner(EagerRunner):
     def reorder(self, rows: torch.Tensor, upto: int | torch.Tensor) -> None:
         if isinstance(upto, int):  # an eager step
             self.state.reorder(rows, upto)
-        else:  # a graph's step: into the spare buffer, which run() swaps in once the step ran
-            self.state.gather_into_spare(rows, self.span_now)
+        else:  # a graph's step: the ancestry, or into the spare buffer, which run() swaps in
+            self.state.reorder_in_graph(rows, self.span_now)
 
     def keep(self, sentences: torch.Tensor, upto: int) -> None:
         self.state.keep(sentences, upto)
