@@ -65,6 +65,7 @@ print("kernel agrees")
 
 
 @pytest.mark.skipif(indirect_attention.triton is None, reason="Triton is not installed")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the kernel itself is tested (below)")
 def test_the_kernel_equals_the_reference_in_tritons_interpreter():
     """The Triton kernel's arithmetic, run by Triton's interpreter on the CPU (head sizes that are
     and are not powers of two, positions at and across block edges, with and without a bias)."""
