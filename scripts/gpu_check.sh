@@ -9,7 +9,9 @@
 # 3. the demo's trained paraphraser and aligner (`make demo` first, or DEMO=DIR holding
 #    models/paraphraser, models/aligner and iterations/iter1/shard000.requests.parquet) through
 #    `spanaug paraphrase` and `spanaug align paraphrases` on one shard, on cuda and on cpu, and
-#    how many outputs agree (scripts/compare_shards.py).
+#    how many outputs agree (scripts/compare_shards.py);
+# 4. scripts/profile_decode.py: one decode batch, unconstrained and under iteration 10's constraints,
+#    under torch.profiler (GPU busy share, steps, graph captures, the costliest kernels).
 #
 # Every figure is printed with the device's name; logs go to OUT_DIR. Python: .venv/bin/python when
 # there is one, else PYTHON or python3 with src/ on the path. Exits non-zero when a test fails or
@@ -71,4 +73,9 @@ if [ -f "$requests" ] && [ -d "$DEMO/models/paraphraser" ] && [ -d "$DEMO/models
 else
     echo "gpu_check: no demo shard under $DEMO (run make demo, or set DEMO): step 3 skipped"
 fi
+# 4. Where a decode batch's time goes.
+start=$SECONDS
+"$PYTHON" scripts/profile_decode.py >"$OUT/profile_decode.log" 2>&1 || status=1
+grep -E "rows|wall" "$OUT/profile_decode.log"
+echo "gpu_check: profile_decode.py on $DEVICE ($((SECONDS - start)) s; kernels in $OUT/profile_decode.log)"
 exit $status
