@@ -7,13 +7,14 @@ on an H100 under iteration 10's constraints: the GPU idle half of each step; wit
 in a graph, constrained decoding still took twice as long as unconstrained). A CUDA graph launches
 a whole step at once. It replays fixed shapes and addresses, so :class:`GraphRunner`
 
-* gives the step its position as a device tensor ``t`` (a :class:`~.decoder_step.Position`), so
-  the same graph serves every position of a bucket;
-* has the decoder attend to a fixed span of cache positions (the next multiple of ``bucket``;
-  later positions are masked), so one graph serves ``bucket`` steps;
-* captures one graph per span and per direction of the beam reorder: the reorder gathers the
-  cache into its spare buffer and the two swap after the replay, so the next step replays the
-  graph captured the other way round (no copy back);
+* gives the step its position as a device tensor ``t`` (a :class:`~.decoder_step.Position`);
+* with the cache read through the beam ancestry (:mod:`.indirect_attention`, on GPUs where its
+  kernel runs), captures one graph for every position: the kernel reads ``t`` on the device;
+* otherwise has the decoder attend to a fixed span of cache positions (the next multiple of
+  ``bucket``; later positions are masked), so one graph serves ``bucket`` steps, and captures one
+  per span and per direction of the beam reorder: the reorder gathers the cache into its spare
+  buffer and the two swap after the replay, so the next step replays the graph captured the other
+  way round (no copy back);
 * runs the first step of a batch eagerly, and the second on a side stream before any capture (the
   kernels are loaded and the libraries' handles made outside a capture); captures anew only when
   sentences leave the batch, which it allows when enough of them are done
@@ -71,7 +72,8 @@ class EagerRunner:
 
 
 class GraphRunner(EagerRunner):
-    """The steps replayed from CUDA graphs, one per (span, reorder direction) and batch of rows."""
+    """The steps replayed from CUDA graphs: per batch of rows, one graph (the ancestry) or one per
+    span and reorder direction (the reordered cache)."""
 
     #: Set once a capture failed in this process: later runners run eagerly from the start.
     disabled = False
