@@ -12,7 +12,8 @@ length limits apply, so on the same model the beams and scores are ``generate``'
 What differs is what it keeps and moves:
 
 * the cross-attention state is per sentence and never reordered (see :mod:`.decoder_step`);
-* a beam reorder copies each layer's self-attention history in one gather;
+* a beam reorder gathers the beams' ancestry table (on GPUs, :mod:`.indirect_attention`), or each
+  layer's self-attention history in one gather;
 * a whole step (the decoder, the constraints, the selection and the bookkeeping of finished
   hypotheses) updates the search's tensors in place and reads its position from the runner, so
   that a runner can replay it from a CUDA graph (:mod:`.step_runner`): on a GPU the host then
