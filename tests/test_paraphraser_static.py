@@ -299,3 +299,17 @@ def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, a
     for got_beams, expected_beams in zip(got, expected):
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-3)
     model.to("cpu")
+
+
+def test_the_log_says_how_the_engine_decodes(family_models, caplog):
+    """A job's log names the engine's path once (graphs or eager steps, the ancestry kernel or the
+    reordered cache): on the CPU, eager steps and a cache reordered each step."""
+    import logging
+
+    model, tok = family_models("t5")
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    with caplog.at_level(logging.INFO, logger="spanaug.pipeline.paraphraser.static_backend"):
+        para._decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
+        para._decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
+    lines = [r.getMessage() for r in caplog.records if "static backend: eager" in r.getMessage()]
+    assert lines == ["static backend: eager steps, cache reordered each step"]

@@ -143,7 +143,17 @@ class StaticParaphraser(Paraphraser):
         if self.ancestry is not None:
             return self.ancestry
         graphs = self.device.type == "cuda" and cfg.cuda_graphs
-        return graphs and indirect_attention.kernel_available(self.device, self.dtype)
+        chosen = graphs and indirect_attention.kernel_available(self.device, self.dtype)
+        if self._told is None or self._told != (graphs, chosen):  # once per engine: what the job log says
+            self._told = (graphs, chosen)
+            log.info(
+                "static backend: %s, %s",
+                "CUDA graphs of whole steps" if graphs else "eager steps",
+                "cache read through the beam ancestry (Triton kernel)" if chosen else "cache reordered each step",
+            )
+        return chosen
+
+    _told: tuple[bool, bool] | None = None
 
     def runner(self, state: StepState, cfg: DecodeSettings) -> EagerRunner | GraphRunner:
         """CUDA graphs on CUDA (unless paraphraser.cuda_graphs is off), eager steps elsewhere."""
