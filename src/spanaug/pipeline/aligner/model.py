@@ -396,11 +396,7 @@ class SpanAligner:
 def top_indices(scores: torch.Tensor, k: int) -> list[int]:
     """The indices of the ``k`` highest scores, best first; the first is argmax's (the first of equal
     scores), so the best of a ranking is always the single prediction's."""
-    best = int(scores.argmax())
-    if k == 1:
-        return [best]
-    rest = torch.topk(scores, min(k, scores.shape[0])).indices.tolist()
-    return [best] + [n for n in rest if n != best][: k - 1]
+    return top_indices_rows(scores.unsqueeze(0), k)[0]
 
 
 def top_indices_rows(scores: torch.Tensor, k: int) -> list[list[int]]:
