@@ -126,9 +126,9 @@ class _Step:
         self.runner.reorder(rows, cur)
         # f. finished hypotheses (transformers' _update_finished_beams); a sentence already done
         # takes none (it may run on until the host next looks)
-        _update_finished(beams, top_seqs, top_scores, ends & self.top_w & ~beams.done[:, None], cur, settings)
+        length = cur if isinstance(cur, int) else cur.float()  # generated tokens, the new one included
+        _update_finished(beams, top_seqs, top_scores, ends & self.top_w & ~beams.done[:, None], length, settings)
         # g. can a running beam still beat the worst finished one? (transformers' early-stop heuristic)
-        length = cur if isinstance(cur, int) else cur.float()
         best_running = beams.running_scores[:, :1] / (length**settings.length_penalty)
         worst = torch.where(beams.is_finished, beams.finished_scores.min(dim=1, keepdim=True).values, NEG)
         beams.improvable &= (best_running > worst).any(dim=-1, keepdim=True)
@@ -222,10 +222,14 @@ def _next_log_probs(
 
 
 def _update_finished(
-    beams: _Beams, top_seqs: torch.Tensor, top_scores: torch.Tensor, just: torch.Tensor, cur, settings
+    beams: _Beams,
+    top_seqs: torch.Tensor,
+    top_scores: torch.Tensor,
+    just: torch.Tensor,
+    length: int | torch.Tensor,
+    settings: SearchSettings,
 ) -> None:
     w = settings.beams
-    length = cur if isinstance(cur, int) else cur.float()  # generated tokens, the new one included
     scores = top_scores / (length**settings.length_penalty)
     full = beams.is_finished.all(dim=-1, keepdim=True)
     scores = scores + full.float() * NEG + (~beams.improvable).float() * NEG + (~just).float() * NEG
@@ -249,10 +253,10 @@ def _retire(
     """Store the sentences that are done and drop them from the batch when the runner finds it
     worth it (one host synchronisation); None once every sentence is done."""
     done = beams.done
-    n_done = int(done.sum())
+    done_idx = done.nonzero().squeeze(-1)  # the synchronisation; the rows it needs come with it
+    n_done = done_idx.numel()
     if n_done == 0 or (n_done < done.shape[0] and not runner.worth_shrinking(n_done, done.shape[0])):
         return beams, processor
-    done_idx = done.nonzero().squeeze(-1)
     out_tokens.index_copy_(0, beams.ids[done_idx], beams.finished[done_idx])
     out_scores.index_copy_(0, beams.ids[done_idx], beams.finished_scores[done_idx])
     if n_done == done.shape[0]:

@@ -71,14 +71,12 @@ class StepState:
 
     def reorder(self, rows: torch.Tensor, upto: int) -> None:
         """Beam ``r`` continues beam ``rows[r]``."""
-        if self.ancestry is not None:
-            self.ancestry.copy_(self.ancestry.index_select(0, rows))
-        else:
-            self._gather_rows(rows, upto)
+        self.reorder_in_graph(rows, upto)
+        self.after_graph_step()
 
     def reorder_in_graph(self, rows: torch.Tensor, span: int) -> None:
-        """The reorder of a step replayed from a CUDA graph: the ancestry in place, or the cache's
-        positions ``[0, span)`` into the spare buffer (:meth:`after_graph_step` swaps them in)."""
+        """What a reorder does inside a step replayed from a CUDA graph: the ancestry in place, or the
+        cache's positions ``[0, span)`` into the spare buffer (:meth:`after_graph_step` swaps them in)."""
         if self.ancestry is not None:
             self.ancestry.copy_(self.ancestry.index_select(0, rows))
         else:
