@@ -14,7 +14,6 @@ from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import log_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
-from spanaug.pipeline.paraphraser.banned import banned_sequences
 from spanaug.pipeline.paraphraser.batching import length_limit
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 
@@ -113,17 +112,9 @@ class CT2Paraphraser(Paraphraser):
             kwargs.update(beam_size=cfg.beam_size, num_hypotheses=cfg.beam_size, patience=1.0)
         else:
             kwargs.update(beam_size=1, sampling_topk=cfg.top_k, num_hypotheses=cfg.num_samples)
-        banned_cache: dict[tuple[str, ...], list[tuple[int, ...]]] = {}
-
-        def banned_for(constraints: Sequence[str]) -> list[tuple[int, ...]]:
-            key = tuple(sorted(set(constraints)))
-            if key not in banned_cache:
-                banned_cache[key] = banned_sequences(self.tokenizer, key)
-            return banned_cache[key]
-
         pending = []
         for (_, limit), idx in groups.items():
-            seqs = sorted({seq for i in idx for seq in banned_for(requests[i]["constraints"])})
+            seqs = sorted({seq for i in idx for seq in self.phrase_bans(requests[i]["constraints"])})
             banned = [self.tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]
             pending.append(
                 (

@@ -10,6 +10,7 @@ limit, with search settings shared with the ct2 backend.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from spanaug.core.oom import split_on_oom
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser import model_check
-from spanaug.pipeline.paraphraser.banned import banned_sequences
+from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
 
@@ -93,6 +94,11 @@ class Paraphraser:
         ids = [seq[0] for seq in (getattr(gen, "bad_words_ids", None) or []) if len(seq) == 1]
         return sorted(set(ids) | set(getattr(gen, "suppress_tokens", None) or []))
 
+    @functools.cached_property
+    def phrase_bans(self) -> PhraseBans:
+        """Constraint phrases to banned token sequences, each phrase tokenized once per job."""
+        return PhraseBans(self.tokenizer)
+
     #: The constraint processor (ReferenceBannedSequences is the slow reference, for benchmarks).
     banned_processor = TensorBannedSequences
 
@@ -136,7 +142,7 @@ class Paraphraser:
         enc = self.encode([r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
-        banned = [banned_sequences(self.tokenizer, r["constraints"]) + never for r in requests]
+        banned = [self.phrase_bans(r["constraints"]) + never for r in requests]
         return enc, limits, banned
 
     @torch.inference_mode()

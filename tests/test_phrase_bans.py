@@ -1,0 +1,79 @@
+"""PhraseBans: constraint phrases to banned token sequences, each phrase tokenized once."""
+
+import pytest
+from conftest import CORPUS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spanaug.demo.standins import train_tokenizer
+from spanaug.pipeline.paraphraser import banned
+from spanaug.pipeline.paraphraser.banned import PhraseBans
+
+WORDS = sorted({w for line in CORPUS for w in line.split()})
+KINDS = [("unigram", "t5"), ("unigram", "marian"), ("bytebpe", "bart"), ("wordpiece", "t5")]
+
+
+@pytest.fixture(scope="module", params=KINDS, ids=lambda k: "-".join(k))
+def tokenizer(request):
+    kind, family = request.param
+    return train_tokenizer(kind, CORPUS, vocab_size=120, family=family)
+
+
+class CountingTokenizer:
+    """A tokenizer that counts the texts it is asked to encode."""
+
+    def __init__(self, tokenizer):
+        self.inner, self.encoded = tokenizer, []
+
+    def __call__(self, texts, **kwargs):
+        self.encoded += [texts] if isinstance(texts, str) else list(texts)
+        return self.inner(texts, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def one_by_one(tokenizer, phrases):
+    """The sequences of each phrase tokenized on its own, with a fresh memo, joined."""
+    return sorted({seq for p in phrases for seq in PhraseBans(tokenizer)([p])})
+
+
+phrase_sets = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join) | st.sampled_from(["", "  ", "</s>"]),
+    max_size=8,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(sets=st.lists(phrase_sets, min_size=1, max_size=5))
+def test_batched_and_remembered_equal_one_phrase_at_a_time(tokenizer, sets):
+    """Phrases tokenized in one batched call, and phrases remembered from earlier sets, give what
+    each phrase gives tokenized alone."""
+    bans = PhraseBans(tokenizer)
+    for phrases in sets:
+        assert bans(phrases) == one_by_one(tokenizer, phrases)
+
+
+def test_each_phrase_is_tokenized_once(tokenizer):
+    counting = CountingTokenizer(tokenizer)
+    bans = PhraseBans(counting)
+    first = bans(["said", "says", "said"])
+    assert sorted(counting.encoded) == sorted(["said", " said", "says", " says"])
+    assert bans(["says", "saying"]) == one_by_one(tokenizer, ["says", "saying"])
+    assert bans(["said", "says"]) == first
+    assert counting.encoded.count("says") == 1 and counting.encoded.count(" saying") == 1
+
+
+def test_blank_phrases_and_lone_special_tokens_are_never_banned(tokenizer):
+    bans = PhraseBans(tokenizer)
+    assert bans(["", "   "]) == []
+    specials = set(tokenizer.all_special_ids)
+    assert not [s for s in bans([tokenizer.eos_token]) if len(s) == 1 and s[0] in specials]
+
+
+def test_a_full_memo_starts_afresh(tokenizer, monkeypatch):
+    monkeypatch.setattr(banned, "MEMO_LIMIT", 3)
+    bans = PhraseBans(tokenizer)
+    for phrases in (["cat", "dog"], ["sat on", "mat"], ["cat", "bird"]):
+        assert bans(phrases) == one_by_one(tokenizer, phrases)
+        assert len(bans._memo) <= 3
