@@ -1,10 +1,11 @@
 import os
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spanaug.core.config import ConstraintSettings
-from spanaug.pipeline.constraints import expand, lemma_of, requests_from_chain, violations
+from spanaug.pipeline.constraints import expand, lemma_of, requests_from_chain, violates, violations
 
 
 def test_corroborate_inflections_and_case():
@@ -34,6 +35,33 @@ def test_violations_whole_word_case_sensitive():
     assert violations("He gives up easily", ["give up", "gives up"]) == ["gives up"]
     assert violations("The upgrade", ["up"]) == []
     assert violations("Give it", ["give"]) == []
+
+
+def _by_pattern(text, constraints):
+    """The definition: each phrase's words, whitespace or nothing between them, whole words."""
+    found = []
+    for c in constraints:
+        words = [re.escape(w) for w in c.split()]
+        if words and re.search(r"(?<!\w)" + r"\s*".join(words) + r"(?!\w)", text):
+            found.append(c)
+    return found
+
+
+_PIECES = ["give", "gives", "up", "Up", "ice", "cream", "don't", "naïve", "co-op", "5", "_x", ".", "é"]
+_phrases = st.lists(st.sampled_from(_PIECES), min_size=0, max_size=3).map(" ".join)
+_texts = st.lists(st.sampled_from([*_PIECES, "giveup", "upgrade", "x"]), max_size=8).flatmap(
+    lambda ws: st.lists(st.sampled_from(["", " ", "  ", "\t", ",", "-"]), min_size=len(ws), max_size=len(ws)).map(
+        lambda seps: "".join(w + s for w, s in zip(ws, seps))
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts, constraints=st.lists(_phrases, max_size=6))
+def test_matcher_finds_what_the_patterns_find(text, constraints):
+    """The word-run lookup and the pattern search agree with each phrase's pattern."""
+    assert violations(text, constraints) == _by_pattern(text, constraints)
+    assert violates(text, constraints) == bool(_by_pattern(text, constraints))
 
 
 def test_lemma_of():

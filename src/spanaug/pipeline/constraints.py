@@ -98,13 +98,54 @@ def expand(tokens: Sequence[str], upos: str | None = None, cfg: ConstraintSettin
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """Where ``phrase`` occurs: its words, whitespace or nothing between them, and no word
+    character just before or after."""
     words = [re.escape(w) for w in phrase.split()]
     return re.compile(r"(?<!\w)" + r"\s*".join(words) + r"(?!\w)")
 
 
+_WORD = re.compile(r"\w+")
+
+
+class ConstraintMatcher:
+    """Which of a constraint set's phrases occur in a text, as :func:`_phrase_pattern` finds them.
+
+    Decoding checks every beam's text against its sentence's set (20 beams x 44 phrases a sentence
+    at iteration 10). A phrase of word characters only occurs exactly where it is a whole run of
+    word characters of the text, so those phrases are looked up in the set of the text's runs; the
+    others (several words, punctuation) are searched for with their patterns."""
+
+    def __init__(self, constraints: Sequence[str]):
+        phrases = [c for c in dict.fromkeys(constraints) if c.strip()]
+        self.words = frozenset(c for c in phrases if _WORD.fullmatch(c))
+        self.patterns = [(c, _phrase_pattern(c)) for c in phrases if c not in self.words]
+
+    def found(self, text: str) -> set[str]:
+        runs = set(_WORD.findall(text)) if self.words else set()
+        return (self.words & runs) | {c for c, pattern in self.patterns if pattern.search(text)}
+
+    def violated(self, text: str) -> bool:
+        if self.words and not self.words.isdisjoint(_WORD.findall(text)):
+            return True
+        return any(pattern.search(text) for _, pattern in self.patterns)
+
+
+@functools.lru_cache(maxsize=4096)
+def constraint_matcher(constraints: tuple[str, ...]) -> ConstraintMatcher:
+    """The matcher of a constraint set, made once per set (a set's beams come one after another)."""
+    return ConstraintMatcher(constraints)
+
+
 def violations(text: str, constraints: Iterable[str]) -> list[str]:
-    """The constraint phrases that occur in ``text`` (case-sensitive, whole words)."""
-    return [c for c in constraints if c.strip() and _phrase_pattern(c).search(text)]
+    """The constraint phrases that occur in ``text`` (case-sensitive, whole words), in their order."""
+    constraints = tuple(constraints)
+    found = constraint_matcher(constraints).found(text)
+    return [c for c in constraints if c in found]
+
+
+def violates(text: str, constraints: Iterable[str]) -> bool:
+    """Whether any constraint phrase occurs in ``text`` (:func:`violations` is not empty)."""
+    return constraint_matcher(tuple(constraints)).violated(text)
 
 
 def requests_from_chain(

@@ -24,7 +24,7 @@ from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.oom import split_on_oom
 from spanaug.core.text import tokenize
-from spanaug.pipeline.constraints import violations
+from spanaug.pipeline.constraints import violates
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
@@ -225,7 +225,7 @@ class Paraphraser:
                         stats.duplicates_dropped += bool(text)
                         continue
                     seen.add(text)
-                    if violations(text, req["constraints"]):
+                    if violates(text, req["constraints"]):
                         stats.violations_dropped += 1
                         continue
                     kept.append(text)
