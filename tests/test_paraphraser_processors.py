@@ -65,6 +65,18 @@ def test_a_fixed_width_history_read_at_a_device_position_bans_the_same(case, ext
     assert torch.equal(got, expected)
 
 
+def test_positions_before_the_first_token_match_nothing():
+    """A prefix longer than the history never matches, even one that repeats the first token
+    (which a window clamped to the buffer's start would read again and again)."""
+    processor = TensorBannedSequences([[(0, 0, 0, 3), (0, 4)]], vocab_size=6)
+    buffer = torch.tensor([[0, 5, 5, 5]])
+    for last, banned in ((0, {4}), (1, set()), (3, set())):
+        out = processor.ban(buffer, torch.zeros(1, 6), last=torch.tensor(last))
+        assert {i for i in range(6) if math.isinf(out[0, i])} == banned
+        assert torch.equal(out, processor(buffer[:, : last + 1], torch.zeros(1, 6)))
+    assert math.isinf(processor(torch.tensor([[0, 0, 0]]), torch.zeros(1, 6))[0, 3])
+
+
 @settings(max_examples=150, deadline=None)
 @given(_batches(), st.floats(0.5, 30.0))
 def test_renormalized_equals_log_softmax_after_bans(case, peak):
@@ -82,7 +94,7 @@ def test_renormalized_equals_log_softmax_after_bans(case, peak):
 
 def test_tensor_processor_width_and_empty_sets():
     proc = TensorBannedSequences([[], [(1,), (2, 3), (4, 5, 6)]], vocab_size=10)
-    assert proc.width == 3 and proc.comparisons_per_row() == 1 + 2
+    assert proc.width == 3 and proc.comparisons_per_row() == 3 * 2  # K slots x the longest prefix
     scores = torch.zeros(4, 10)
     out = proc(torch.tensor([[0, 4, 5], [0, 4, 5], [0, 4, 5], [0, 2, 2]]), scores)
     assert not torch.isinf(out[:2]).any()  # sentence 0 bans nothing
@@ -168,3 +180,20 @@ def test_generate_same_outputs_as_reference(para, data, mode, start):
     new = _generate(para, texts, cfg, banned, TensorBannedSequences)
     assert ref[0] == new[0]
     assert ref[1] == pytest.approx(new[1], abs=1e-5)
+
+
+def _operators(processor, history, scores):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        processor.ban(history, scores, last=torch.tensor(history.shape[1] - 1))
+    return sorted(e.name for e in prof.events() if e.name.startswith("aten::") and not e.cpu_children)
+
+
+def test_a_step_runs_the_same_operators_whatever_the_sequence_lengths():
+    """On a GPU each operator is a kernel of the step: a set with sequences of fifteen lengths runs
+    the same ones as a set with two lengths (grouping by length ran about ten more per length)."""
+    history = torch.randint(0, 50, (4, 20))
+    short = TensorBannedSequences([[(1,), (2, 3)], [(4, 5)]], vocab_size=50)
+    long = TensorBannedSequences([[tuple(range(1, n + 1)) for n in range(1, 16)], [(4, 5)]], vocab_size=50)
+    assert _operators(long, history, torch.zeros(4, 50)) == _operators(short, history, torch.zeros(4, 50))

@@ -6,30 +6,32 @@ sequence's last token is forbidden once the tokens before it end the row's histo
 one token is always forbidden). Rows of the batch belong to sentences in equal blocks (the beams or
 samples of one input), so row ``r`` obeys sentence ``r // rows_per_sentence``.
 
-:class:`TensorBannedSequences` builds, once per batch, padded id tensors of every sentence's
-sequences grouped by length, and matches them against the last tokens of each row with tensor
-operations: no host copy of the history, no Python loop over rows, no host synchronisation per
-step. :class:`ReferenceBannedSequences` is the straightforward processor it replaces (host copy of
-the history, a Python walk over rows); it is kept as the reference for tests and benchmarks.
+:class:`TensorBannedSequences` builds, once per batch, one padded table of every sentence's
+sequences: their prefixes right-aligned in ``P`` columns (the longest prefix), the columns before a
+shorter prefix left open, and their last tokens. A step compares each row's last ``P`` tokens with
+its sentence's prefixes in one broadcast and lowers the scores of the banned last tokens in one
+``scatter_reduce``: no host copy of the history, no Python loop over rows or sequence lengths, no
+host synchronisation, and a dozen kernels whatever the sets hold (grouping the sequences by length
+took about ten kernels a length, and iteration 10's sets have some fifteen lengths).
+:class:`ReferenceBannedSequences` is the straightforward processor it replaces (host copy of the
+history, a Python walk over rows); it is kept as the reference for tests and benchmarks.
 
-Per step, with ``R`` rows, ``S`` single-token bans and ``M_L`` sequences of length ``L`` for the
-sentence with the most of them, and ``K = S + sum(M_L)``:
-
-* comparisons: ``R * M_L * (L - 1)`` booleans per length group (one broadcast ``==``);
-* scatter: one ``gather`` and one ``scatter_`` of ``R * K`` elements into the scores;
-* no ``R x vocab`` mask is allocated; the scores are modified in place.
+Per step, with ``R`` rows, ``K`` sequences for the sentence with the most of them and ``P`` the
+longest prefix: ``R * K * P`` token comparisons and one write of ``R * K`` scores; no
+``R x vocab`` mask is allocated, and the scores are modified in place.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
-
-def _pad(rows: list[list], width: int, fill) -> list[list]:
-    return [r + [fill] * (width - len(r)) for r in rows]
+#: Stands for history positions before the first token (matches no prefix token, which are >= 0).
+_BEFORE = -2
 
 
 class TensorBannedSequences(LogitsProcessor):
@@ -52,32 +54,10 @@ class TensorBannedSequences(LogitsProcessor):
         self.vocab_size = vocab_size
         self.renormalize = renormalize
         device = torch.device(device) if device is not None else torch.device("cpu")
-        singles: list[list[int]] = []
-        groups: dict[int, list[list[tuple[int, ...]]]] = {}
-        for i, seqs in enumerate(banned):
-            uniq = sorted({tuple(int(t) for t in s) for s in seqs if len(s)})
-            singles.append([s[0] for s in uniq if len(s) == 1])
-            for s in uniq:
-                if len(s) > 1:
-                    groups.setdefault(len(s), [[] for _ in banned])[i].append(s)
-        s_max = max((len(s) for s in singles), default=0)
-        self.single_tokens = self.single_valid = None
-        if s_max:
-            self.single_tokens = torch.tensor(_pad(singles, s_max, 0), dtype=torch.long, device=device)
-            self.single_valid = torch.tensor(_pad([[True] * len(s) for s in singles], s_max, False), device=device)
-        # prefix length -> (prefixes [n, M, P], last tokens [n, M], valid [n, M])
-        self.groups: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
-        for length in sorted(groups):
-            per_sentence = groups[length]
-            m = max(len(g) for g in per_sentence)
-            prefixes = [[list(s[:-1]) for s in g] + [[-1] * (length - 1)] * (m - len(g)) for g in per_sentence]
-            lasts = _pad([[s[-1] for s in g] for g in per_sentence], m, 0)
-            valid = _pad([[True] * len(g) for g in per_sentence], m, False)
-            self.groups[length - 1] = (
-                torch.tensor(prefixes, dtype=torch.long, device=device),
-                torch.tensor(lasts, dtype=torch.long, device=device),
-                torch.tensor(valid, device=device),
-            )
+        table = _sequence_table([sorted({tuple(int(t) for t in s) for s in seqs if len(s)}) for seqs in banned])
+        # prefixes [n, K, P] (-1: an open column), last tokens [n, K], valid [n, K]
+        self.prefixes, self.lasts, self.valid = (torch.from_numpy(a).to(device) for a in table)
+        self.open = self.prefixes < 0
 
     def select(self, sentences: torch.Tensor) -> TensorBannedSequences:
         """The processor of ``sentences`` (indices into this batch's sentences), in that order: for a
@@ -85,22 +65,18 @@ class TensorBannedSequences(LogitsProcessor):
         kept = TensorBannedSequences.__new__(TensorBannedSequences)
         kept.n_sentences = int(sentences.shape[0])
         kept.vocab_size, kept.renormalize = self.vocab_size, self.renormalize
-        kept.single_tokens = kept.single_valid = None
-        if self.single_tokens is not None:
-            kept.single_tokens = self.single_tokens.index_select(0, sentences)
-            kept.single_valid = self.single_valid.index_select(0, sentences)
-        kept.groups = {p: tuple(t.index_select(0, sentences) for t in g) for p, g in self.groups.items()}
+        for name in ("prefixes", "lasts", "valid", "open"):
+            setattr(kept, name, getattr(self, name).index_select(0, sentences))
         return kept
 
     @property
     def width(self) -> int:
         """``K``: banned-token slots examined per row and step."""
-        singles = 0 if self.single_tokens is None else self.single_tokens.shape[1]
-        return singles + sum(last.shape[1] for _, last, _ in self.groups.values())
+        return self.lasts.shape[1]
 
     def comparisons_per_row(self) -> int:
-        """Token comparisons per row and step (sum over length groups of ``M_L * (L - 1)``)."""
-        return sum(pre.shape[1] * pre.shape[2] for pre, _, _ in self.groups.values())
+        """Prefix-token comparisons per row and step (``K * P``)."""
+        return self.prefixes.shape[1] * self.prefixes.shape[2]
 
     def banned_candidates(
         self, input_ids: torch.Tensor, width: int, last: torch.Tensor | None = None
@@ -110,34 +86,22 @@ class TensorBannedSequences(LogitsProcessor):
         ``input_ids`` is each row's history; with ``last`` (a 0-d device tensor) it is a fixed-width
         buffer whose tokens end at position ``last``, read without a host synchronisation (a step
         replayed from a CUDA graph has one shape for every position)."""
-        rows, cur = input_ids.shape
+        rows = input_ids.shape[0]
         n = self.n_sentences
         if n == 0 or rows % n:
             raise ValueError(f"{rows} decoder rows do not split into {n} sentences")
-        per = rows // n
-        tokens, banned = [], []
-        if self.single_tokens is not None:
-            s = self.single_tokens.shape[1]
-            tokens.append(self.single_tokens[:, None, :].expand(n, per, s))
-            banned.append(self.single_valid[:, None, :].expand(n, per, s))
-        for p, (prefixes, lasts, valid) in self.groups.items():
-            if last is None:
-                if p > cur:  # the history is shorter than the prefix: nothing can match yet
-                    continue
-                history = input_ids[:, cur - p :]
-            else:  # the p tokens ending at `last`; none match while the history is shorter than p
-                where = last - (p - 1) + torch.arange(p, device=input_ids.device)
-                history = input_ids.index_select(1, where.clamp(min=0))
-                valid = valid & (last >= p - 1)
-            match = (history.reshape(n, per, 1, p) == prefixes[:, None]).all(-1) & valid[:, None]  # [n, per, M]
-            tokens.append(lasts[:, None, :].expand_as(match))
-            banned.append(match)
-        if not tokens:
+        per, k, p = rows // n, self.width, self.prefixes.shape[2]
+        if k == 0:
             return None
-        tok = torch.cat(tokens, dim=-1).reshape(rows, -1)
-        ban = torch.cat(banned, dim=-1).reshape(rows, -1)
+        if p == 0:  # single tokens only: banned wherever they are valid
+            match = self.valid[:, None].expand(n, per, k)
+        else:
+            window = _last_tokens(input_ids, p, last)  # [R, P]
+            hits = (window.view(n, per, 1, p) == self.prefixes[:, None]) | self.open[:, None]
+            match = hits.all(-1) & self.valid[:, None]  # [n, per, K]
+        tok = self.lasts[:, None].expand(n, per, k).reshape(rows, k)
         limit = width if self.vocab_size is None else min(width, self.vocab_size)
-        return tok, ban & (tok < limit)
+        return tok, match.reshape(rows, k) & (tok < limit)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         return self.ban(input_ids, scores)
@@ -149,35 +113,61 @@ class TensorBannedSequences(LogitsProcessor):
         if found is None:
             return scores
         tok, ban = found
-        # Every slot of a row is written: banned slots get -inf at their token; the others point at
-        # the row's first banned token (also -inf), or, in rows with nothing banned, at column 0 with
-        # its own value. Duplicate writes to a cell thus always carry the same value.
-        any_ban = ban.any(dim=-1, keepdim=True)
-        first = torch.where(ban, tok, scores.shape[1]).amin(dim=-1, keepdim=True)
-        anchor = torch.where(any_ban, first, torch.zeros_like(first))
-        index = torch.where(ban, tok, anchor)
-        keep = scores.gather(1, anchor)
-        value = torch.where(any_ban, torch.full_like(keep, float("-inf")), keep).expand(index.shape)
+        index = tok.clamp(max=scores.shape[1] - 1)  # slots of tokens beyond the scores are never banned
+        # -inf where banned, +inf elsewhere: the minimum leaves every other score as it is, and
+        # a token banned by several sequences gets the same value from each.
+        fill = torch.where(ban, float("-inf"), float("inf")).to(scores.dtype)
         if self.renormalize and scores.device.type == "cpu":
             banned_logp = scores.gather(1, index)  # before the ban
-            _write(scores, index, value)
-            return _renormalize_from_mass(scores, tok, ban, banned_logp, any_ban)
-        _write(scores, index, value)
+            scores.scatter_reduce_(1, index, fill, reduce="amin")
+            return _renormalize_from_mass(scores, tok, ban, banned_logp, ban.any(dim=-1, keepdim=True))
+        scores.scatter_reduce_(1, index, fill, reduce="amin")
         if self.renormalize:
             # Renormalised over the tokens left, in place: one logsumexp pass, one subtraction.
             scores.sub_(torch.logsumexp(scores, dim=-1, keepdim=True))
         return scores
 
 
-def _write(scores: torch.Tensor, index: torch.Tensor, value: torch.Tensor) -> None:
-    """``scores.scatter_(1, index, value)``, as one indexed write into the flat scores (torch's
-    indexing kernel): in a profile of the static backend on an H100, the scatter kernel took about
-    0.7 ms a call for a 1,840 x 275 ban, most of the processor's time."""
-    if not scores.is_contiguous():
-        scores.scatter_(1, index, value)
-        return
-    offsets = torch.arange(scores.shape[0], device=scores.device)[:, None] * scores.shape[1]
-    scores.view(-1).index_put_(((index + offsets).reshape(-1),), value.reshape(-1))
+def _sequence_table(seqs: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each sentence's sequences as a padded table: prefixes ``[n, K, P]`` right-aligned (-1 in the
+    columns before a shorter prefix), last tokens ``[n, K]`` and which slots hold a sequence."""
+    n = len(seqs)
+    counts = np.array([len(s) for s in seqs], dtype=np.int64)
+    flat = [s for per in seqs for s in per]
+    k = int(counts.max(initial=0))
+    lengths = np.array([len(s) for s in flat], dtype=np.int64)
+    p = int(lengths.max(initial=1)) - 1
+    prefixes = np.full((n, k, p), -1, dtype=np.int64)
+    lasts = np.zeros((n, k), dtype=np.int64)
+    valid = np.zeros((n, k), dtype=bool)
+    if not flat:
+        return prefixes, lasts, valid
+    sentence = np.repeat(np.arange(n), counts)
+    slot = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+    tokens = np.fromiter(itertools.chain.from_iterable(flat), dtype=np.int64, count=int(lengths.sum()))
+    ends = np.cumsum(lengths)
+    lasts[sentence, slot] = tokens[ends - 1]
+    valid[sentence, slot] = True
+    owner = np.repeat(np.arange(len(flat)), lengths)  # the sequence of each token
+    offset = np.arange(len(tokens)) - (ends - lengths)[owner]  # its place in the sequence
+    column = p - (lengths[owner] - 1) + offset
+    prefix = offset < lengths[owner] - 1  # every token but the last
+    prefixes[sentence[owner][prefix], slot[owner][prefix], column[prefix]] = tokens[prefix]
+    return prefixes, lasts, valid
+
+
+def _last_tokens(input_ids: torch.Tensor, p: int, last: torch.Tensor | None) -> torch.Tensor:
+    """Each row's ``p`` tokens ending at ``last`` (a device position) or at the end of its history;
+    positions before the first token hold ``_BEFORE``."""
+    cur = input_ids.shape[1]
+    if last is None:
+        window = input_ids[:, max(0, cur - p) :]
+        if window.shape[1] < p:
+            window = torch.nn.functional.pad(window, (p - window.shape[1], 0), value=_BEFORE)
+        return window
+    where = last - (p - 1) + torch.arange(p, device=input_ids.device)
+    window = input_ids.index_select(1, where.clamp(min=0))
+    return torch.where(where >= 0, window, _BEFORE)
 
 
 #: Below this much probability left after the bans, a CPU row is renormalised from its scores.
