@@ -404,6 +404,20 @@ def test_length_sorted_batches_predict_as_one_pair_at_a_time(tiny_encoder, tmp_p
     assert_batches_predict_as_one_pair_at_a_time(aligner, mixed_pairs(60, 4))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_a_gpu_batches_in_flight_predict_as_on_the_cpu(tiny_encoder, tmp_path):
+    """On a GPU, batches go up from pinned memory and their scores come back while the next batch
+    runs: the same predictions as on the CPU, batch by batch and a pair at a time."""
+    path = _sharp_aligner(tiny_encoder, tmp_path / "al")
+    cpu = CrossAligner.from_pretrained(path, device="cpu", dtype="float32")
+    gpu = CrossAligner.from_pretrained(path, device="cuda", dtype="float32")
+    pairs = mixed_pairs(60, 5)
+    assert_batches_predict_as_one_pair_at_a_time(gpu, pairs)
+    on_cpu, on_gpu = cpu.predict_candidates(pairs, 3, batch_size=8), gpu.predict_candidates(pairs, 3, batch_size=8)
+    assert [[span for span, _ in acc] for acc, _ in on_gpu] == [[span for span, _ in acc] for acc, _ in on_cpu]
+    assert [best for _, best in on_gpu] == pytest.approx([best for _, best in on_cpu], abs=1e-4)
+
+
 def _collate_one_write_at_a_time(encs, k, pooling, pad_id):
     """The batch written element by element (collate as it was first written): the reference."""
     n, length = len(encs), max(len(x.ids) for x in encs)

@@ -200,6 +200,7 @@ class Batch:
     cands: torch.Tensor  # [C, 2] word indices
     length_diff: torch.Tensor  # [C]
     counts: list[int]  # candidates per item
+    host_cands: torch.Tensor | None = None  # cands on the host, where the scores are read
 
 
 @functools.lru_cache(maxsize=4096)
@@ -229,9 +230,10 @@ def collate(encs: Sequence[Encoded], k: int, pooling: str, pad_id: int, device: 
     items = np.repeat(np.arange(n), counts)
     source_len = np.repeat(np.array([x.source_len for x in encs]), counts)
     diffs = (cands[:, 1] - cands[:, 0] + 1) - source_len + k
-    ids, types, mask, query_pool, source_pool = (
-        torch.from_numpy(a).to(device) for a in (ids, types, mask, query_pool, source_pool)
+    ids, types, mask, query_pool, source_pool, items, diffs = (
+        to_device(a, device) for a in (ids, types, mask, query_pool, source_pool, items, diffs)
     )
+    host_cands = torch.from_numpy(np.ascontiguousarray(cands, dtype=np.int64))
     return Batch(
         ids,
         types,
@@ -239,11 +241,22 @@ def collate(encs: Sequence[Encoded], k: int, pooling: str, pad_id: int, device: 
         word_pool,
         query_pool,
         source_pool,
-        torch.from_numpy(items).long().to(device),
-        torch.from_numpy(cands).long().to(device),
-        torch.from_numpy(diffs).long().to(device),
+        items,
+        to_device(host_cands.numpy(), device),
+        diffs,
         counts,
+        host_cands,
     )
+
+
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """``array`` on ``device``. To a GPU from pinned memory, without waiting: a blocking copy waits
+    for all the work queued before it (the previous batch's encoder), so the GPU would sit idle
+    while the host builds the next batch."""
+    tensor = torch.from_numpy(array)
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def _flat(rows: Iterable[Sequence[int]]) -> np.ndarray:
@@ -284,7 +297,7 @@ def _word_pool(encs: Sequence[Encoded], pooling: str, length: int, device: torch
         values = (1.0 / (spans[:, 1] - spans[:, 0]))[which].astype(np.float32)
     pool = torch.zeros((len(encs), int(counts.max()), length), dtype=torch.float32, device=device)
     flat = np.ravel_multi_index(index, pool.shape)
-    pool.view(-1)[torch.from_numpy(flat).to(device)] = torch.from_numpy(values).to(device)
+    pool.view(-1)[to_device(flat, device)] = to_device(values, device)
     return pool
 
 
@@ -341,8 +354,30 @@ def target_distribution(cands: torch.Tensor, gold: tuple[int, int] | None, loss:
     return out, found
 
 
+class Readback:
+    """A batch's logits on their way to the host: from a GPU into pinned memory without waiting, so
+    the host can build and launch the next batch meanwhile; :meth:`store` waits for them."""
+
+    def __init__(self, batch: Batch, logits: torch.Tensor, idx: Sequence[int]):
+        self.idx, self.counts = list(idx), batch.counts
+        self.cands = batch.host_cands if batch.host_cands is not None else batch.cands.cpu()
+        self.ready: torch.cuda.Event | None = None
+        if logits.is_cuda:
+            self.logits = torch.empty(logits.shape, dtype=logits.dtype, pin_memory=True)
+            self.logits.copy_(logits, non_blocking=True)
+            self.ready = torch.cuda.Event()
+            self.ready.record()
+        else:
+            self.logits = logits
+
+    def store(self, out: list[Any]) -> None:
+        """Store each batch row's (candidates [C, 2], logits [1 + C], null first) at ``out[idx[row]]``."""
+        if self.ready is not None:
+            self.ready.synchronize()
+        for n, part, row, c in zip(self.idx, self.cands.split(self.counts), self.logits, self.counts):
+            out[n] = (part, row[: 1 + c])
+
+
 def split_scores(batch: Batch, logits: torch.Tensor, idx: Sequence[int], out: list[Any]) -> None:
     """Store each batch row's (candidates [C, 2], logits [1 + C], null first) at ``out[idx[row]]``."""
-    logits, cands = logits.cpu(), batch.cands.cpu()
-    for n, part, row, c in zip(idx, cands.split(batch.counts), logits, batch.counts):
-        out[n] = (part, row[: 1 + c])
+    Readback(batch, logits, idx).store(out)

@@ -43,7 +43,7 @@ from spanaug.core.encoders import load_encoder
 from spanaug.core.errors import ConfigError
 from spanaug.core.metrics import null_share, span_metrics
 from spanaug.core.oom import split_on_oom
-from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, collate, padded_logits, split_scores
+from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, Readback, collate, padded_logits
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import Candidates
 from spanaug.pipeline.aligner.model import encoder_layers, top_indices_rows
@@ -311,15 +311,22 @@ class CrossAligner:
         out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(encs)
         order = sorted((n for n, x in enumerate(encs) if x is not None), key=lambda n: len(encs[n].ids))
 
-        def score(idx: list[int]) -> list[None]:
+        def score(idx: list[int]) -> list[Readback]:
             batch = self.collate([encs[n] for n in idx])
-            split_scores(batch, self.scores(batch, self.hidden(batch)), idx, out)
-            return [None] * len(idx)
+            return [Readback(batch, self.scores(batch, self.hidden(batch)), idx)] * len(idx)
 
+        # One batch in flight: a batch's scores are read once the next one is launched, so on a GPU the
+        # host builds and reads batches while the encoder runs.
+        in_flight: list[Readback] = []
         for start in tqdm(range(0, len(order), batch_size), desc="align", unit="batch", disable=not progress):
             # A batch that runs out of GPU memory is split in halves and retried (core.oom): each input
             # is scored on its own row.
-            split_on_oom(score, order[start : start + batch_size], f"align batch {start // batch_size}", log)
+            launched = split_on_oom(score, order[start : start + batch_size], f"align batch {start // batch_size}", log)
+            for readback in in_flight:
+                readback.store(out)
+            in_flight = list({id(r): r for r in launched}.values())  # one per batch, or per part of a split
+        for readback in in_flight:
+            readback.store(out)
         return out
 
     def decide(
