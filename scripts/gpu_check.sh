@@ -11,7 +11,9 @@
 #    `spanaug paraphrase` and `spanaug align paraphrases` on one shard, on cuda and on cpu, and
 #    how many outputs agree (scripts/compare_shards.py);
 # 4. scripts/profile_decode.py: one decode batch, unconstrained and under iteration 10's constraints,
-#    under torch.profiler (GPU busy share, steps, graph captures, the costliest kernels).
+#    under torch.profiler (GPU busy share, steps, graph captures, the costliest kernels);
+# 5. scripts/bench_processor.py: the constraint processor alone on one 96-sentence batch (its
+#    kernels and time per step at iterations 1, 5 and 10).
 #
 # Every figure is printed with the device's name; logs go to OUT_DIR. Python: .venv/bin/python when
 # there is one, else PYTHON or python3 with src/ on the path. Exits non-zero when a test fails or
@@ -78,4 +80,7 @@ start=$SECONDS
 "$PYTHON" scripts/profile_decode.py >"$OUT/profile_decode.log" 2>&1 || status=1
 grep -E "rows|wall" "$OUT/profile_decode.log"
 echo "gpu_check: profile_decode.py on $DEVICE ($((SECONDS - start)) s; kernels in $OUT/profile_decode.log)"
+# 5. The constraint processor alone.
+"$PYTHON" scripts/bench_processor.py --device cuda --sentences 96 >"$OUT/bench_processor.log" 2>&1 || status=1
+grep -E "rows|iteration" "$OUT/bench_processor.log"
 exit $status
