@@ -38,6 +38,9 @@ class CT2Paraphraser(Paraphraser):
     differ from hf. Calls are submitted asynchronously; on CPU they run side by side.
     """
 
+    #: Its batches decode in turn: CTranslate2 runs a batch's calls asynchronously itself.
+    overlap_host = False
+
     def __init__(self, translator, tokenizer, device: str):
         self.translator = translator
         self.tokenizer = tokenizer

@@ -9,12 +9,14 @@ limit, with search settings shared with the ct2 backend.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from tqdm import tqdm
@@ -40,6 +42,33 @@ class DecodeStats:
     violations_dropped: int = 0
     duplicates_dropped: int = 0
     requests_without_output: int = 0
+
+
+class HostTools(NamedTuple):
+    """What the host-side work of a batch uses: a tokenizer and the phrase bans made with it. The
+    worker thread that overlaps it with decoding (:meth:`Paraphraser.paraphrase`) has its own copy:
+    a Rust tokenizer called from two threads at once can refuse ("Already borrowed")."""
+
+    tokenizer: Any
+    phrase_bans: PhraseBans
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A batch's inputs, made on the host: encoder inputs (host tensors), each sentence's new-token
+    limit and banned token sequences."""
+
+    enc: dict[str, torch.Tensor]
+    limits: list[int]
+    banned: list[list[tuple[int, ...]]]
+
+
+@dataclasses.dataclass
+class SentenceBeams:
+    """One sentence's beams (or samples), best first for beams: token ids on the host, decoder scores."""
+
+    ids: torch.Tensor  # [width, T]
+    scores: list[float]
 
 
 class Paraphraser:
@@ -135,47 +164,79 @@ class Paraphraser:
             "num_return_sequences": cfg.num_samples,
         }
 
+    @functools.cached_property
+    def host_tools(self) -> HostTools:
+        return HostTools(self.tokenizer, self.phrase_bans)
+
+    @functools.cached_property
+    def worker_tools(self) -> HostTools | None:
+        """The overlapping worker thread's own tokenizer (a copy) and phrase bans; None when the
+        tokenizer cannot be copied."""
+        try:
+            tokenizer = copy.deepcopy(self.tokenizer)
+        except Exception as err:  # whatever a tokenizer's copy raises: decode in turn
+            log.warning("paraphrase: the tokenizer cannot be copied (%s): batches decode in turn", err)
+            return None
+        return HostTools(tokenizer, PhraseBans(tokenizer))
+
+    def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
+        """A batch's inputs, made on the host with ``tools`` (the paraphraser's own by default)."""
+        tokenizer, bans = tools or self.host_tools
+        enc = tokenizer(
+            [cfg.prefix + r["source_text"] for r in requests], padding=True, truncation=True, return_tensors="pt"
+        )
+        limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
+        never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
+        return Prepared(dict(enc), limits, [bans(r["constraints"]) + never for r in requests])
+
     def batch_inputs(
         self, requests: list[dict[str, Any]], cfg: DecodeSettings
     ) -> tuple[dict[str, torch.Tensor], list[int], list[list[tuple[int, ...]]]]:
-        """A batch's encoder inputs, each sentence's new-token limit and its banned token sequences."""
-        enc = self.encode([r["source_text"] for r in requests], cfg.prefix)
-        limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
-        never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
-        banned = [self.phrase_bans(r["constraints"]) + never for r in requests]
-        return enc, limits, banned
+        """A batch's encoder inputs on the device, each sentence's new-token limit and its banned
+        token sequences."""
+        prepared = self.prepare(requests, cfg)
+        return self.on_device(prepared.enc), prepared.limits, prepared.banned
+
+    def on_device(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device) for k, v in enc.items()}
 
     @torch.inference_mode()
-    def _decode_batch(
-        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
-    ) -> list[list[tuple[str, float]]]:
-        """Each request's beams (or samples) as (text, decoder score), best first for beams."""
-        enc, limits, banned = self.batch_inputs(requests, cfg)
-        processor = self.banned_processor(banned, self.model.config.vocab_size, self.device)
+    def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
+        """The device's part of a batch: each sentence's beams (or samples) as token ids."""
+        processor = self.banned_processor(prepared.banned, self.model.config.vocab_size, self.device)
         if cfg.mode == "beam" and hasattr(processor, "renormalize"):
             # Beam search hands processors log-probabilities: renormalise them over the tokens the
             # constraints leave, as CTranslate2 does (it bans before its softmax), so beams and
             # scores agree across backends.
             processor.renormalize = True
-        stop = PerSentenceMaxNewTokens(limits, device=self.device)
+        stop = PerSentenceMaxNewTokens(prepared.limits, device=self.device)
         if cfg.mode == "sample":
             torch.manual_seed(cfg.seed * 100003 + batch_index)
         out = self.model.generate(
-            **enc,
+            **self.on_device(prepared.enc),
             **self.search_kwargs(cfg),
-            max_new_tokens=max(limits),
+            max_new_tokens=max(prepared.limits),
             logits_processor=[processor],
             stopping_criteria=[stop],
             return_dict_in_generate=True,
             output_scores=cfg.mode == "beam",
         )
-        texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(texts)
-        width = cfg.width
-        return [
-            list(zip(texts[i * width : (i + 1) * width], scores[i * width : (i + 1) * width]))
-            for i in range(len(requests))
-        ]
+        ids = out.sequences.cpu()
+        scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(ids)
+        return per_sentence(ids.view(len(prepared.limits), cfg.width, -1), scores)
+
+    def texts(self, beams: list[SentenceBeams], tools: HostTools | None = None) -> list[list[tuple[str, float]]]:
+        """Each sentence's beams as (text, decoder score), detokenized on the host with ``tools``."""
+        tokenizer = (tools or self.host_tools).tokenizer
+        rows = [row for sentence in beams for row in sentence.ids.tolist()]
+        texts = iter(tokenizer.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+        return [[(next(texts), score) for score in sentence.scores] for sentence in beams]
+
+    def _decode_batch(
+        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
+    ) -> list[list[tuple[str, float]]]:
+        """Each request's beams (or samples) as (text, decoder score), best first for beams."""
+        return self.texts(self.decode_ids(self.prepare(requests, cfg), cfg, batch_index))
 
     def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
         return [[text for text, _ in beams] for beams in self._decode_batch(requests, cfg, batch_index)]
@@ -194,6 +255,13 @@ class Paraphraser:
         """What a batch must not mix (nothing here: every sentence has its own constraints on the device)."""
         return None
 
+    #: Overlap each batch's host work (inputs, detokenizing, checking) with the device's decoding,
+    #: in a worker thread: None decides (on CUDA devices; a CPU has no idle device to fill).
+    overlap_host: bool | None = None
+
+    def overlaps_host(self) -> bool:
+        return self.device.type == "cuda" if self.overlap_host is None else self.overlap_host
+
     def paraphrase(
         self,
         requests: Sequence[dict[str, Any]],
@@ -205,35 +273,11 @@ class Paraphraser:
         stats = stats if stats is not None else DecodeStats()
         results: dict[int, list[dict[str, Any]]] = {}
         batches = self.batches(requests, cfg) if requests else []
-        for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
-            batch = [requests[i] for i in idx]
-            # A batch that runs out of GPU memory is decoded in halves (core.oom). Every sentence has
-            # its own constraints and length limit, so beam outputs are the unsplit batch's; sampling
-            # keeps the batch's seed (its index b) for every part, so samples are reproducible for a
-            # given split but differ from the unsplit batch's (one RNG stream serves a whole call).
-            candidates = split_on_oom(
-                lambda part, b=b: self._generate_batch(part, cfg, b), batch, f"paraphrase batch {b}", log
-            )
-            keep: list[tuple[int, str]] = []
-            for i, req, cands in zip(idx, batch, candidates):
-                stats.requests += 1
-                seen: set[str] = set()
-                kept = []
-                for text in cands:
-                    text = text.strip()
-                    if not text or text in seen:
-                        stats.duplicates_dropped += bool(text)
-                        continue
-                    seen.add(text)
-                    if violates(text, req["constraints"]):
-                        stats.violations_dropped += 1
-                        continue
-                    kept.append(text)
-                limit = cfg.return_top if cfg.mode == "beam" else cfg.num_samples
-                kept = kept[:limit]
-                if not kept:
-                    stats.requests_without_output += 1
-                keep.extend((i, t) for t in kept)
+        overlapped = bool(batches) and self.overlaps_host() and self.worker_tools is not None
+        if overlapped:
+            log.info("paraphrase: the host prepares and checks batches in a worker thread while the device decodes")
+        decoded = self._overlapped if overlapped else self._in_turn
+        for b, keep in decoded(requests, batches, cfg, stats, progress):
             if not keep:
                 continue
             scores = split_on_oom(
@@ -259,3 +303,104 @@ class Paraphraser:
             ranked = sorted(results.get(i, []), key=lambda r: r["paraphrase_score"])
             for rank, row in enumerate(ranked):
                 yield {**row, "beam_rank": rank}
+
+    def _in_turn(
+        self,
+        requests: Sequence[dict[str, Any]],
+        batches: list[list[int]],
+        cfg: DecodeSettings,
+        stats: DecodeStats,
+        progress: bool,
+    ) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+        """Per batch, its index and the outputs kept, (request index, text): one batch after another."""
+        for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
+            batch = [requests[i] for i in idx]
+            # A batch that runs out of GPU memory is decoded in halves (core.oom). Every sentence has
+            # its own constraints and length limit, so beam outputs are the unsplit batch's; sampling
+            # keeps the batch's seed (its index b) for every part, so samples are reproducible for a
+            # given split but differ from the unsplit batch's (one RNG stream serves a whole call).
+            candidates = split_on_oom(
+                lambda part, b=b: self._generate_batch(part, cfg, b), batch, f"paraphrase batch {b}", log
+            )
+            yield b, kept_outputs(idx, batch, candidates, cfg, stats)
+
+    def _overlapped(
+        self,
+        requests: Sequence[dict[str, Any]],
+        batches: list[list[int]],
+        cfg: DecodeSettings,
+        stats: DecodeStats,
+        progress: bool,
+    ) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+        """As :meth:`_in_turn`, with the host's work in a worker thread while the device decodes: the
+        next batch's inputs, and the last batch's texts and checks (its scoring waits for the next
+        batch's decoding). The worker runs its tasks in the order given, with its own tokenizer."""
+        tools = self.worker_tools
+        assert tools is not None  # paraphrase() decodes in turn without them
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="paraphrase-host") as worker:
+
+            def prepare(part: list[dict[str, Any]]) -> Future[Prepared]:
+                return worker.submit(self.prepare, part, cfg, tools)
+
+            def finish(idx: list[int], batch: list[dict[str, Any]], beams: list[SentenceBeams]) -> Future:
+                def keep() -> list[tuple[int, str]]:
+                    texts = self.texts(beams, tools)
+                    return kept_outputs(idx, batch, [[t for t, _ in s] for s in texts], cfg, stats)
+
+                return worker.submit(keep)
+
+            ahead = prepare([requests[i] for i in batches[0]]) if batches else None
+            last: tuple[int, Future] | None = None
+            for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
+                batch = [requests[i] for i in idx]
+                prepared = ahead.result()
+                if b + 1 < len(batches):
+                    ahead = prepare([requests[i] for i in batches[b + 1]])
+
+                def decode(part: list[dict[str, Any]], b: int = b, whole: Prepared = prepared) -> list[SentenceBeams]:
+                    # A part of a batch split after running out of memory (core.oom) is prepared anew,
+                    # by the worker, in turn with its other tasks.
+                    inputs = whole if len(part) == len(whole.limits) else prepare(part).result()
+                    return self.decode_ids(inputs, cfg, b)
+
+                beams = split_on_oom(decode, batch, f"paraphrase batch {b}", log)
+                if last is not None:
+                    yield last[0], last[1].result()
+                last = (b, finish(idx, batch, beams))
+            if last is not None:
+                yield last[0], last[1].result()
+
+
+def per_sentence(ids: torch.Tensor, scores: list[float]) -> list[SentenceBeams]:
+    """``[B, width, T]`` host token ids and ``B x width`` scores as each sentence's beams."""
+    width = ids.shape[1]
+    return [SentenceBeams(ids[i], scores[i * width : (i + 1) * width]) for i in range(ids.shape[0])]
+
+
+def kept_outputs(
+    idx: list[int], batch: list[dict[str, Any]], candidates: list[list[str]], cfg: DecodeSettings, stats: DecodeStats
+) -> list[tuple[int, str]]:
+    """The outputs a batch keeps, (request index, text): each request's candidates in order, blank
+    ones and repeats dropped, and any that contains a constraint phrase dropped and counted; at most
+    ``return_top`` beams (or ``num_samples`` samples) a request."""
+    keep: list[tuple[int, str]] = []
+    limit = cfg.return_top if cfg.mode == "beam" else cfg.num_samples
+    for i, req, cands in zip(idx, batch, candidates):
+        stats.requests += 1
+        seen: set[str] = set()
+        kept = []
+        for text in cands:
+            text = text.strip()
+            if not text or text in seen:
+                stats.duplicates_dropped += bool(text)
+                continue
+            seen.add(text)
+            if violates(text, req["constraints"]):
+                stats.violations_dropped += 1
+                continue
+            kept.append(text)
+        kept = kept[:limit]
+        if not kept:
+            stats.requests_without_output += 1
+        keep.extend((i, t) for t in kept)
+    return keep

@@ -15,7 +15,6 @@ whose generation config asks for a search feature the engine lacks, raises
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import torch
 
@@ -23,7 +22,7 @@ from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, Prepared, SentenceBeams, per_sentence
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
 from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
 
@@ -161,19 +160,9 @@ class StaticParaphraser(Paraphraser):
             return GraphRunner(self.step, state)
         return EagerRunner(self.step, state)
 
-    def _decode_batch(
-        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
-    ) -> list[list[tuple[str, float]]]:
+    @torch.inference_mode()
+    def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         if cfg.mode != "beam":
-            return super()._decode_batch(requests, cfg, batch_index)
-        enc, limits, banned = self.batch_inputs(requests, cfg)
-        tokens, scores = self.search(enc, limits, banned, cfg)
-        width = cfg.beam_size
-        texts = self.tokenizer.batch_decode(
-            tokens.view(-1, tokens.shape[-1]).tolist(), skip_special_tokens=True, clean_up_tokenization_spaces=False
-        )
-        flat_scores = scores.view(-1).tolist()
-        return [
-            list(zip(texts[i * width : (i + 1) * width], flat_scores[i * width : (i + 1) * width]))
-            for i in range(len(requests))
-        ]
+            return super().decode_ids(prepared, cfg, batch_index)
+        tokens, scores = self.search(self.on_device(prepared.enc), prepared.limits, prepared.banned, cfg)
+        return per_sentence(tokens.cpu(), scores.view(-1).tolist())

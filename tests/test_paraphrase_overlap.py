@@ -1,0 +1,134 @@
+"""The paraphrase loop with the host's work overlapped with decoding (a worker thread, as on GPUs):
+the same rows and counts as batches decoded in turn."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+import torch
+from conftest import CORPUS
+
+from spanaug.core.config import DecodeSettings
+from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+BACKENDS = {"hf": Paraphraser, "static": StaticParaphraser}
+
+
+@pytest.fixture(scope="module", params=sorted(BACKENDS))
+def para(request, tiny_paraphraser):
+    return BACKENDS[request.param].from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+
+
+def _requests(n: int) -> list[dict]:
+    return [
+        {
+            "seed_id": f"s{i}",
+            "source_text": CORPUS[i % len(CORPUS)],
+            "source_tokens": CORPUS[i % len(CORPUS)].split(),
+            "constraints": [["the", "The"], ["a"], ["of", "is"]][i % 3],
+        }
+        for i in range(n)
+    ]
+
+
+def _settings(para, requests, mode: str) -> DecodeSettings:
+    """Three or more batches of at most 4 sentences."""
+    cfg = DecodeSettings(mode=mode, beam_size=4, return_top=2, num_samples=2, max_new_tokens=8)
+    longest = max(para.source_lengths([r["source_text"] for r in requests]))
+    return dataclasses.replace(cfg, max_batch_tokens=4 * longest * cfg.width)
+
+
+def _run(para, requests, cfg, overlap: bool) -> tuple[list[dict], DecodeStats]:
+    para.overlap_host = overlap
+    stats = DecodeStats()
+    try:
+        return list(para.paraphrase(requests, cfg, stats, progress=False)), stats
+    finally:
+        para.overlap_host = None
+
+
+@pytest.mark.parametrize("mode", ["beam", "sample"])
+def test_overlapped_batches_give_the_rows_and_counts_of_batches_in_turn(para, mode):
+    requests = _requests(14)
+    cfg = _settings(para, requests, mode)
+    assert len(para.batches(requests, cfg)) >= 3
+    in_turn, stats_in_turn = _run(para, requests, cfg, overlap=False)
+    overlapped, stats_overlapped = _run(para, requests, cfg, overlap=True)
+    assert in_turn and overlapped == in_turn
+    assert stats_overlapped == stats_in_turn
+
+
+def test_a_batch_that_runs_out_of_memory_is_split_and_its_parts_prepared_anew(para, monkeypatch):
+    requests = _requests(12)
+    cfg = _settings(para, requests, "beam")
+    whole, _ = _run(para, requests, cfg, overlap=False)
+    real, sizes = para.decode_ids, []
+
+    def small_only(prepared, cfg, b):
+        sizes.append(len(prepared.limits))
+        if len(prepared.limits) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(prepared, cfg, b)
+
+    monkeypatch.setattr(para, "decode_ids", small_only)
+    split, _ = _run(para, requests, cfg, overlap=True)
+    assert max(sizes) > 2 and [r["paraphrase_text"] for r in split] == [r["paraphrase_text"] for r in whole]
+    assert [r["paraphrase_score"] for r in split] == pytest.approx([r["paraphrase_score"] for r in whole], abs=1e-5)
+
+
+class ThreadRecorder:
+    """A tokenizer that records the threads it is called from (a copy records its own)."""
+
+    def __init__(self, tokenizer):
+        self.inner, self.threads = tokenizer, set()
+
+    def __call__(self, *args, **kwargs):
+        self.threads.add(threading.current_thread().name)
+        return self.inner(*args, **kwargs)
+
+    def batch_decode(self, *args, **kwargs):
+        self.threads.add(threading.current_thread().name)
+        return self.inner.batch_decode(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name == "inner":  # not set yet: a copy in the making
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_the_worker_tokenizes_with_its_own_copy(tiny_paraphraser):
+    """A Rust tokenizer called from two threads at once can refuse: the main thread's tokenizer is
+    only ever called from the main thread, the worker's copy only from the worker."""
+    para = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    para.tokenizer = ThreadRecorder(para.tokenizer)
+    requests = _requests(10)
+    worker = para.worker_tools.tokenizer
+    worker.threads.clear()  # the copy's record starts as the original's
+    rows, _ = _run(para, requests, _settings(para, requests, "beam"), overlap=True)
+    assert rows and worker is not para.tokenizer
+    assert para.tokenizer.threads == {threading.main_thread().name}
+    assert worker.threads and all(name.startswith("paraphrase-host") for name in worker.threads)
+
+
+class Uncopyable(ThreadRecorder):
+    def __deepcopy__(self, memo):
+        raise TypeError("cannot pickle 'SentencePieceProcessor' object")
+
+
+def test_a_tokenizer_that_cannot_be_copied_decodes_in_turn(tiny_paraphraser, caplog):
+    import logging
+
+    para = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    requests = _requests(8)
+    cfg = _settings(para, requests, "beam")
+    expected, _ = _run(para, requests, cfg, overlap=False)
+    para.tokenizer = Uncopyable(para.tokenizer)
+    with caplog.at_level(logging.WARNING):
+        rows, _ = _run(para, requests, cfg, overlap=True)
+    assert rows == expected
+    assert any("cannot be copied" in r.getMessage() for r in caplog.records)
