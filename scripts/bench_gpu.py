@@ -20,7 +20,9 @@ sentence's own source length in tokenizer ids (a paraphrase's usual length) rath
 pipeline's default ceiling of 1.5 x source + 10 (on CPU, also at most 40 tokens, to finish in
 minutes). A constrained batch's time includes the host's share of it, as in the paraphrase stage:
 its phrases tokenized (each round with a fresh memo) and the processor built. Each method is timed
-on the same batches, interleaved over ``--repeats`` rounds; the median round counts.
+on the same batches, interleaved over ``--repeats`` rounds; the median round counts. The whole
+paraphrase loop (inputs, decoding, detokenizing, output checks, scoring) is timed too, under
+iteration 10's constraints, with the host's work in turn and overlapped with the decoding.
 
 The projection counts what production runs: the configured aligner kind (``aligner.kind`` of
 config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype through its ``predict``
@@ -232,6 +234,54 @@ def bench_decoding(
     return {"n": n_sentences, "median": med, "times": times, "same_top": same}
 
 
+def bench_stage(
+    engine: StaticParaphraser,
+    rows: list[dict],
+    constraints: list[list[str]],
+    n_sentences: int,
+    budget: int,
+    repeats: int,
+    rng: random.Random,
+    max_new: int | None,
+) -> dict[str, float]:
+    """Sentences/s of the whole paraphrase loop (``paraphrase``: inputs, decoding, detokenizing,
+    the output checks and the scoring pass) under one iteration's constraints, with the batches'
+    host work in turn and overlapped with the decoding (what GPUs run), interleaved, median of
+    ``repeats``. Every sentence decodes the median source length (random weights never end a beam)."""
+    picked = rng.sample(range(len(rows)), n_sentences)
+    requests = [
+        {
+            "seed_id": str(i),
+            "source_text": rows[i]["text"],
+            "source_tokens": rows[i]["tokens"],
+            "constraints": constraints[i],
+        }
+        for i in picked
+    ]
+    length = int(statistics.median(engine.source_lengths([r["source_text"] for r in requests])))
+    cfg = DecodeSettings(
+        beam_size=20, return_top=3, max_new_tokens=min(length, max_new or length), max_batch_tokens=budget
+    )
+    times: dict[str, list[float]] = defaultdict(list)
+    for r in range(repeats + 1):  # the first round warms up
+        for overlap in (False, True) if r % 2 == 0 else (True, False):
+            engine.overlap_host = overlap
+            engine.__dict__.pop("phrase_bans", None)  # a fresh memo, as a job starts
+            engine.__dict__.pop("host_tools", None)
+            engine.__dict__.pop("worker_tools", None)
+            sync(engine.device)
+            start = time.perf_counter()
+            out = list(engine.paraphrase(requests, cfg, progress=False))
+            sync(engine.device)
+            if r:
+                times["host work overlapped" if overlap else "host work in turn"].append(time.perf_counter() - start)
+    engine.overlap_host = None
+    print(
+        f"paraphrase stage (static): {n_sentences} sentences, {cfg.max_new_tokens} new tokens each, {len(out)} outputs"
+    )
+    return {name: n_sentences / statistics.median(ts) for name, ts in times.items()}
+
+
 def _same_top(tokenizer, a: list[torch.Tensor], b: list[torch.Tensor]) -> tuple[int, int, int]:
     """(sentences whose top-3 texts are identical, identical outputs at the same rank, outputs)."""
     same_sentences = same_outputs = total = 0
@@ -413,6 +463,9 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
         para, engine, rows, sets, n, budget, args.repeats, rng, max_new, args.reference, not args.no_hf
     )
     med = res["median"]
+    stage = bench_stage(engine, rows, sets[max(iterations)], n, budget, args.repeats, rng, max_new)
+    for name_, rate in stage.items():
+        print(f"paraphrase stage, iter {max(iterations)}, {name_:<21} {rate:8.2f} sentences/s  [{name}]")
     for name_, t in med.items():
         print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
     last = max(iterations)
