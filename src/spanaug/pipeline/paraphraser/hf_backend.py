@@ -97,8 +97,7 @@ class Paraphraser:
         return paraphraser
 
     def encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer([prefix + t for t in texts], padding=True, truncation=True, return_tensors="pt")
-        return {k: v.to(self.device) for k, v in enc.items()}
+        return self.on_device(encoder_inputs(self.tokenizer, texts, prefix))
 
     @torch.inference_mode()
     def score(self, sources: list[str], outputs: list[str], prefix: str = "") -> list[float]:
@@ -182,9 +181,7 @@ class Paraphraser:
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's inputs, made on the host with ``tools`` (the paraphraser's own by default)."""
         tokenizer, bans = tools or self.host_tools
-        enc = tokenizer(
-            [cfg.prefix + r["source_text"] for r in requests], padding=True, truncation=True, return_tensors="pt"
-        )
+        enc = encoder_inputs(tokenizer, [r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
         return Prepared(dict(enc), limits, [bans(r["constraints"]) + never for r in requests])
@@ -369,6 +366,11 @@ class Paraphraser:
                 last = (b, finish(idx, batch, beams))
             if last is not None:
                 yield last[0], last[1].result()
+
+
+def encoder_inputs(tokenizer, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
+    """The encoder's inputs for ``texts`` (host tensors, padded, truncated to the model's limit)."""
+    return dict(tokenizer([prefix + t for t in texts], padding=True, truncation=True, return_tensors="pt"))
 
 
 def per_sentence(ids: torch.Tensor, scores: list[float]) -> list[SentenceBeams]:
