@@ -134,6 +134,29 @@ def test_fused_constraints_give_the_same_beams(family_models, monkeypatch):
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
 
 
+@pytest.mark.parametrize("family", ["t5", "bart", "marian"])
+@pytest.mark.parametrize("graphed", [False, True], ids=["eager", "graph-shaped"])
+def test_selection_from_logits_gives_the_same_beams(family_models, monkeypatch, family, graphed):
+    """On GPUs each beam's best continuations are its best banned logits, shifted by its score and
+    the row's logsumexp (no log-softmax over the vocabulary): the same beams and scores, eagerly
+    and as a graph replays the step with the cache read through the ancestry (the GPU's path)."""
+    from spanaug.pipeline.paraphraser.step_runner import GraphRunner
+
+    model, tok = family_models(family, 1.6)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    cfg = DecodeSettings(beam_size=5, return_top=5)
+    plain = para._decode_batch(_requests(), cfg, 0)
+    settings = dataclasses.replace(para.search_settings(cfg), fuse_constraints=True, two_stage_topk=True)
+    monkeypatch.setattr(para, "search_settings", lambda c: settings)
+    if graphed:
+        para.ancestry = True
+        monkeypatch.setattr(para, "runner", lambda state, cfg: GraphRunner(para.step, state, bucket=4, capture=False))
+    shifted = para._decode_batch(_requests(), cfg, 0)
+    assert [[t for t, _ in b] for b in shifted] == [[t for t, _ in b] for b in plain]
+    for a, b in zip(shifted, plain):
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
+
+
 def test_processor_select_keeps_each_sentences_bans():
     banned = [[(5,), (7, 8)], [(9,)], [(3, 4, 6)]]
     full = TensorBannedSequences(banned, vocab_size=20)

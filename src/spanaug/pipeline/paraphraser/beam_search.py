@@ -25,7 +25,10 @@ What differs is what it keeps and moves:
   batch takes no new hypotheses, so its beams are the same whenever it leaves;
 * on ``fuse_constraints`` the bans are applied to the logits before the one log-softmax, which is
   the renormalised distribution the processor computes after it, one pass over the vocabulary
-  fewer (used on GPUs; on CPU the order is ``generate``'s, so scores agree to the last bit).
+  fewer (used on GPUs; on CPU the order is ``generate``'s, so scores agree to the last bit); with
+  ``two_stage_topk`` too (GPUs), no log-softmax is written at all: a row's log-probabilities are
+  its logits shifted by their logsumexp, so each beam's best continuations are its best logits,
+  and only those are scored.
 
 One case is left out on purpose: a sentence that reaches its length limit with fewer than
 ``beams`` finite hypotheses (constraints that ban almost everything) stops there. ``generate``
@@ -106,10 +109,17 @@ class _Step:
             history, last, first = beams.running[:, :, :cur].reshape(n * w, cur), None, s == 0
         logits = self.runner.decode(tokens, s)  # [n * w, V]
         vocab = logits.shape[-1]
-        log_probs = _next_log_probs(logits, history, last, first, settings, self.processor)
-        log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
         # c. the 2W best continuations
-        top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
+        if settings.fuse_constraints and settings.two_stage_topk:
+            logits = _allowed_logits(logits, history, last, first, settings, self.processor).view(n, w, vocab)
+            # log p = logit - logsumexp(logits): one shift a row, so each beam's best tokens are its
+            # best logits, and only those 2W a beam are scored (no pass writing log p over the vocabulary).
+            shift = beams.running_scores[:, :, None] - torch.logsumexp(logits, dim=-1, keepdim=True)
+            top_scores, parent, token = _top_shifted(logits, shift, 2 * w)
+        else:
+            log_probs = _next_log_probs(logits, history, last, first, settings, self.processor)
+            log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
+            top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
         top_seqs = _gather(beams.running, parent)
         if isinstance(cur, int):
             top_seqs[:, :, cur] = token
@@ -197,6 +207,43 @@ def _top_continuations(
     return top_scores, index // k, beam_tokens.view(n, w * k).gather(1, index)
 
 
+def _top_shifted(logits: torch.Tensor, shift: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`_top_continuations` (two-stage) of ``logits + shift`` (``shift`` ``[B, W, 1]``), adding the
+    shift to each beam's ``k`` best logits only."""
+    n, w, vocab = logits.shape
+    if k >= vocab:
+        return _top_continuations(logits + shift, k, two_stage=False)
+    beam_logits, beam_tokens = torch.topk(logits, k=k, dim=-1)  # [B, W, k]
+    top_scores, index = torch.topk((beam_logits + shift).view(n, w * k), k=k)
+    return top_scores, index // k, beam_tokens.view(n, w * k).gather(1, index)
+
+
+def _forced_first(logits: torch.Tensor, first: bool, settings: SearchSettings) -> torch.Tensor:
+    """On the first step of a model with a forced first token (mBART's language), only that token."""
+    if settings.forced_bos_token is None or not first:
+        return logits
+    forced = torch.full_like(logits, float("-inf"))
+    forced[:, settings.forced_bos_token] = 0.0
+    return forced
+
+
+def _allowed_logits(
+    logits: torch.Tensor,
+    history: torch.Tensor,
+    last: torch.Tensor | None,
+    first: bool,
+    settings: SearchSettings,
+    processor: TensorBannedSequences | None,
+) -> torch.Tensor:
+    """The logits with what the step may not produce at -inf: all but a forced first token, and
+    the constraints' bans (``history`` as in :func:`_next_log_probs`)."""
+    logits = _forced_first(logits, first, settings)
+    if processor is not None:
+        processor.renormalize = False
+        logits = processor.ban(history, logits, last)
+    return logits
+
+
 def _next_log_probs(
     logits: torch.Tensor,
     history: torch.Tensor,
@@ -207,14 +254,9 @@ def _next_log_probs(
 ) -> torch.Tensor:
     """Log-probabilities of the next token under the constraints, renormalised over what they leave.
     ``history`` holds each row's tokens up to ``last`` (a device position), or exactly its tokens."""
-    if settings.forced_bos_token is not None and first:
-        forced = torch.full_like(logits, float("-inf"))
-        forced[:, settings.forced_bos_token] = 0.0
-        logits = forced
-    if processor is not None and settings.fuse_constraints:
-        processor.renormalize = False
-        return torch.log_softmax(processor.ban(history, logits, last), dim=-1)
-    log_probs = torch.log_softmax(logits, dim=-1)
+    if settings.fuse_constraints:
+        return torch.log_softmax(_allowed_logits(logits, history, last, first, settings, processor), dim=-1)
+    log_probs = torch.log_softmax(_forced_first(logits, first, settings), dim=-1)
     if processor is not None:
         processor.renormalize = True
         log_probs = processor.ban(history, log_probs, last)
