@@ -191,6 +191,8 @@ def bench_decoding(
         methods += [(f"static iter {last} (no CUDA graphs)", last, TensorBannedSequences)]
         if engine.uses_ancestry(cfg):
             methods += [(f"static iter {last} (cache reordered)", last, TensorBannedSequences)]
+        # cross-attention with torch's fused kernel (one a layer) instead of two products and a softmax
+        methods += [(f"static iter {last} (sdpa attention)", last, TensorBannedSequences)]
     times: dict[str, list[float]] = defaultdict(list)
     outputs: dict[str, list] = {}
 
@@ -206,6 +208,7 @@ def bench_decoding(
             start = time.perf_counter()
             c = dataclasses.replace(cfg, cuda_graphs=False) if "no CUDA graphs" in name else cfg
             engine.ancestry = False if "cache reordered" in name else None
+            engine.step.attention = "sdpa" if "sdpa attention" in name else "matmul"
             ids = fn(backend, reqs, [limits[j] for j in b], c, processor)
             sync(para.device)
             total += time.perf_counter() - start
