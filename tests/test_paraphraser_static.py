@@ -81,7 +81,7 @@ def mixed_endings(family_models):
     for boost in BOOSTS:
         model, tok = family_models("t5", boost)
         para = StaticParaphraser(model, tok, CPU, torch.float32)
-        tokens, _ = para.search(*para.batch_inputs(_requests(), cfg), cfg)
+        tokens = torch.stack([s.ids for s in para.decode_ids(para.prepare(_requests(), cfg), cfg, 0)])
         ended = (tokens[:, :, 1:] == tok.eos_token_id).any(-1)  # an EOS among the new tokens
         if ended.any() and not ended.all():
             return model, tok, cfg

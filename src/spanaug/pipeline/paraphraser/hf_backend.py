@@ -186,14 +186,6 @@ class Paraphraser:
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
         return Prepared(dict(enc), limits, [bans(r["constraints"]) + never for r in requests])
 
-    def batch_inputs(
-        self, requests: list[dict[str, Any]], cfg: DecodeSettings
-    ) -> tuple[dict[str, torch.Tensor], list[int], list[list[tuple[int, ...]]]]:
-        """A batch's encoder inputs on the device, each sentence's new-token limit and its banned
-        token sequences."""
-        prepared = self.prepare(requests, cfg)
-        return self.on_device(prepared.enc), prepared.limits, prepared.banned
-
     def on_device(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device) for k, v in enc.items()}
 
