@@ -230,23 +230,11 @@ def collate(encs: Sequence[Encoded], k: int, pooling: str, pad_id: int, device: 
     items = np.repeat(np.arange(n), counts)
     source_len = np.repeat(np.array([x.source_len for x in encs]), counts)
     diffs = (cands[:, 1] - cands[:, 0] + 1) - source_len + k
-    ids, types, mask, query_pool, source_pool, items, diffs = (
-        to_device(a, device) for a in (ids, types, mask, query_pool, source_pool, items, diffs)
+    ids, types, mask, query_pool, source_pool, items, device_cands, diffs = (
+        to_device(a, device) for a in (ids, types, mask, query_pool, source_pool, items, cands, diffs)
     )
-    host_cands = torch.from_numpy(np.ascontiguousarray(cands, dtype=np.int64))
-    return Batch(
-        ids,
-        types,
-        mask,
-        word_pool,
-        query_pool,
-        source_pool,
-        items,
-        to_device(host_cands.numpy(), device),
-        diffs,
-        counts,
-        host_cands,
-    )
+    host_cands = torch.from_numpy(cands)
+    return Batch(ids, types, mask, word_pool, query_pool, source_pool, items, device_cands, diffs, counts, host_cands)
 
 
 def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
