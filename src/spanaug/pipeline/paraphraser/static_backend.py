@@ -143,7 +143,7 @@ class StaticParaphraser(Paraphraser):
             return self.ancestry
         graphs = self.device.type == "cuda" and cfg.cuda_graphs
         chosen = graphs and indirect_attention.kernel_available(self.device, self.dtype)
-        if self._told is None or self._told != (graphs, chosen):  # once per engine: what the job log says
+        if self._told != (graphs, chosen):  # once per engine: what the job log says
             self._told = (graphs, chosen)
             log.info(
                 "static backend: %s, %s",
