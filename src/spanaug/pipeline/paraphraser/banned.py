@@ -43,12 +43,16 @@ class PhraseBans:
         known.update(self._learn([p for p in phrases if p not in known]))
         return sorted(frozenset().union(*known.values()))
 
+    def clear(self) -> None:
+        """Forget every phrase (a benchmark's rounds then meet their phrases as a new job does)."""
+        self._memo.clear()
+
     def _learn(self, phrases: list[str]) -> dict[str, frozenset[tuple[int, ...]]]:
         """Tokenize ``phrases`` (unseen ones) in one call; their sequences, also remembered."""
         if not phrases:
             return {}
         if len(self._memo) + len(phrases) > MEMO_LIMIT:
-            self._memo.clear()
+            self.clear()
         if self._vocab is None:
             self._vocab = self.tokenizer.get_vocab()
             self._special = set(self.tokenizer.all_special_ids)
