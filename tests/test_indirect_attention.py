@@ -65,6 +65,19 @@ print("kernel agrees")
 
 
 @pytest.mark.skipif(indirect_attention.triton is None, reason="Triton is not installed")
+def test_the_kernel_refuses_values_laid_out_unlike_the_keys():
+    """The kernel reads keys and values at the same offsets: values of other strides would be read
+    wrongly, so they are refused before any launch."""
+    keys = torch.zeros(4, 2, 8, 16)
+    values = torch.zeros(4, 8, 2, 16).transpose(1, 2)  # the same shape, other strides
+    ancestry = torch.zeros(4, 8, dtype=torch.int32)
+    with pytest.raises(ValueError, match="same shape and strides"):
+        indirect_attention.kernel_attention(
+            torch.zeros(4, 2, 16), keys, values, ancestry, torch.tensor(3), 2, None, 1.0
+        )
+
+
+@pytest.mark.skipif(indirect_attention.triton is None, reason="Triton is not installed")
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the kernel itself is tested (below)")
 def test_the_kernel_equals_the_reference_in_tritons_interpreter():
     """The Triton kernel's arithmetic, run by Triton's interpreter on the CPU (head sizes that are

@@ -143,6 +143,8 @@ def kernel_attention(
     out = torch.empty_like(q)
     if keys.stride(3) != 1 or ancestry.stride(1) != 1:
         raise ValueError("the cache's head dimension and the ancestry's positions must be contiguous")
+    if values.shape != keys.shape or values.stride() != keys.stride():  # one offset reads both
+        raise ValueError("the cache's keys and values must have the same shape and strides")
     bias_arg = bias if bias is not None else q
     _attend[(rows, heads)](
         q,
