@@ -200,16 +200,17 @@ def test_auto_falls_back_to_hf_where_the_engine_cannot_decode(tiny_paraphraser, 
         stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, backend="static"), "cpu")
 
 
-@pytest.mark.parametrize("attention", ["matmul", "sdpa"])
-def test_two_stage_selection_and_either_attention_give_the_same_beams(family_models, monkeypatch, attention):
-    """GPUs select each beam's best continuations first and may attend with torch's fused kernels:
-    the same beams as one selection over all beams' tokens with the default attention."""
+@pytest.mark.parametrize(("attention", "chunk"), [("matmul", 0), ("sdpa", 0), ("matmul", 6)])
+def test_two_stage_selection_and_either_attention_give_the_same_beams(family_models, monkeypatch, attention, chunk):
+    """GPUs select each beam's best continuations first (by chunks of the vocabulary) and may
+    attend with torch's fused kernels: the same beams as one selection over all beams' tokens with
+    the default attention. (Chunks of 6 columns split the 160-token vocabulary into 26 and a tail.)"""
     model, tok = family_models("t5", 1.6)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     cfg = DecodeSettings(beam_size=6, return_top=6)
     plain = para._decode_batch(_requests(), cfg, 0)
-    settings = para.search_settings(cfg)
-    monkeypatch.setattr(para, "search_settings", lambda c: dataclasses.replace(settings, two_stage_topk=True))
+    settings = dataclasses.replace(para.search_settings(cfg), two_stage_topk=True, topk_chunk=chunk)
+    monkeypatch.setattr(para, "search_settings", lambda c: settings)
     monkeypatch.setattr(para.step, "attention", attention)
     two_stage = para._decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in two_stage] == [[t for t, _ in b] for b in plain]

@@ -28,7 +28,8 @@ What differs is what it keeps and moves:
   fewer (used on GPUs; on CPU the order is ``generate``'s, so scores agree to the last bit); with
   ``two_stage_topk`` too (GPUs), no log-softmax is written at all: a row's log-probabilities are
   its logits shifted by their logsumexp, so each beam's best continuations are its best logits,
-  and only those are scored.
+  and only those are scored; with ``topk_chunk`` too, a beam's best tokens are found among the
+  vocabulary's chunks with the largest maxima (:mod:`.topk`).
 
 One case is left out on purpose: a sentence that reaches its length limit with fewer than
 ``beams`` finite hypotheses (constraints that ban almost everything) stops there. ``generate``
@@ -45,6 +46,7 @@ import torch
 from spanaug.pipeline.paraphraser.decoder_step import Position
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
 from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
+from spanaug.pipeline.paraphraser.topk import row_topk
 
 NEG = -1.0e9  # transformers' stand-in for "impossible" in beam search bookkeeping
 
@@ -59,6 +61,9 @@ class SearchSettings:
     forced_bos_token: int | None = None
     fuse_constraints: bool = False
     two_stage_topk: bool = False
+    #: Two-stage selection finds a beam's best tokens among chunks of this many columns (0: one
+    #: ``torch.topk`` over the vocabulary).
+    topk_chunk: int = 0
     sync_every: int = 1
 
 
@@ -115,11 +120,13 @@ class _Step:
             # log p = logit - logsumexp(logits): one shift a row, so each beam's best tokens are its
             # best logits, and only those 2W a beam are scored (no pass writing log p over the vocabulary).
             shift = beams.running_scores[:, :, None] - torch.logsumexp(logits, dim=-1, keepdim=True)
-            top_scores, parent, token = _top_shifted(logits, shift, 2 * w)
+            top_scores, parent, token = _top_shifted(logits, shift, 2 * w, settings.topk_chunk)
         else:
             log_probs = _next_log_probs(logits, history, last, first, settings, self.processor)
             log_probs = log_probs.view(n, w, vocab) + beams.running_scores[:, :, None]
-            top_scores, parent, token = _top_continuations(log_probs, 2 * w, settings.two_stage_topk)
+            top_scores, parent, token = _top_continuations(
+                log_probs, 2 * w, settings.two_stage_topk, settings.topk_chunk
+            )
         top_seqs = _gather(beams.running, parent)
         if isinstance(cur, int):
             top_seqs[:, :, cur] = token
@@ -192,28 +199,31 @@ def beam_search(
 
 
 def _top_continuations(
-    log_probs: torch.Tensor, k: int, two_stage: bool
+    log_probs: torch.Tensor, k: int, two_stage: bool, chunk: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The ``k`` best (beam, token) continuations of each sentence from ``[B, W, V]`` scores: their
     scores, beams and tokens, best first. Two-stage: each beam's ``k`` best first (``B x W`` short
-    rows, which a GPU runs in parallel), then the best of those, which are the same ``k`` (ties
-    aside) as one selection over ``W x V`` scores, transformers' way."""
+    rows, which a GPU runs in parallel; by chunks of ``chunk`` columns when set), then the best of
+    those, which are the same ``k`` (ties aside) as one selection over ``W x V`` scores,
+    transformers' way."""
     n, w, vocab = log_probs.shape
     if not two_stage or k >= vocab:
         top_scores, index = torch.topk(log_probs.view(n, w * vocab), k=k)
         return top_scores, index // vocab, index % vocab
-    beam_scores, beam_tokens = torch.topk(log_probs, k=k, dim=-1)  # [B, W, k]
+    beam_scores, beam_tokens = row_topk(log_probs, k, chunk)  # [B, W, k]
     top_scores, index = torch.topk(beam_scores.view(n, w * k), k=k)
     return top_scores, index // k, beam_tokens.view(n, w * k).gather(1, index)
 
 
-def _top_shifted(logits: torch.Tensor, shift: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _top_shifted(
+    logits: torch.Tensor, shift: torch.Tensor, k: int, chunk: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`_top_continuations` (two-stage) of ``logits + shift`` (``shift`` ``[B, W, 1]``), adding the
     shift to each beam's ``k`` best logits only."""
     n, w, vocab = logits.shape
     if k >= vocab:
         return _top_continuations(logits + shift, k, two_stage=False)
-    beam_logits, beam_tokens = torch.topk(logits, k=k, dim=-1)  # [B, W, k]
+    beam_logits, beam_tokens = row_topk(logits, k, chunk)  # [B, W, k]
     top_scores, index = torch.topk((beam_logits + shift).view(n, w * k), k=k)
     return top_scores, index // k, beam_tokens.view(n, w * k).gather(1, index)
 
