@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+import numpy as np
 import pytest
 import torch
 from conftest import CORPUS
@@ -132,3 +133,64 @@ def test_a_tokenizer_that_cannot_be_copied_decodes_in_turn(tiny_paraphraser, cap
         rows, _ = _run(para, requests, cfg, overlap=True)
     assert rows == expected
     assert any("cannot be copied" in r.getMessage() for r in caplog.records)
+
+
+def test_decoding_runs_under_a_short_switch_interval_restored_after(para, monkeypatch):
+    """While the worker runs Python, each torch call of the decoding thread waits for the GIL at most
+    the switch interval: short while overlapping, Python's own afterwards (also after an error)."""
+    import sys
+
+    from spanaug.pipeline.paraphraser import hf_backend
+
+    requests = _requests(8)
+    cfg = _settings(para, requests, "beam")
+    before, seen = sys.getswitchinterval(), []
+    real = para.decode_ids
+
+    def record(prepared, cfg, b):
+        seen.append(sys.getswitchinterval())
+        return real(prepared, cfg, b)
+
+    monkeypatch.setattr(para, "decode_ids", record)
+    _run(para, requests, cfg, overlap=True)
+    assert seen and seen == pytest.approx([hf_backend.HOST_SWITCH_INTERVAL] * len(seen))
+    assert sys.getswitchinterval() == before
+    seen.clear()
+    _run(para, requests, cfg, overlap=False)
+    assert set(seen) == {before}
+
+    def fail(prepared, cfg, b):
+        raise ValueError("a decoding error")
+
+    monkeypatch.setattr(para, "decode_ids", fail)
+    with pytest.raises(ValueError, match="a decoding error"):
+        _run(para, requests, cfg, overlap=True)
+    assert sys.getswitchinterval() == before
+
+
+def test_the_worker_builds_the_constraint_table(para, monkeypatch):
+    """The processor's host table is made with the batch's other inputs, in the worker, and the
+    device's part is made from it."""
+    from spanaug.pipeline.paraphraser import processors
+
+    requests = _requests(10)
+    cfg = _settings(para, requests, "beam")
+    threads, tables = [], []
+    real_of, real_decode = processors.SequenceTable.of, para.decode_ids
+
+    def of(banned):
+        threads.append(threading.current_thread().name)
+        return real_of(banned)
+
+    def decode(prepared, cfg, b):
+        tables.append(prepared.table)
+        expected = real_of(prepared.banned)
+        for name in ("prefixes", "lasts", "valid"):
+            assert np.array_equal(getattr(prepared.table, name), getattr(expected, name))
+        return real_decode(prepared, cfg, b)
+
+    monkeypatch.setattr(processors.SequenceTable, "of", staticmethod(of))
+    monkeypatch.setattr(para, "decode_ids", decode)
+    rows, _ = _run(para, requests, cfg, overlap=True)
+    assert rows and len(tables) >= 3 and all(t is not None for t in tables)
+    assert threads and all(name.startswith("paraphrase-host") for name in threads)

@@ -9,10 +9,12 @@ limit, with search settings shared with the ct2 backend.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
 import logging
+import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -30,9 +32,27 @@ from spanaug.pipeline.constraints import violates
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
-from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
+from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
 
 log = logging.getLogger(__name__)
+
+#: The interpreter's thread switch interval (seconds) while a worker thread overlaps the host's work
+#: with decoding. Each torch call of the decoding thread gives the GIL up and must take it back, and
+#: at Python's default (5 ms) a worker running Python keeps it that long each time: on this
+#: project's CPU, 6,000 small torch calls took 7.4 s beside such a worker (13 ms alone), 0.08 to
+#: 0.14 s at 0.1 ms. An eager step or a CUDA graph capture is several hundred calls.
+HOST_SWITCH_INTERVAL = 1e-4
+
+
+@contextlib.contextmanager
+def switch_interval(seconds: float) -> Iterator[None]:
+    """Python's thread switch interval set to ``seconds`` for the block, then restored."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 @dataclasses.dataclass
@@ -56,11 +76,16 @@ class HostTools(NamedTuple):
 @dataclasses.dataclass
 class Prepared:
     """A batch's inputs, made on the host: encoder inputs (host tensors), each sentence's new-token
-    limit and banned token sequences."""
+    limit and banned token sequences, and these as the on-device processor's table when it has one."""
 
     enc: dict[str, torch.Tensor]
     limits: list[int]
     banned: list[list[tuple[int, ...]]]
+    table: SequenceTable | None = None
+
+    def constraints(self) -> list[list[tuple[int, ...]]] | SequenceTable:
+        """What the constraint processor is made from: the table when there is one."""
+        return self.banned if self.table is None else self.table
 
 
 @dataclasses.dataclass
@@ -184,7 +209,9 @@ class Paraphraser:
         enc = encoder_inputs(tokenizer, [r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
-        return Prepared(dict(enc), limits, [bans(r["constraints"]) + never for r in requests])
+        banned = [bans(r["constraints"]) + never for r in requests]
+        table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
+        return Prepared(dict(enc), limits, banned, table)
 
     def on_device(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device) for k, v in enc.items()}
@@ -192,7 +219,7 @@ class Paraphraser:
     @torch.inference_mode()
     def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         """The device's part of a batch: each sentence's beams (or samples) as token ids."""
-        processor = self.banned_processor(prepared.banned, self.model.config.vocab_size, self.device)
+        processor = self.banned_processor(prepared.constraints(), self.model.config.vocab_size, self.device)
         if cfg.mode == "beam" and hasattr(processor, "renormalize"):
             # Beam search hands processors log-probabilities: renormalise them over the tokens the
             # constraints leave, as CTranslate2 does (it bans before its softmax), so beams and
@@ -323,10 +350,15 @@ class Paraphraser:
     ) -> Iterator[tuple[int, list[tuple[int, str]]]]:
         """As :meth:`_in_turn`, with the host's work in a worker thread while the device decodes: the
         next batch's inputs, and the last batch's texts and checks (its scoring waits for the next
-        batch's decoding). The worker runs its tasks in the order given, with its own tokenizer."""
+        batch's decoding). The worker runs its tasks in the order given, with its own tokenizer; the
+        switch interval is short meanwhile (HOST_SWITCH_INTERVAL), so that the decoding thread gets
+        the GIL back quickly."""
         tools = self.worker_tools
         assert tools is not None  # paraphrase() decodes in turn without them
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="paraphrase-host") as worker:
+        with (
+            switch_interval(HOST_SWITCH_INTERVAL),
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="paraphrase-host") as worker,
+        ):
 
             def prepare(part: list[dict[str, Any]]) -> Future[Prepared]:
                 return worker.submit(self.prepare, part, cfg, tools)

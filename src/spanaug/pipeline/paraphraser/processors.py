@@ -23,6 +23,7 @@ longest prefix: ``R * K * P`` token comparisons and one write of ``R * K`` score
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 
@@ -37,7 +38,8 @@ _BEFORE = -2
 class TensorBannedSequences(LogitsProcessor):
     """Ban each sentence's own token sequences with tensor operations on the scores' device.
 
-    ``banned[i]`` holds sentence ``i``'s sequences (tuples of token ids). Ids at or above the
+    ``banned[i]`` holds sentence ``i``'s sequences (tuples of token ids), or ``banned`` is their
+    :class:`SequenceTable`, made beforehand. Ids at or above the
     score width (or ``vocab_size`` when given) are never banned, as in the reference processor.
     With ``renormalize`` (for beam search, whose processors receive log-probabilities) the scores
     are renormalised over the tokens left after the bans, as CTranslate2 does.
@@ -45,18 +47,20 @@ class TensorBannedSequences(LogitsProcessor):
 
     def __init__(
         self,
-        banned: Sequence[Sequence[Sequence[int]]],
+        banned: Sequence[Sequence[Sequence[int]]] | SequenceTable,
         vocab_size: int | None = None,
         device: torch.device | str | None = None,
         renormalize: bool = False,
     ):
-        self.n_sentences = len(banned)
+        table = banned if isinstance(banned, SequenceTable) else SequenceTable.of(banned)
+        self.n_sentences = table.sentences
         self.vocab_size = vocab_size
         self.renormalize = renormalize
         device = torch.device(device) if device is not None else torch.device("cpu")
-        table = _sequence_table([sorted({tuple(int(t) for t in s) for s in seqs if len(s)}) for seqs in banned])
         # prefixes [n, K, P] (-1: an open column), last tokens [n, K], valid [n, K]
-        self.prefixes, self.lasts, self.valid = (torch.from_numpy(a).to(device) for a in table)
+        self.prefixes, self.lasts, self.valid = (
+            torch.from_numpy(a).to(device) for a in (table.prefixes, table.lasts, table.valid)
+        )
         self.open = self.prefixes < 0
 
     def select(self, sentences: torch.Tensor) -> TensorBannedSequences:
@@ -128,9 +132,30 @@ class TensorBannedSequences(LogitsProcessor):
         return scores
 
 
+@dataclasses.dataclass(frozen=True)
+class SequenceTable:
+    """Each sentence's banned sequences as a padded table on the host, what
+    :class:`TensorBannedSequences` moves to the device: prefixes ``[n, K, P]`` right-aligned (-1 in
+    the columns before a shorter prefix), last tokens ``[n, K]`` and which slots hold a sequence.
+    Built apart from the processor so that a batch's table is made with its other inputs, on the
+    host, while the device decodes the batch before it."""
+
+    prefixes: np.ndarray
+    lasts: np.ndarray
+    valid: np.ndarray
+
+    @property
+    def sentences(self) -> int:
+        return self.lasts.shape[0]
+
+    @classmethod
+    def of(cls, banned: Sequence[Sequence[Sequence[int]]]) -> SequenceTable:
+        """The table of ``banned[i]``, sentence ``i``'s sequences (repeats and empty ones dropped)."""
+        return cls(*_sequence_table([sorted({tuple(int(t) for t in s) for s in seqs if len(s)}) for seqs in banned]))
+
+
 def _sequence_table(seqs: list[list[tuple[int, ...]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each sentence's sequences as a padded table: prefixes ``[n, K, P]`` right-aligned (-1 in the
-    columns before a shorter prefix), last tokens ``[n, K]`` and which slots hold a sequence."""
+    """The arrays of a :class:`SequenceTable`."""
     n = len(seqs)
     counts = np.array([len(s) for s in seqs], dtype=np.int64)
     flat = [s for per in seqs for s in per]

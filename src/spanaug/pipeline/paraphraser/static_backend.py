@@ -23,8 +23,9 @@ from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, Prepared, SentenceBeams, per_sentence
-from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
+from spanaug.pipeline.paraphraser.processors import SequenceTable, TensorBannedSequences
 from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
+from spanaug.pipeline.paraphraser.topk import TOPK_CHUNK
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,10 @@ class StaticParaphraser(Paraphraser):
         start = gen.decoder_start_token_id
         return int(start if start is not None else self.model.config.decoder_start_token_id)
 
+    #: Columns per chunk of the vocabulary when a beam's best tokens are selected (:mod:`.topk`):
+    #: None decides (chunks on GPUs), 0 selects with one ``torch.topk`` over the vocabulary.
+    topk_chunk: int | None = None
+
     def search_settings(self, cfg: DecodeSettings) -> SearchSettings:
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.model.config.eos_token_id
@@ -111,6 +116,7 @@ class StaticParaphraser(Paraphraser):
             forced_bos_token=getattr(gen, "forced_bos_token_id", None),
             fuse_constraints=gpu,
             two_stage_topk=gpu,
+            topk_chunk=(TOPK_CHUNK if gpu else 0) if self.topk_chunk is None else self.topk_chunk,
             sync_every=GPU_SYNC_EVERY if gpu else 1,
         )
 
@@ -119,11 +125,12 @@ class StaticParaphraser(Paraphraser):
         self,
         enc: dict[str, torch.Tensor],
         limits: list[int],
-        banned: list[list[tuple[int, ...]]] | None,
+        banned: list[list[tuple[int, ...]]] | SequenceTable | None,
         cfg: DecodeSettings,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Beam search of a batch: token ids ``[B, beams, 1 + max(limits)]`` and scores ``[B, beams]``,
-        best first; ``banned`` None decodes without constraints (benchmarks)."""
+        best first; ``banned`` (each sentence's sequences, or their table) None decodes without
+        constraints (benchmarks)."""
         self._self_check(enc)
         vocab = self.model.config.vocab_size
         processor = TensorBannedSequences(banned, vocab, self.device) if banned is not None else None
@@ -164,5 +171,5 @@ class StaticParaphraser(Paraphraser):
     def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         if cfg.mode != "beam":
             return super().decode_ids(prepared, cfg, batch_index)
-        tokens, scores = self.search(self.on_device(prepared.enc), prepared.limits, prepared.banned, cfg)
+        tokens, scores = self.search(self.on_device(prepared.enc), prepared.limits, prepared.constraints(), cfg)
         return per_sentence(tokens.cpu(), scores.view(-1).tolist())
