@@ -209,16 +209,35 @@ def test_the_budget_reads_t5_names_and_assumes_a_model_when_none_is_given():
     )
 
 
-def test_the_paraphraser_budgets_by_its_model_on_cuda(para, monkeypatch):
-    """The hf backend asks for its own model's budget (on a simulated card)."""
+def test_the_paraphraser_budgets_by_its_model_on_cuda(para, tiny_paraphraser, monkeypatch):
+    """Each backend asks for its own model's budget (on a simulated card): generate keeps the
+    encoder's states and cross-attention per beam, the static engine per sentence in beam search."""
+    from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
+
+    static = StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     seen = []
-    monkeypatch.setattr(para, "device", torch.device("cuda"))
     monkeypatch.setattr(
         "spanaug.pipeline.paraphraser.hf_backend.default_max_batch_tokens",
-        lambda device, config, dtype: seen.append((device.type, config, dtype)) or 4096,
+        lambda device, config, dtype, shared_by: seen.append((device.type, config, dtype, shared_by)) or 4096,
     )
-    para.batches(_requests(2), DecodeSettings(beam_size=2, return_top=1))
-    assert seen == [("cuda", para.model.config, torch.float32)]
+    for backend in (para, static):
+        monkeypatch.setattr(backend, "device", torch.device("cuda"))
+        for mode in ("beam", "sample"):
+            backend.batches(_requests(2), DecodeSettings(mode=mode, beam_size=3, num_samples=2, return_top=1))
+    shared = [None, None, 3, None]  # hf beam, hf sample, static beam (3 beams), static sample (generate)
+    assert seen == [("cuda", b.model.config, torch.float32, s) for b, s in zip((para, para, static, static), shared)]
+
+
+def test_state_kept_per_sentence_costs_less_per_beam_as_beams_grow():
+    """The static engine's unit: the self-attention cache twice, plus the sentence's share of its
+    encoder states and cross-attention, which generate repeats per beam."""
+    per_beam = batching.bytes_per_batch_token(_Config(), torch.bfloat16)
+    shared = [batching.bytes_per_batch_token(_Config(), torch.bfloat16, n) for n in (1, 4, 20)]
+    assert shared[0] < per_beam  # one copy of the cross state, not two
+    assert shared[0] > shared[1] > shared[2]
+    cache = 2 * 2 * 4 * 512 * batching.LENGTH_RATIO * 2  # keys and values, 4 layers, twice, bf16
+    logits = batching.LOGIT_COPIES * 32000 * 4 / batching.SHORT_SOURCE
+    assert cache + logits < shared[2] < cache + logits + (512 + 2 * 4 * 512) * 2 / 20 + 1
 
 
 # ---------------------------------------------------------------- through both aligner kinds

@@ -38,12 +38,15 @@ LENGTH_RATIO = 1.5
 LENGTH_EXTRA = 10
 
 
-def bytes_per_batch_token(model_config: Any = None, dtype: torch.dtype | None = None) -> int:
+def bytes_per_batch_token(
+    model_config: Any = None, dtype: torch.dtype | None = None, shared_by: int | None = None
+) -> int:
     """Estimated GPU memory of one budget unit (one source token of one beam) while decoding: the
-    encoder's states, repeated per beam; the cross-attention keys and values of every decoder layer;
-    the self-attention keys and values over LENGTH_RATIO new tokens per source token; twice over, as
-    beam search reorders the cache into a copy. Plus the row's float32 logits over the vocabulary,
-    spread over a short source."""
+    encoder's states and the cross-attention keys and values of every decoder layer, repeated per
+    beam (``generate``), or once per sentence, shared by its ``shared_by`` rows (the static engine);
+    the self-attention keys and values over LENGTH_RATIO new tokens per source token; the caches
+    twice over, as beam search reorders (or compacts) them into a copy. Plus the row's float32 logits
+    over the vocabulary, spread over a short source."""
     width = _config_value(model_config, ("d_model", "hidden_size"), ASSUMED_MODEL["d_model"])
     # T5's attention width (heads x d_kv) may differ from its model width.
     heads, d_kv = (_config_value(model_config, (name,), 0) for name in ("num_heads", "d_kv"))
@@ -53,8 +56,10 @@ def bytes_per_batch_token(model_config: Any = None, dtype: torch.dtype | None = 
     )
     vocab = _config_value(model_config, ("vocab_size",), ASSUMED_MODEL["vocab_size"])
     size = (dtype or torch.float32).itemsize
-    cache = 2 * layers * kv_width * (1 + LENGTH_RATIO)  # keys and values: cross- and self-attention
-    states = width + 2 * cache  # the encoder's states; the cache and its reordered copy
+    self_cache = 2 * layers * kv_width * LENGTH_RATIO  # keys and values over the new tokens
+    cross = 2 * layers * kv_width
+    # Per sentence (shared_by), the encoder's states and the cross-attention are never reordered.
+    states = 2 * self_cache + (width + cross) / shared_by if shared_by else width + 2 * (self_cache + cross)
     logits = LOGIT_COPIES * vocab * torch.float32.itemsize / SHORT_SOURCE
     return int(states * size + logits)
 
@@ -69,12 +74,12 @@ def _config_value(config: Any, names: tuple[str, ...], default: int) -> int:
 
 
 def default_max_batch_tokens(
-    device: torch.device | str, model_config: Any = None, dtype: torch.dtype | None = None
+    device: torch.device | str, model_config: Any = None, dtype: torch.dtype | None = None, shared_by: int | None = None
 ) -> int:
     """The decode budget (source tokens x beams) when ``max_batch_tokens`` is not set: on CUDA, a share
     of the card's free memory (what the caching allocator holds unused counts as free) over
-    :func:`bytes_per_batch_token` of the model, between the CPU budget and MAX_BATCH_TOKENS_CAP;
-    elsewhere the CPU budget. A batch that still runs out is split (core.oom)."""
+    :func:`bytes_per_batch_token` of the model (``shared_by`` as there), between the CPU budget and
+    MAX_BATCH_TOKENS_CAP; elsewhere the CPU budget. A batch that still runs out is split (core.oom)."""
     device = torch.device(device)
     if device.type != "cuda":
         return DEFAULT_MAX_BATCH_TOKENS["cpu"]
@@ -83,7 +88,7 @@ def default_max_batch_tokens(
         free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
     except (RuntimeError, AssertionError):  # no CUDA runtime to ask (a device named but unusable)
         return DEFAULT_MAX_BATCH_TOKENS["cuda"]
-    budget = int(FREE_MEMORY_SHARE * free) // bytes_per_batch_token(model_config, dtype)
+    budget = int(FREE_MEMORY_SHARE * free) // bytes_per_batch_token(model_config, dtype, shared_by)
     return max(DEFAULT_MAX_BATCH_TOKENS["cpu"], min(MAX_BATCH_TOKENS_CAP, budget))
 
 

@@ -263,9 +263,14 @@ class Paraphraser:
         model_check.check_lengths(self.name, lengths, list(requests), self.positions)
         model_config = getattr(getattr(self, "model", None), "config", None)  # none on ct2
         budget = cfg.max_batch_tokens or default_max_batch_tokens(
-            self.device, model_config, getattr(self, "dtype", None)
+            self.device, model_config, getattr(self, "dtype", None), self.rows_sharing_cross_state(cfg)
         )
         return token_budget_batches(lengths, cfg.width, budget, cfg.batch_size, self._batch_group(requests, cfg))
+
+    def rows_sharing_cross_state(self, cfg: DecodeSettings) -> int | None:
+        """Decoder rows that share a sentence's encoder states and cross-attention, for the memory
+        estimate (None: every row has its own copy, as in ``generate``)."""
+        return None
 
     def _batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
         """What a batch must not mix (nothing here: every sentence has its own constraints on the device)."""

@@ -167,6 +167,10 @@ class StaticParaphraser(Paraphraser):
             return GraphRunner(self.step, state)
         return EagerRunner(self.step, state)
 
+    def rows_sharing_cross_state(self, cfg: DecodeSettings) -> int | None:
+        # Beam search keeps them once per sentence; sampling runs on generate.
+        return cfg.width if cfg.mode == "beam" else None
+
     @torch.inference_mode()
     def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         if cfg.mode != "beam":
