@@ -18,11 +18,14 @@ triggers of other sentences of the same frame as stand-ins for the aligned rewri
 Random weights never choose EOS, so every beam runs to its length limit; the limit is set to the
 sentence's own source length in tokenizer ids (a paraphrase's usual length) rather than the
 pipeline's default ceiling of 1.5 x source + 10 (on CPU, also at most 40 tokens, to finish in
-minutes). A constrained batch's time includes the host's share of it, as in the paraphrase stage:
-its phrases tokenized (each round with a fresh memo) and the processor built. Each method is timed
-on the same batches, interleaved over ``--repeats`` rounds; the median round counts. The whole
-paraphrase loop (inputs, decoding, detokenizing, output checks, scoring) is timed too, under
-iteration 10's constraints, with the host's work in turn and overlapped with the decoding.
+minutes). A constrained batch's time includes the host's share of it, in turn: its phrases
+tokenized (each round with a fresh memo) and the processor's table built. Each backend decodes
+batches of its own budget, each method interleaved over ``--repeats`` rounds; the median round
+counts. Then the whole paraphrase loop (inputs, decoding, detokenizing, output checks, scoring) is
+timed as a GPU job runs it, on more sentences (``--stage-sentences``, 1,024), with the host's work
+overlapped with the decoding: unconstrained and under each iteration's constraints (and iteration
+10's with the host's work in turn). The projection's decode rate is that stage's, over the
+iterations.
 
 The projection counts what production runs: the configured aligner kind (``aligner.kind`` of
 config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype through its ``predict``
@@ -64,6 +67,7 @@ from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_m
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.frame_elements import has_span, to_place
 from spanaug.pipeline.importers import read_conll
+from spanaug.pipeline.paraphraser import hf_backend, step_runner
 from spanaug.pipeline.paraphraser.banned import PhraseBans, banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
@@ -160,7 +164,7 @@ def bench_decoding(
     rows: list[dict],
     sets: dict[int, list[list[str]]],
     n_sentences: int,
-    budget: int,
+    budgets: dict[str, int],
     repeats: int,
     rng: random.Random,
     max_new: int | None,
@@ -168,17 +172,22 @@ def bench_decoding(
     hf: bool = True,
 ) -> dict:
     """Seconds per method (hf: generate, static: the engine; unconstrained or under iteration i's
-    constraints), each on the same batches, interleaved over ``repeats`` rounds; and how many of the
-    sentences' top-3 outputs the two backends share under iteration 10's constraints."""
+    constraints), each backend on its own batches (``budgets``: "hf" and "static"), interleaved over
+    ``repeats`` rounds; and how many of the sentences' top-3 outputs the two backends share under
+    iteration 10's constraints."""
     cfg = DecodeSettings(beam_size=20, return_top=3)
     picked = rng.sample(range(len(rows)), n_sentences)
     texts = [rows[i]["text"] for i in picked]
     lengths = para.source_lengths(texts)
     limits = [min(n, max_new) if max_new else n for n in lengths]
-    batches = token_budget_batches(lengths, cfg.width, budget)
+    batching = {name: token_budget_batches(lengths, cfg.width, budget) for name, budget in budgets.items()}
     print(
         f"decoding: {n_sentences} FrameNet dev sentences (source ids: {describe(lengths)}; new tokens: "
-        f"{describe(limits)}), beam 20, {len(batches)} batches under a budget of {budget:,} tokens x beams"
+        f"{describe(limits)}), beam 20; "
+        + "; ".join(
+            f"{name}: {len(batching[name])} batches under a budget of {budget:,} tokens x beams"
+            for name, budget in budgets.items()
+        )
     )
     last = max(sets)
     methods = [("hf unconstrained", None, None), (f"hf iter {last}", last, TensorBannedSequences)] if hf else []
@@ -193,8 +202,14 @@ def bench_decoding(
             methods += [(f"static iter {last} (cache reordered)", last, TensorBannedSequences)]
         # cross-attention with torch's fused kernel (one a layer) instead of two products and a softmax
         methods += [(f"static iter {last} (sdpa attention)", last, TensorBannedSequences)]
+        # what selecting by chunks of the vocabulary and the engine's own memory estimate are worth
+        methods += [(f"static iter {last} (one torch.topk)", last, TensorBannedSequences)]
+        methods += [(f"static iter {last} (generate's batches)", last, TensorBannedSequences)]
+        # sentences leave the batch later: fewer graph captures, more rows of finished sentences
+        methods += [(f"static iter {last} (leave at 1/4 done)", last, TensorBannedSequences)]
     times: dict[str, list[float]] = defaultdict(list)
     outputs: dict[str, list] = {}
+    shrink_share = step_runner.GRAPH_SHRINK_SHARE
 
     def run(name, it, processor, warm=False):
         backend, fn = (engine, decode_static) if name.startswith("static") else (para, decode_hf)
@@ -202,6 +217,7 @@ def bench_decoding(
         # timed time includes what the host spends on them between batches.
         backend.phrase_bans.clear()
         total, out = 0.0, []
+        batches = batching["static" if name.startswith("static") and "generate's batches" not in name else "hf"]
         for b in batches[:1] if warm else batches:
             reqs = [{"source_text": texts[j], "constraints": sets[it][picked[j]] if it else []} for j in b]
             sync(para.device)
@@ -209,11 +225,13 @@ def bench_decoding(
             c = dataclasses.replace(cfg, cuda_graphs=False) if "no CUDA graphs" in name else cfg
             engine.ancestry = False if "cache reordered" in name else None
             engine.step.attention = "sdpa" if "sdpa attention" in name else "matmul"
+            engine.topk_chunk = 0 if "one torch.topk" in name else None
+            step_runner.GRAPH_SHRINK_SHARE = 0.25 if "leave at 1/4" in name else shrink_share
             ids = fn(backend, reqs, [limits[j] for j in b], c, processor)
             sync(para.device)
             total += time.perf_counter() - start
             out.append(ids.view(len(b), cfg.beam_size, -1)[:, : cfg.return_top].cpu())
-        outputs[name] = out
+        outputs[name] = [o for _, o in sorted(zip((j for b in batches for j in b), (s for o in out for s in o)))]
         return total
 
     for name, it, proc in methods:  # warm-up: kernels, allocator, the engine's one check against the model
@@ -224,7 +242,15 @@ def bench_decoding(
             times[name].append(run(name, it, proc))
     med = {name: statistics.median(ts) for name, ts in times.items()}
     same = _same_top(para.tokenizer, outputs[f"hf iter {last}"], outputs[f"static iter {last}"]) if hf else None
-    widest = max(batches, key=len)
+    one_topk = f"static iter {last} (one torch.topk)"
+    if one_topk in outputs:  # selecting by chunks changes no values; ties may be ordered otherwise
+        chunked = outputs[f"static iter {last}"]
+        same_sentences, same_outputs, total = _same_top(para.tokenizer, outputs[one_topk], chunked)
+        print(
+            f"static outputs selected by chunks and by one torch.topk, iteration {last} ({para.dtype}): top-3 "
+            f"identical for {same_sentences} of {n_sentences} sentences; {same_outputs} of {total} outputs"
+        )
+    widest = max(batching["static"], key=len)
     for it in sorted(sets):
         proc = TensorBannedSequences(
             [banned_sequences(para.tokenizer, sets[it][picked[j]]) for j in widest], para.model.config.vocab_size, "cpu"
@@ -240,61 +266,76 @@ def bench_decoding(
 def bench_stage(
     engine: StaticParaphraser,
     rows: list[dict],
-    constraints: list[list[str]],
+    sets: dict[int, list[list[str]]],
     n_sentences: int,
-    budget: int,
+    budget: int | None,
     repeats: int,
     rng: random.Random,
     max_new: int | None,
 ) -> dict[str, float]:
     """Sentences/s of the whole paraphrase loop (``paraphrase``: inputs, decoding, detokenizing,
-    the output checks and the scoring pass) under one iteration's constraints, with the batches'
-    host work in turn and overlapped with the decoding (what GPUs run), interleaved, median of
-    ``repeats``. Every sentence decodes the median source length (random weights never end a beam)."""
+    the output checks and the scoring pass) as GPUs run it, the batches' host work overlapped with
+    the decoding, without constraints and under each iteration's; and under the last iteration's
+    with the host's work in turn. Methods interleaved, median of ``repeats`` rounds after one
+    warm-up round on the first 128 sentences. ``budget`` None: the engine's own batches. Every
+    sentence decodes the median source length (random weights never end a beam)."""
     picked = rng.sample(range(len(rows)), n_sentences)
-    requests = [
-        {
-            "seed_id": str(i),
-            "source_text": rows[i]["text"],
-            "source_tokens": rows[i]["tokens"],
-            "constraints": constraints[i],
-        }
-        for i in picked
-    ]
-    length = int(statistics.median(engine.source_lengths([r["source_text"] for r in requests])))
+    last = max(sets)
+    methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
+    methods += [(f"iter {last}, host work in turn", last, False)]
+    if engine.device.type == "cuda":  # what the short switch interval is worth
+        methods += [(f"iter {last}, Python's switch interval", last, True)]
+    interval = hf_backend.HOST_SWITCH_INTERVAL
+
+    def requests(it: int | None, n: int = n_sentences) -> list[dict]:
+        return [
+            {
+                "seed_id": str(i),
+                "source_text": rows[i]["text"],
+                "source_tokens": rows[i]["tokens"],
+                "constraints": sets[it][i] if it else [],
+            }
+            for i in picked[:n]
+        ]
+
+    length = int(statistics.median(engine.source_lengths([rows[i]["text"] for i in picked])))
     cfg = DecodeSettings(
         beam_size=20, return_top=3, max_new_tokens=min(length, max_new or length), max_batch_tokens=budget
     )
+    batches = len(engine.batches(requests(None), cfg))
     times: dict[str, list[float]] = defaultdict(list)
     for r in range(repeats + 1):  # the first round warms up
-        for overlap in (False, True) if r % 2 == 0 else (True, False):
+        for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
             engine.overlap_host = overlap
+            hf_backend.HOST_SWITCH_INTERVAL = sys.getswitchinterval() if "Python's" in name else interval
             for tools in (engine.host_tools, engine.worker_tools):  # made once, before any timing
                 if tools is not None:
                     tools.phrase_bans.clear()  # a fresh memo, as a job starts
+            reqs = requests(it, n_sentences if r else 128)
             sync(engine.device)
             start = time.perf_counter()
-            out = list(engine.paraphrase(requests, cfg, progress=False))
+            out = list(engine.paraphrase(reqs, cfg, progress=False))
             sync(engine.device)
             if r:
-                times["host work overlapped" if overlap else "host work in turn"].append(time.perf_counter() - start)
-    engine.overlap_host = None
+                times[name].append(time.perf_counter() - start)
+    engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL = None, interval
     print(
-        f"paraphrase stage (static): {n_sentences} sentences, {cfg.max_new_tokens} new tokens each, {len(out)} outputs"
+        f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, {cfg.max_new_tokens} new "
+        f"tokens each, {len(out)} outputs under iteration {last}'s constraints"
     )
     return {name: n_sentences / statistics.median(ts) for name, ts in times.items()}
 
 
 def _same_top(tokenizer, a: list[torch.Tensor], b: list[torch.Tensor]) -> tuple[int, int, int]:
-    """(sentences whose top-3 texts are identical, identical outputs at the same rank, outputs)."""
+    """(sentences whose top-3 texts are identical, identical outputs at the same rank, outputs), from
+    each sentence's top beams ``[3, T]`` in sentence order."""
     same_sentences = same_outputs = total = 0
     for x, y in zip(a, b):
-        for beams_x, beams_y in zip(x, y):
-            tx = tokenizer.batch_decode(beams_x.tolist(), skip_special_tokens=True)
-            ty = tokenizer.batch_decode(beams_y.tolist(), skip_special_tokens=True)
-            same_sentences += tx == ty
-            same_outputs += sum(p == q for p, q in zip(tx, ty))
-            total += len(tx)
+        tx = tokenizer.batch_decode(x.tolist(), skip_special_tokens=True)
+        ty = tokenizer.batch_decode(y.tolist(), skip_special_tokens=True)
+        same_sentences += tx == ty
+        same_outputs += sum(p == q for p, q in zip(tx, ty))
+        total += len(tx)
     return same_sentences, same_outputs, total
 
 
@@ -432,8 +473,9 @@ def project_hours(
 
 def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[dict], rng: random.Random) -> float:
     """The decoding benchmark: generate (hf) and the static engine, beam 20, without constraints and
-    under the constraint sets of iterations 1, 5, 10; returns the projection's decode rate, the static
-    engine's sentences/s under constraints (mean of the iterations): what backend auto runs on CUDA."""
+    under the constraint sets of iterations 1, 5, 10, then the whole paraphrase stage on the engine;
+    returns the projection's decode rate: the stage's sentences/s under constraints, host work
+    overlapped (mean of the iterations), what a paraphrase job with backend auto runs on CUDA."""
     gpu = device.type == "cuda"
     iterations = [1, 5, 10]
     sets = chain_constraints(rows, iterations, args.seed)
@@ -460,15 +502,27 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
             f"host time to tokenize them {host_ms:.2f} ms per sentence (a job's fresh memo)"
         )
     n = args.sentences or (256 if gpu else 6)
-    budget = args.max_batch_tokens or default_max_batch_tokens(device, model.config, para.dtype)
+    budgets = {
+        "hf": args.max_batch_tokens or default_max_batch_tokens(device, model.config, para.dtype),
+        "static": args.max_batch_tokens
+        or default_max_batch_tokens(
+            device, model.config, para.dtype, engine.rows_sharing_cross_state(DecodeSettings(beam_size=20))
+        ),
+    }
     max_new = args.max_new_tokens or (None if gpu else 40)
     res = bench_decoding(
-        para, engine, rows, sets, n, budget, args.repeats, rng, max_new, args.reference, not args.no_hf
+        para, engine, rows, sets, n, budgets, args.repeats, rng, max_new, args.reference, not args.no_hf
     )
     med = res["median"]
-    stage = bench_stage(engine, rows, sets[max(iterations)], n, budget, args.repeats, rng, max_new)
+    n_stage = args.stage_sentences or (1024 if gpu else n)
+    stage = bench_stage(engine, rows, sets, n_stage, args.max_batch_tokens, args.repeats, rng, max_new)
     for name_, rate in stage.items():
-        print(f"paraphrase stage, iter {max(iterations)}, {name_:<21} {rate:8.2f} sentences/s  [{name}]")
+        print(f"paraphrase stage, {name_:<30} {rate:8.2f} sentences/s  [{name}]")
+    for it in iterations:
+        print(
+            f"paraphrase stage, iteration {it:>2}: constrained/unconstrained time "
+            f"{stage['unconstrained'] / stage[f'iter {it}']:.2f}  [{name}]"
+        )
     for name_, t in med.items():
         print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
     last = max(iterations)
@@ -499,7 +553,8 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     del para, model, engine
     if gpu:
         torch.cuda.empty_cache()
-    return n / statistics.mean(med[f"static iter {it}"] for it in iterations)
+    # What production runs: the whole stage, overlapped, over the iterations' constraint sets.
+    return statistics.mean(stage[f"iter {it}"] for it in iterations)
 
 
 def main() -> None:
@@ -512,7 +567,12 @@ def main() -> None:
         type=int,
         help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)",
     )
-    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: the device's)")
+    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: each backend's own)")
+    ap.add_argument(
+        "--stage-sentences",
+        type=int,
+        help="sentences of the paraphrase stage's run (default: 1024 on GPU, as --sentences on CPU)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
         "--threads",
@@ -549,7 +609,11 @@ def main() -> None:
     rng = random.Random(args.seed)
     rows = framenet_rows()
     # The projection's decode rate: the static backend's as measured here, unless one is given.
-    decode_source = "given (--decode-rate)" if args.decode_rate else "the static backend, measured"
+    decode_source = (
+        "given (--decode-rate)"
+        if args.decode_rate
+        else "the paraphrase stage with the static backend, measured: mean of iterations 1, 5, 10"
+    )
     decode_rate = args.decode_rate or bench_decoders(args, device, rows, rng)
     paper_size = "base" if gpu else "small"
     pairs_rates = {

@@ -70,7 +70,7 @@ def main() -> None:
     cfg = DecodeSettings(beam_size=20, return_top=3)
     picked = random.Random(0).sample(range(len(rows)), min(args.sentences, len(rows)))
     lengths = engine.source_lengths([rows[i]["text"] for i in picked])
-    budget = default_max_batch_tokens(device, model.config, engine.dtype)
+    budget = default_max_batch_tokens(device, model.config, engine.dtype, engine.rows_sharing_cross_state(cfg))
     batch = token_budget_batches(lengths, cfg.width, budget)[0]
     limits = [min(lengths[j], args.steps or lengths[j]) for j in batch]
     print(
