@@ -302,17 +302,23 @@ def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkey
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("family", ["t5", "bart"])
-@pytest.mark.parametrize("ancestry", [None, False], ids=["ancestry-kernel", "reordered-cache"])
-def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, ancestry):
+@pytest.mark.parametrize(
+    ("ancestry", "chunk"),
+    [(None, None), (False, None), (None, 4)],
+    ids=["ancestry-kernel", "reordered-cache", "ancestry-kernel-chunks"],
+)
+def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, ancestry, chunk):
     """The engine as backend auto runs it on a GPU (CUDA graphs of whole steps, the cache read
     through the beam ancestry by the Triton kernel, fused constraints, two-stage selection), and
-    with the cache reordered instead, in float32 against generate on the same card."""
+    with the cache reordered instead, in float32 against generate on the same card. The test
+    vocabulary (160) is too small for chunked selection at its default width: chunks of 4 columns
+    force it."""
     model, tok = family_models(family, 1.6)
     cuda = torch.device("cuda")
     cfg = DecodeSettings(beam_size=5, return_top=5)
     expected = Paraphraser(model, tok, cuda, torch.float32)._decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, cuda, torch.float32)
-    para.ancestry = ancestry
+    para.ancestry, para.topk_chunk = ancestry, chunk
     assert para.uses_ancestry(cfg) is (ancestry is None)
     from spanaug.pipeline.paraphraser.step_runner import GraphRunner
 
