@@ -70,10 +70,11 @@ from spanaug.pipeline.importers import read_conll
 from spanaug.pipeline.paraphraser import hf_backend, step_runner
 from spanaug.pipeline.paraphraser.banned import PhraseBans, banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, decode_texts
 from spanaug.pipeline.paraphraser.processors import (
     PerSentenceMaxNewTokens,
     ReferenceBannedSequences,
+    SequenceTable,
     TensorBannedSequences,
 )
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
@@ -500,13 +501,28 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
         phrases = [len(s) for s in sets[it]]
         bans = PhraseBans(tokenizer)  # a fresh memo, as a job starts
         start = time.perf_counter()
-        seqs = [len(bans(s)) for s in sets[it][:400]]
-        host_ms = (time.perf_counter() - start) / len(seqs) * 1e3
+        banned = [bans(phrases) for phrases in sets[it][:512]]
+        tokenize_ms = (time.perf_counter() - start) / len(banned) * 1e3
+        start = time.perf_counter()
+        SequenceTable.of(banned)
+        table_ms = (time.perf_counter() - start) / len(banned) * 1e3
         print(
             f"constraint sets, iteration {it}: phrases per sentence {describe(phrases)}; "
-            f"banned token sequences per sentence (first 400) {describe(seqs)}; "
-            f"host time to tokenize them {host_ms:.2f} ms per sentence (a job's fresh memo)"
+            f"banned token sequences per sentence (first 512) {describe([len(b) for b in banned])}; host time "
+            f"per sentence: {tokenize_ms:.2f} ms to tokenize them (a job's fresh memo), "
+            f"{table_ms:.2f} ms for the processor's table"
         )
+    beams = [ids for ids in tokenizer([r["text"] for r in rows[:256]])["input_ids"] for _ in range(20)]
+    start = time.perf_counter()
+    tokenizer.batch_decode(beams, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    row_by_row = (time.perf_counter() - start) / 256 * 1e3
+    start = time.perf_counter()
+    decode_texts(tokenizer, beams)
+    at_once = (time.perf_counter() - start) / 256 * 1e3
+    print(
+        f"host time to detokenize 20 beams a sentence: {at_once:.2f} ms per sentence in one backend call "
+        f"(batch_decode, row by row: {row_by_row:.2f} ms)"
+    )
     n = args.sentences or (256 if gpu else 6)
     budgets = {
         "hf": args.max_batch_tokens or default_max_batch_tokens(device, model.config, para.dtype),

@@ -15,7 +15,7 @@ from spanaug.core.devices import log_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.batching import length_limit
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, decode_texts
 
 
 def usable_cores() -> int:
@@ -136,11 +136,7 @@ class CT2Paraphraser(Paraphraser):
                 r = res.result()
                 scores = r.scores if cfg.mode == "beam" else [float("nan")] * len(r.hypotheses)
                 # Decoded through token ids, as the hf backend decodes, so both give the same text.
-                texts = self.tokenizer.batch_decode(
-                    [self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses],
-                    skip_special_tokens=True,
-                    clean_up_tokenization_spaces=False,
-                )
+                texts = decode_texts(self.tokenizer, [self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses])
                 out[i] = list(zip(texts, scores))
         return out
 
