@@ -290,8 +290,9 @@ def bench_stage(
     last = max(sets)
     methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
     methods += [(f"iter {last}, host work in turn", last, False)]
-    if engine.device.type == "cuda":  # what the short switch interval is worth
+    if engine.device.type == "cuda":  # what the short switch interval is worth, and a shorter one
         methods += [(f"iter {last}, Python's switch interval", last, True)]
+        methods += [(f"iter {last}, switch interval 20 µs", last, True)]
     interval = hf_backend.HOST_SWITCH_INTERVAL
 
     def requests(it: int | None, n: int = n_sentences) -> list[dict]:
@@ -314,7 +315,9 @@ def bench_stage(
     for r in range(repeats + 1):  # the first round warms up
         for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
             engine.overlap_host = overlap
-            hf_backend.HOST_SWITCH_INTERVAL = sys.getswitchinterval() if "Python's" in name else interval
+            hf_backend.HOST_SWITCH_INTERVAL = (
+                sys.getswitchinterval() if "Python's" in name else 2e-5 if "20 µs" in name else interval
+            )
             for tools in (engine.host_tools, engine.worker_tools):  # made once, before any timing
                 if tools is not None:
                     tools.phrase_bans.clear()  # a fresh memo, as a job starts
@@ -532,10 +535,12 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
         ),
     }
     max_new = args.max_new_tokens or (None if gpu else 40)
-    res = bench_decoding(
-        para, engine, rows, sets, n, budgets, args.repeats, rng, max_new, args.reference, not args.no_hf
-    )
-    med = res["median"]
+    if args.stage_only:
+        rng.sample(range(len(rows)), n)  # the decoder rows' draw: the stage gets the sentences it gets after them
+    else:
+        res = bench_decoding(
+            para, engine, rows, sets, n, budgets, args.repeats, rng, max_new, args.reference, not args.no_hf
+        )
     n_stage = args.stage_sentences or (1024 if gpu else n)
     stage = bench_stage(engine, rows, sets, n_stage, args.max_batch_tokens, args.repeats, rng, max_new)
     for name_, rate in stage.items():
@@ -545,6 +550,9 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
             f"paraphrase stage, iteration {it:>2}: constrained/unconstrained time "
             f"{stage['unconstrained'] / stage[f'iter {it}']:.2f}  [{name}]"
         )
+    if args.stage_only:
+        return statistics.mean(stage[f"iter {it}"] for it in iterations)
+    med = res["median"]
     for name_, t in med.items():
         print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
     last = max(iterations)
@@ -606,6 +614,11 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="also time generate with the host-side processor")
     ap.add_argument("--no-hf", action="store_true", help="time the static backend only (not transformers' generate)")
     ap.add_argument(
+        "--stage-only",
+        action="store_true",
+        help="time the paraphrase stage only (no decoder rows, aligners, projection)",
+    )
+    ap.add_argument(
         "--aligner-kind",
         choices=["paper", "cross"],
         default=config.aligner.kind,
@@ -637,6 +650,11 @@ def main() -> None:
         else "the paraphrase stage with the static backend, measured: mean of iterations 1, 5, 10"
     )
     decode_rate = args.decode_rate or bench_decoders(args, device, rows, rng)
+    if args.stage_only:
+        print(
+            f"paraphrase stage under constraints, mean of iterations 1, 5, 10: {decode_rate:.1f} sentences/s  [{name}]"
+        )
+        return
     paper_size = "base" if gpu else "small"
     pairs_rates = {
         ("paper", paper_size): bench_aligner(device, rows, paper_size, 1024 if gpu else 128, args.repeats, rng)
