@@ -41,8 +41,10 @@ log = logging.getLogger(__name__)
 #: with decoding. Each torch call of the decoding thread gives the GIL up and must take it back, and
 #: at Python's default (5 ms) a worker running Python keeps it that long each time: on this
 #: project's CPU, 6,000 small torch calls took 7.4 s beside such a worker (13 ms alone), 0.08 to
-#: 0.14 s at 0.1 ms. An eager step or a CUDA graph capture is several hundred calls.
-HOST_SWITCH_INTERVAL = 1e-4
+#: 0.14 s at 0.1 ms. An eager step or a CUDA graph capture is several hundred calls. On an H100 the
+#: paraphrase stage under iteration 10's constraints ran at 392 sentences/s at 5 ms, 412 at 0.1 ms
+#: and 437 at 20 µs (scripts/bench_gpu.py --stage-only, one run).
+HOST_SWITCH_INTERVAL = 2e-5
 
 
 @contextlib.contextmanager
