@@ -249,8 +249,7 @@ def _allowed_logits(
     the constraints' bans (``history`` as in :func:`_next_log_probs`)."""
     logits = _forced_first(logits, first, settings)
     if processor is not None:
-        processor.renormalize = False
-        logits = processor.ban(history, logits, last)
+        logits = processor.ban(history, logits, last, renormalize=False)
     return logits
 
 
@@ -268,8 +267,7 @@ def _next_log_probs(
         return torch.log_softmax(_allowed_logits(logits, history, last, first, settings, processor), dim=-1)
     log_probs = torch.log_softmax(_forced_first(logits, first, settings), dim=-1)
     if processor is not None:
-        processor.renormalize = True
-        log_probs = processor.ban(history, log_probs, last)
+        log_probs = processor.ban(history, log_probs, last, renormalize=True)
     return log_probs
 
 

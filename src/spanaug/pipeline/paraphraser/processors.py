@@ -110,9 +110,16 @@ class TensorBannedSequences(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         return self.ban(input_ids, scores)
 
-    def ban(self, input_ids: torch.Tensor, scores: torch.Tensor, last: torch.Tensor | None = None) -> torch.Tensor:
+    def ban(
+        self,
+        input_ids: torch.Tensor,
+        scores: torch.Tensor,
+        last: torch.Tensor | None = None,
+        renormalize: bool | None = None,
+    ) -> torch.Tensor:
         """The scores with each row's banned tokens at -inf (in place); ``last`` as in
-        :meth:`banned_candidates`."""
+        :meth:`banned_candidates`; ``renormalize`` None: the processor's own setting."""
+        renormalize = self.renormalize if renormalize is None else renormalize
         found = self.banned_candidates(input_ids, scores.shape[1], last)
         if found is None:
             return scores
@@ -121,12 +128,12 @@ class TensorBannedSequences(LogitsProcessor):
         # -inf where banned, +inf elsewhere: the minimum leaves every other score as it is, and
         # a token banned by several sequences gets the same value from each.
         fill = torch.where(ban, float("-inf"), float("inf")).to(scores.dtype)
-        if self.renormalize and scores.device.type == "cpu":
+        if renormalize and scores.device.type == "cpu":
             banned_logp = scores.gather(1, index)  # before the ban
             scores.scatter_reduce_(1, index, fill, reduce="amin")
             return _renormalize_from_mass(scores, tok, ban, banned_logp, ban.any(dim=-1, keepdim=True))
         scores.scatter_reduce_(1, index, fill, reduce="amin")
-        if self.renormalize:
+        if renormalize:
             # Renormalised over the tokens left, in place: one logsumexp pass, one subtraction.
             scores.sub_(torch.logsumexp(scores, dim=-1, keepdim=True))
         return scores
