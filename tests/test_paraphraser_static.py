@@ -218,6 +218,25 @@ def test_two_stage_selection_and_either_attention_give_the_same_beams(family_mod
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
 
 
+def test_chunked_selection_with_a_forced_first_token_picks_real_tokens(family_models, monkeypatch):
+    """A forced first token (mBART's language) leaves one finite logit a row, so most of the first
+    step's 2W candidates tie at -inf; chunked selection over a vocabulary with a tail (160 = 26 x 6
+    + 4) must fill them with real tokens, as one selection over the vocabulary does."""
+    model, tok = family_models("bart", 1.6)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    cfg = DecodeSettings(beam_size=6, return_top=6)
+    words = [i for i in tok.get_vocab().values() if i not in tok.all_special_ids]
+    forced = max(words, key=lambda i: (len(tok.decode([i]).strip()), i))  # a whole word, e.g. " the"
+    base = dataclasses.replace(para.search_settings(cfg), forced_bos_token=forced, two_stage_topk=True)
+    beams = {}
+    for chunk in (0, 6):
+        monkeypatch.setattr(para, "search_settings", lambda c, chunk=chunk: dataclasses.replace(base, topk_chunk=chunk))
+        beams[chunk] = para._decode_batch(_requests(), cfg, 0)
+    assert [[t for t, _ in b] for b in beams[6]] == [[t for t, _ in b] for b in beams[0]]
+    word = tok.decode([forced]).strip()
+    assert all(t.strip().startswith(word) for b in beams[6] for t, _ in b)
+
+
 @pytest.mark.parametrize("family", ["t5", "bart", "marian"])
 def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, monkeypatch, family):
     """What a CUDA graph replays (device-side position, a fixed span with later positions masked,

@@ -28,13 +28,13 @@ def row_topk(x: torch.Tensor, k: int, chunk: int = TOPK_CHUNK) -> tuple[torch.Te
     flat = x.reshape(-1, vocab)
     rows = flat.shape[0]
     maxima = flat[:, : full * chunk].view(rows, full, chunk).amax(-1)  # [rows, chunks]
-    tail = full * chunk < vocab
-    if tail:  # the last columns form a shorter chunk of their own
-        maxima = torch.cat((maxima, flat[:, full * chunk :].amax(-1, keepdim=True)), dim=1)
     best = torch.topk(maxima, k, dim=-1).indices  # [rows, k]
     cols = (best[:, :, None] * chunk + torch.arange(chunk, device=x.device)).view(rows, k * chunk)
-    values = flat.gather(1, cols.clamp(max=vocab - 1))
-    if tail:  # past the vocabulary's end: never chosen before a real column
-        values = values.masked_fill(cols >= vocab, float("-inf"))
-    top, where = torch.topk(values, k, dim=-1)
+    # The columns past the last full chunk (fewer than ``chunk``) are always candidates. Every
+    # candidate is then a real column, once: a row with fewer than k finite values fills its
+    # top-k with -inf at columns that exist, as torch.topk does (padding the tail to a chunk of
+    # its own let -inf ties land past the vocabulary's end, and an embedding lookup fail).
+    tail = torch.arange(full * chunk, vocab, device=x.device).expand(rows, -1)
+    cols = torch.cat((cols, tail), dim=1)
+    top, where = torch.topk(flat.gather(1, cols), k, dim=-1)
     return top.view(*lead, k), cols.gather(1, where).view(*lead, k)
