@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from spanaug.core import artifacts
 from spanaug.downstream.frameid.data import Sentence
@@ -18,6 +19,12 @@ from spanaug.pipeline.iterations import assemble
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Property tests draw the same examples on every run, so CI is red only for a change (a random
+# run found a top-k case CI then failed on; it became an explicit example). SPANAUG_FUZZ_RANDOM=1
+# explores new examples, without a database, as when hunting for more.
+settings.register_profile("spanaug", derandomize=not os.environ.get("SPANAUG_FUZZ_RANDOM"), database=None)
+settings.load_profile("spanaug")
 
 REPO = Path(__file__).resolve().parents[1]
 #: The Snakemake installed beside this Python (the venv's), else the one on PATH; None when there is none.

@@ -37,8 +37,6 @@ EXAMPLES = int(os.environ.get("SPANAUG_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    derandomize=not os.environ.get("SPANAUG_FUZZ_RANDOM"),
-    database=None,
     suppress_health_check=list(HealthCheck),
 )
 #: Stages that train or plot run fewer cases.

@@ -25,8 +25,6 @@ EXAMPLES = int(os.environ.get("SPANAUG_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(
     max_examples=max(5, EXAMPLES // 2),
     deadline=None,
-    derandomize=not os.environ.get("SPANAUG_FUZZ_RANDOM"),
-    database=None,
     suppress_health_check=list(HealthCheck),
 )
 
