@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import os
 import random
 import statistics
@@ -119,6 +120,16 @@ def chain_constraints(rows: list[dict], iterations: list[int], seed: int = 0) ->
     return out
 
 
+def draw_rows(rng: random.Random, population: int, n: int) -> list[int]:
+    """``n`` row indices out of ``population``, without repeats while they last: past that, the rows
+    again in a new order (the dev file's 2,257 rows are fewer than a production shard's 3,100
+    sentences, or the 4,096 pairs the H100 run aligns). For ``n <= population``, ``rng.sample``'s draw."""
+    picked: list[int] = []
+    while len(picked) < n:
+        picked += rng.sample(range(population), min(population, n - len(picked)))
+    return picked
+
+
 def describe(values: list[int]) -> str:
     values = sorted(values)
     return (
@@ -177,7 +188,7 @@ def bench_decoding(
     ``repeats`` rounds; and how many of the sentences' top-3 outputs the two backends share under
     iteration 10's constraints."""
     cfg = DecodeSettings(beam_size=20, return_top=3)
-    picked = rng.sample(range(len(rows)), n_sentences)
+    picked = draw_rows(rng, len(rows), n_sentences)
     texts = [rows[i]["text"] for i in picked]
     lengths = para.source_lengths(texts)
     limits = [min(n, max_new) if max_new else n for n in lengths]
@@ -286,7 +297,7 @@ def bench_stage(
     with the host's work in turn. Methods interleaved, median of ``repeats`` rounds after one
     warm-up round on the first 128 sentences. ``budget`` None: the engine's own batches. Every
     sentence decodes the median source length (random weights never end a beam)."""
-    picked = rng.sample(range(len(rows)), n_sentences)
+    picked = draw_rows(rng, len(rows), n_sentences)
     last = max(sets)
     methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
     methods += [(f"iter {last}, host work in turn", last, False)]
@@ -374,13 +385,10 @@ def bench_aligner(
 
 def frameset_instances(rows: list[dict], n_pairs: int, rng: random.Random) -> list:
     """``n_pairs`` FrameNet dev sentences, each paired with itself shuffled (a same-length stand-in for a
-    paraphrase beam) and its trigger as the span; sentences repeat (in a new order each round) when
-    ``n_pairs`` is more than there are (the H100 run asks for 4,096 of the dev file's 2,257)."""
+    paraphrase beam) and its trigger as the span (:func:`draw_rows`: sentences repeat past the file's)."""
     from spanaug.pipeline.aligner.instances import Instance
 
-    picked: list[int] = []
-    while len(picked) < n_pairs:
-        picked += rng.sample(range(len(rows)), min(len(rows), n_pairs - len(picked)))
+    picked = draw_rows(rng, len(rows), n_pairs)
     insts = []
     for k, i in enumerate(picked):
         r = rows[i]
@@ -536,7 +544,7 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     }
     max_new = args.max_new_tokens or (None if gpu else 40)
     if args.stage_only:
-        rng.sample(range(len(rows)), n)  # the decoder rows' draw: the stage gets the sentences it gets after them
+        draw_rows(rng, len(rows), n)  # the decoder rows' draw: the stage gets the sentences it gets after them
     else:
         res = bench_decoding(
             para, engine, rows, sets, n, budgets, args.repeats, rng, max_new, args.reference, not args.no_hf
@@ -587,26 +595,48 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     return statistics.mean(stage[f"iter {it}"] for it in iterations)
 
 
+def positive(text: str) -> int:
+    """A count option: a whole number of at least 1 (argparse reports anything else as a usage error)."""
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def positive_rate(text: str) -> float:
+    """A rate option: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0")
+    return value
+
+
 def main() -> None:
     config = production_config()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--sentences", type=int, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
+    ap.add_argument("--sentences", type=positive, help="sentences decoded per method (default: 256 GPU, 6 CPU)")
     ap.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=positive,
         help="cap on each sentence's decoding length (its source length; default: none on GPU, 40 on CPU)",
     )
-    ap.add_argument("--max-batch-tokens", type=int, help="decoder batch budget (default: each backend's own)")
+    ap.add_argument("--max-batch-tokens", type=positive, help="decoder batch budget (default: each backend's own)")
     ap.add_argument(
         "--stage-sentences",
-        type=int,
-        help="sentences of the paraphrase stage's run (default: 1024 on GPU, as --sentences on CPU)",
+        type=positive,
+        help=(
+            "sentences of the paraphrase stage's run (default: 1024 on GPU, as --sentences on CPU; "
+            "a production shard holds about 3,100; past the dev file's 2,257 sentences repeat)"
+        ),
     )
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=positive, default=3)
     ap.add_argument(
         "--threads",
-        type=int,
+        type=positive,
         default=1,
         help="CPU threads (default 1: on a shared 2-core machine more threads only add contention)",
     )
@@ -626,14 +656,13 @@ def main() -> None:
     )
     ap.add_argument(
         "--decode-rate",
-        type=float,
+        type=positive_rate,
         help="project with this decode rate (sentences/s, e.g. a new backend's measured elsewhere) and skip "
         "the decoding benchmark",
     )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     device = torch.device(
         "cuda"
         if args.device == "auto" and torch.cuda.is_available()
