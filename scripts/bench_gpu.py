@@ -24,7 +24,8 @@ batches of its own budget, each method interleaved over ``--repeats`` rounds; th
 counts. Then the whole paraphrase loop (inputs, decoding, detokenizing, output checks, scoring) is
 timed as a GPU job runs it, on more sentences (``--stage-sentences``, 1,024), with the host's work
 overlapped with the decoding: unconstrained and under each iteration's constraints (and iteration
-10's with the host's work in turn). The projection's decode rate is that stage's, over the
+10's with the host's work in turn; on GPUs also at other switch intervals, and with the worker never
+paused while a step's kernels are launched one by one). The projection's decode rate is that stage's, over the
 iterations.
 
 The projection counts what production runs: the configured aligner kind (``aligner.kind`` of
@@ -72,6 +73,7 @@ from spanaug.pipeline.paraphraser import hf_backend, step_runner
 from spanaug.pipeline.paraphraser.banned import PhraseBans, banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, decode_texts
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.processors import (
     PerSentenceMaxNewTokens,
     ReferenceBannedSequences,
@@ -304,6 +306,7 @@ def bench_stage(
     if engine.device.type == "cuda":  # what the short switch interval is worth, and a longer one
         methods += [(f"iter {last}, Python's switch interval", last, True)]
         methods += [(f"iter {last}, switch interval 0.1 ms", last, True)]
+        methods += [(f"iter {last}, worker never paused", last, True)]
     interval = hf_backend.HOST_SWITCH_INTERVAL
 
     def requests(it: int | None, n: int = n_sentences) -> list[dict]:
@@ -329,6 +332,7 @@ def bench_stage(
             hf_backend.HOST_SWITCH_INTERVAL = (
                 sys.getswitchinterval() if "Python's" in name else 1e-4 if "0.1 ms" in name else interval
             )
+            WORKER_GATE.enabled = "never paused" not in name
             for tools in (engine.host_tools, engine.worker_tools):  # made once, before any timing
                 if tools is not None:
                     tools.phrase_bans.clear()  # a fresh memo, as a job starts
@@ -339,7 +343,7 @@ def bench_stage(
             sync(engine.device)
             if r:
                 times[name].append(time.perf_counter() - start)
-    engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL = None, interval
+    engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL, WORKER_GATE.enabled = None, interval, True
     print(
         f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, {cfg.max_new_tokens} new "
         f"tokens each, {len(out)} outputs under iteration {last}'s constraints"

@@ -194,3 +194,22 @@ def test_the_worker_builds_the_constraint_table(para, monkeypatch):
     rows, _ = _run(para, requests, cfg, overlap=True)
     assert rows and len(tables) >= 3 and all(t is not None for t in tables)
     assert threads and all(name.startswith("paraphrase-host") for name in threads)
+
+
+def test_the_workers_preparing_pauses_while_the_gate_is_closed(para):
+    """While the decoding thread launches a step's kernels one by one (the gate closed), a batch's
+    preparation waits at its next sentence, then finishes as it would have."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
+
+    requests = _requests(6)
+    cfg = _settings(para, requests, "beam")
+    expected = para.prepare(requests, cfg, para.worker_tools)
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        with WORKER_GATE.closed():
+            future = worker.submit(para.prepare, requests, cfg, para.worker_tools)
+            with pytest.raises(TimeoutError):
+                future.result(timeout=0.3)
+        prepared = future.result(timeout=30)
+    assert prepared.banned == expected.banned and prepared.limits == expected.limits

@@ -33,6 +33,7 @@ from spanaug.pipeline.constraints import violates
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
 
 log = logging.getLogger(__name__)
@@ -209,10 +210,15 @@ class Paraphraser:
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's inputs, made on the host with ``tools`` (the paraphraser's own by default)."""
         tokenizer, bans = tools or self.host_tools
+        WORKER_GATE.wait()  # here and below: a worker pauses while the decoding thread launches a step
         enc = encoder_inputs(tokenizer, [r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
-        banned = [bans(r["constraints"]) + never for r in requests]
+        banned = []
+        for r in requests:
+            WORKER_GATE.wait()
+            banned.append(bans(r["constraints"]) + never)
+        WORKER_GATE.wait()
         table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
         return Prepared(dict(enc), limits, banned, table)
 
@@ -360,7 +366,8 @@ class Paraphraser:
         next batch's inputs, and the last batch's texts and checks (its scoring waits for the next
         batch's decoding). The worker runs its tasks in the order given, with its own tokenizer; the
         switch interval is short meanwhile (HOST_SWITCH_INTERVAL), so that the decoding thread gets
-        the GIL back quickly."""
+        the GIL back quickly, and the worker pauses between sentences while the decoding thread
+        launches a step's kernels one by one (:mod:`.host_gate`)."""
         tools = self.worker_tools
         assert tools is not None  # paraphrase() decodes in turn without them
         with (
@@ -373,6 +380,7 @@ class Paraphraser:
 
             def finish(idx: list[int], batch: list[dict[str, Any]], beams: list[SentenceBeams]) -> Future:
                 def keep() -> list[tuple[int, str]]:
+                    WORKER_GATE.wait()
                     texts = self.texts(beams, tools)
                     return kept_outputs(idx, batch, [[t for t, _ in s] for s in texts], cfg, stats)
 
@@ -438,6 +446,7 @@ def kept_outputs(
     keep: list[tuple[int, str]] = []
     limit = cfg.return_top if cfg.mode == "beam" else cfg.num_samples
     for i, req, cands in zip(idx, batch, candidates):
+        WORKER_GATE.wait()
         stats.requests += 1
         seen: set[str] = set()
         kept = []

@@ -27,12 +27,14 @@ their arithmetic on the CPU.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
 import torch
 
 from spanaug.pipeline.paraphraser.decoder_step import DecoderStep, Position, StepState
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 
 log = logging.getLogger(__name__)
 
@@ -105,21 +107,30 @@ class GraphRunner(EagerRunner):
 
     def run(self, search_step: SearchStep, s: int) -> None:
         if s == 0:  # eagerly, as on CPU: the first step may force a token (forced_bos_token)
-            search_step(s)
+            with self._launching():
+                search_step(s)
             return
         self.t.fill_(s)
         self.span_now = self.span(s)
         key = (self.span_now, self.state.self_kv.data_ptr())
         if self.capture and not self.warm:
-            self._warm_up(search_step)  # runs this step
+            with self._launching():
+                self._warm_up(search_step)  # runs this step
         else:
             if self.capture and key not in self.graphs:
-                self._capture(key, search_step)
+                with self._launching():
+                    self._capture(key, search_step)
             if key in self.graphs:
                 self.graphs[key].replay()
             else:  # without graphs, or a capture failed
                 search_step(Position(self.t, self.span_now))
         self.state.after_graph_step()  # the reorder may have written into the spare buffer
+
+    def _launching(self) -> contextlib.AbstractContextManager:
+        """Around a step whose kernels Python launches one by one (the first, the warm-up, a
+        capture): the host's worker pauses (:mod:`.host_gate`). Without graphs every step is such a
+        step, and the worker runs beside them as before."""
+        return WORKER_GATE.closed() if self.capture else contextlib.nullcontext()
 
     def _warm_up(self, search_step: SearchStep) -> None:
         """The batch's first graph-shaped step, run on a side stream: the kernels it uses are loaded

@@ -1,0 +1,106 @@
+"""The gate that pauses the host's worker while the decoding thread launches a step's kernels one by
+one (pipeline.paraphraser.host_gate), and where the graph runner closes it."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from spanaug.pipeline.paraphraser import step_runner
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE, HostGate
+
+
+def test_the_gate_opens_when_the_last_block_leaves_also_on_an_error():
+    gate = HostGate()
+    assert gate.is_open
+    with gate.closed():
+        assert not gate.is_open
+        with gate.closed():
+            assert not gate.is_open
+        assert not gate.is_open  # the outer block still holds it
+    assert gate.is_open
+    with pytest.raises(RuntimeError, match="capture"), gate.closed():
+        raise RuntimeError("capture failed")
+    assert gate.is_open
+    gate.enabled = False
+    with gate.closed():
+        assert gate.is_open
+
+
+def test_a_waiting_worker_resumes_once_the_gate_opens():
+    gate = HostGate()
+    passed = threading.Event()
+
+    def worker():
+        gate.wait()
+        passed.set()
+
+    with gate.closed():
+        thread = threading.Thread(target=worker)
+        thread.start()
+        assert not passed.wait(0.2)  # paused while closed
+    assert passed.wait(10)
+    thread.join(10)
+    gate.wait()  # open: returns at once
+
+
+class FakeGraph:
+    """Stands in for a captured CUDA graph: a replay runs the step, as the graph would."""
+
+    def __init__(self, search_step):
+        self.search_step = search_step
+
+    def replay(self):
+        self.search_step("replay")
+
+
+def _runner(monkeypatch, capture: bool) -> step_runner.GraphRunner:
+    """A graph runner over a stand-in state whose warm-up and capture run on the CPU."""
+    state = SimpleNamespace(self_kv=torch.zeros(1, 1, 1, 1, 8), ancestry=None, after_graph_step=lambda: None)
+    runner = step_runner.GraphRunner(None, state, bucket=4, capture=False)
+    runner.capture = capture
+
+    def warm_up(search_step):
+        search_step("warm-up")
+        runner.warm = True
+
+    def capture_graph(key, search_step):
+        search_step("capture")
+        runner.graphs[key] = FakeGraph(search_step)
+
+    monkeypatch.setattr(runner, "_warm_up", warm_up)
+    monkeypatch.setattr(runner, "_capture", capture_graph)
+    return runner
+
+
+@pytest.mark.parametrize("capture", [True, False])
+def test_the_graph_runner_closes_the_gate_around_launched_steps_only(monkeypatch, capture):
+    """With graphs: the first step, the warm-up and each capture run with the gate closed, the
+    replays with it open (a new span, at step 4, captures again). Without graphs every step runs
+    eagerly and the worker runs beside them: the gate stays open."""
+    runner = _runner(monkeypatch, capture)
+    seen = []
+
+    def search_step(position):
+        kind = position if isinstance(position, str) else "first" if position == 0 else "eager"
+        seen.append((kind, WORKER_GATE.is_open))
+
+    for s in range(6):
+        runner.run(search_step, s)
+    if capture:
+        assert seen == [
+            ("first", False),
+            ("warm-up", False),
+            ("capture", False),
+            ("replay", True),
+            ("replay", True),
+            ("capture", False),
+            ("replay", True),
+            ("replay", True),
+        ]
+    else:
+        assert seen == [("first", True)] + [("eager", True)] * 5
+    assert WORKER_GATE.is_open
