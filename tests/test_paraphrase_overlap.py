@@ -213,3 +213,56 @@ def test_the_workers_preparing_pauses_while_the_gate_is_closed(para):
                 future.result(timeout=0.3)
         prepared = future.result(timeout=30)
     assert prepared.banned == expected.banned and prepared.limits == expected.limits
+
+
+def test_overlapped_decoding_with_the_gate_closing_gives_the_rows_in_turn(tiny_paraphraser, monkeypatch):
+    """As a GPU runs it: the graph runner closes the gate around its launched steps (capture stubbed
+    to run the step eagerly on the CPU), the worker pauses at it, batches also split after running
+    out of memory: nothing waits forever, and the rows are those of batches decoded in turn."""
+    from spanaug.pipeline.paraphraser import step_runner
+    from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
+
+    para = StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    requests = _requests(12)
+    cfg = _settings(para, requests, "beam")
+    expected, _ = _run(para, requests, cfg, overlap=False)
+    closings = []
+
+    class Replay:
+        def __init__(self, search_step, position):
+            self.search_step, self.position = search_step, position
+
+        def replay(self):
+            self.search_step(self.position)
+
+    def runner(state, cfg):
+        graphed = step_runner.GraphRunner(para.step, state, bucket=4, capture=False)
+        graphed.capture = True
+        monkeypatch.setattr(graphed, "_new_generation", lambda: setattr(graphed, "graphs", {}))
+
+        def warm_up(search_step):
+            closings.append(WORKER_GATE.is_open)
+            search_step(step_runner.Position(graphed.t, graphed.span_now))
+            graphed.warm = True
+
+        def capture(key, search_step):
+            closings.append(WORKER_GATE.is_open)
+            graphed.graphs[key] = Replay(search_step, step_runner.Position(graphed.t, graphed.span_now))
+
+        graphed._warm_up, graphed._capture = warm_up, capture
+        return graphed
+
+    real = para.decode_ids
+
+    def small_only(prepared, cfg, b):
+        if len(prepared.limits) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(prepared, cfg, b)
+
+    monkeypatch.setattr(para, "runner", runner)
+    monkeypatch.setattr(para, "decode_ids", small_only)
+    rows, _ = _run(para, requests, cfg, overlap=True)
+    assert closings and not any(closings)  # every warm-up and capture ran with the gate closed
+    assert WORKER_GATE.is_open
+    assert [r["paraphrase_text"] for r in rows] == [r["paraphrase_text"] for r in expected]
+    assert [r["paraphrase_score"] for r in rows] == pytest.approx([r["paraphrase_score"] for r in expected], abs=1e-5)
