@@ -42,7 +42,7 @@ MODEL_TESTS=(tests/test_paraphraser.py tests/test_paraphraser_batching.py tests/
     tests/test_paraphraser_processors.py tests/test_paraphraser_static.py tests/test_aligner.py
     tests/test_aligner_interface.py tests/test_cross_aligner.py tests/test_training_loop.py tests/test_frameid.py
     tests/test_stages.py tests/test_fe_retention.py tests/test_devices.py tests/test_oom.py
-    tests/test_paraphrase_overlap.py tests/test_phrase_bans.py tests/test_topk.py)
+    tests/test_paraphrase_overlap.py tests/test_phrase_bans.py tests/test_topk.py tests/test_host_gate.py)
 existing=()
 for t in "${MODEL_TESTS[@]}"; do [ -f "$t" ] && existing+=("$t"); done
 start=$SECONDS

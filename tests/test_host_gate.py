@@ -104,3 +104,33 @@ def test_the_graph_runner_closes_the_gate_around_launched_steps_only(monkeypatch
     else:
         assert seen == [("first", True)] + [("eager", True)] * 5
     assert WORKER_GATE.is_open
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_the_engine_closes_the_gate_while_it_captures(tiny_paraphraser, monkeypatch):
+    """With real CUDA graphs: the gate closes (the first steps, warm-ups, captures) and is open
+    once decoding ends; the outputs are those of a decode with the gate never closing."""
+    from spanaug.core.config import DecodeSettings
+    from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
+
+    para = StaticParaphraser.from_pretrained(tiny_paraphraser, device="cuda", dtype="float32")
+    requests = [
+        {"seed_id": str(i), "source_text": t, "source_tokens": t.split(), "constraints": ["the"]}
+        for i, t in enumerate(["Abby bought a car from Robin last week .", "The children walked to school ."])
+    ]
+    cfg = DecodeSettings(beam_size=4, return_top=2, max_new_tokens=12)
+    gate = HostGate()
+    closings = []
+    real_closed = gate.closed
+
+    def closed():
+        closings.append(True)
+        return real_closed()
+
+    monkeypatch.setattr(gate, "closed", closed)
+    monkeypatch.setattr(step_runner, "WORKER_GATE", gate)
+    gated = list(para.paraphrase(requests, cfg, progress=False))
+    gate.enabled = False
+    plain = list(para.paraphrase(requests, cfg, progress=False))
+    assert closings and gate.is_open
+    assert [r["paraphrase_text"] for r in gated] == [r["paraphrase_text"] for r in plain]
