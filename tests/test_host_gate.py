@@ -130,7 +130,7 @@ def test_on_cuda_the_engine_closes_the_gate_while_it_captures(tiny_paraphraser, 
     monkeypatch.setattr(gate, "closed", closed)
     monkeypatch.setattr(step_runner, "WORKER_GATE", gate)
     gated = list(para.paraphrase(requests, cfg, progress=False))
+    assert closings and gate.is_open
     gate.enabled = False
     plain = list(para.paraphrase(requests, cfg, progress=False))
-    assert closings and gate.is_open
     assert [r["paraphrase_text"] for r in gated] == [r["paraphrase_text"] for r in plain]
