@@ -34,7 +34,8 @@ def row_topk(x: torch.Tensor, k: int, chunk: int = TOPK_CHUNK) -> tuple[torch.Te
     # candidate is then a real column, once: a row with fewer than k finite values fills its
     # top-k with -inf at columns that exist, as torch.topk does (padding the tail to a chunk of
     # its own let -inf ties land past the vocabulary's end, and an embedding lookup fail).
-    tail = torch.arange(full * chunk, vocab, device=x.device).expand(rows, -1)
-    cols = torch.cat((cols, tail), dim=1)
+    if full * chunk < vocab:  # T5's 32,128 columns have none: no copy of the candidates then
+        tail = torch.arange(full * chunk, vocab, device=x.device).expand(rows, -1)
+        cols = torch.cat((cols, tail), dim=1)
     top, where = torch.topk(flat.gather(1, cols), k, dim=-1)
     return top.view(*lead, k), cols.gather(1, where).view(*lead, k)
