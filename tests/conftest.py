@@ -130,6 +130,35 @@ WORDS = [
 ]
 
 
+class _StandInGraph:
+    """A captured CUDA graph's stand-in: a replay runs the step again."""
+
+    def __init__(self, replay):
+        self.replay = replay
+
+
+def stub_captures(monkeypatch, runner, position=lambda kind: kind, launched=lambda kind: None) -> None:
+    """Let ``runner``, a GraphRunner made with ``capture=False``, run on the CPU as if it captured
+    CUDA graphs: its warm-up runs the step; a capture, as CUDA's, only records it, in a stand-in
+    graph whose replay runs it; a new generation (sentences left) starts without graphs. The step is
+    given ``position(kind)``, kind being "warm-up" or "replay" (the kind itself by default), and
+    ``launched(kind)`` is called at each warm-up and "capture"."""
+    runner.capture = True
+    monkeypatch.setattr(runner, "_new_generation", lambda: setattr(runner, "graphs", {}))
+
+    def warm_up(search_step):
+        launched("warm-up")
+        search_step(position("warm-up"))
+        runner.warm = True
+
+    def capture(key, search_step):
+        launched("capture")
+        runner.graphs[key] = _StandInGraph(lambda: search_step(position("replay")))
+
+    monkeypatch.setattr(runner, "_warm_up", warm_up)
+    monkeypatch.setattr(runner, "_capture", capture)
+
+
 def copy_task(n, seed):
     """Identity pairs: the gold target span is the source span itself."""
     rng = random.Random(seed)

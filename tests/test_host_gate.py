@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import stub_captures
 
 from spanaug.pipeline.paraphraser import step_runner
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE, HostGate
@@ -47,32 +48,18 @@ def test_a_waiting_worker_resumes_once_the_gate_opens():
     gate.wait()  # open: returns at once
 
 
-class FakeGraph:
-    """Stands in for a captured CUDA graph: a replay runs the step, as the graph would."""
-
-    def __init__(self, search_step):
-        self.search_step = search_step
-
-    def replay(self):
-        self.search_step("replay")
-
-
-def _runner(monkeypatch, capture: bool) -> step_runner.GraphRunner:
-    """A graph runner over a stand-in state whose warm-up and capture run on the CPU."""
+def _runner(monkeypatch, capture: bool, seen: list) -> step_runner.GraphRunner:
+    """A graph runner over a stand-in state, capturing (stubbed, on the CPU; each capture noted in
+    ``seen`` with the gate's state) or not."""
     state = SimpleNamespace(self_kv=torch.zeros(1, 1, 1, 1, 8), ancestry=None, after_graph_step=lambda: None)
     runner = step_runner.GraphRunner(None, state, bucket=4, capture=False)
-    runner.capture = capture
+    if capture:
 
-    def warm_up(search_step):
-        search_step("warm-up")
-        runner.warm = True
+        def note(kind: str) -> None:
+            if kind == "capture":  # the warm-up shows itself: it runs the step
+                seen.append((kind, WORKER_GATE.is_open))
 
-    def capture_graph(key, search_step):
-        search_step("capture")
-        runner.graphs[key] = FakeGraph(search_step)
-
-    monkeypatch.setattr(runner, "_warm_up", warm_up)
-    monkeypatch.setattr(runner, "_capture", capture_graph)
+        stub_captures(monkeypatch, runner, launched=note)
     return runner
 
 
@@ -81,8 +68,8 @@ def test_the_graph_runner_closes_the_gate_around_launched_steps_only(monkeypatch
     """With graphs: the first step, the warm-up and each capture run with the gate closed, the
     replays with it open (a new span, at step 4, captures again). Without graphs every step runs
     eagerly and the worker runs beside them: the gate stays open."""
-    runner = _runner(monkeypatch, capture)
     seen = []
+    runner = _runner(monkeypatch, capture, seen)
 
     def search_step(position):
         kind = position if isinstance(position, str) else "first" if position == 0 else "eager"

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS
+from conftest import CORPUS, stub_captures
 
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
@@ -228,28 +228,13 @@ def test_overlapped_decoding_with_the_gate_closing_gives_the_rows_in_turn(tiny_p
     expected, _ = _run(para, requests, cfg, overlap=False)
     closings = []
 
-    class Replay:
-        def __init__(self, search_step, position):
-            self.search_step, self.position = search_step, position
-
-        def replay(self):
-            self.search_step(self.position)
-
     def runner(state, cfg):
         graphed = step_runner.GraphRunner(para.step, state, bucket=4, capture=False)
-        graphed.capture = True
-        monkeypatch.setattr(graphed, "_new_generation", lambda: setattr(graphed, "graphs", {}))
 
-        def warm_up(search_step):
-            closings.append(WORKER_GATE.is_open)
-            search_step(step_runner.Position(graphed.t, graphed.span_now))
-            graphed.warm = True
+        def position(kind):
+            return step_runner.Position(graphed.t, graphed.span_now)
 
-        def capture(key, search_step):
-            closings.append(WORKER_GATE.is_open)
-            graphed.graphs[key] = Replay(search_step, step_runner.Position(graphed.t, graphed.span_now))
-
-        graphed._warm_up, graphed._capture = warm_up, capture
+        stub_captures(monkeypatch, graphed, position, launched=lambda kind: closings.append(WORKER_GATE.is_open))
         return graphed
 
     real = para.decode_ids
