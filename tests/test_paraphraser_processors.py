@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import CORPUS
@@ -14,10 +15,32 @@ from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 from spanaug.pipeline.paraphraser.processors import (
     PerSentenceMaxNewTokens,
     ReferenceBannedSequences,
+    SequenceTable,
     TensorBannedSequences,
 )
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+_sequences = st.lists(st.lists(st.integers(0, 50), max_size=4), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(banned=st.lists(_sequences, max_size=4), data=st.data())
+def test_a_table_depends_on_each_sentences_set_of_sequences_alone(banned, data):
+    """Lists or tuples, numpy or Python ints, repeated, empty or shuffled sequences: the same table
+    as each sentence's distinct non-empty sequences, sorted, as tuples of ints."""
+    canonical = SequenceTable.of([sorted({tuple(s) for s in seqs if s}) for seqs in banned])
+    messy = []
+    for seqs in banned:
+        seqs = data.draw(st.permutations(seqs + seqs[:1] + [[]]))
+        as_numpy = data.draw(st.booleans())
+        messy.append([np.array(s, dtype=np.int64) if as_numpy else list(s) for s in seqs])
+    table = SequenceTable.of(messy)
+    for got, want in zip(
+        (table.prefixes, table.lasts, table.valid), (canonical.prefixes, canonical.lasts, canonical.valid)
+    ):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert table.valid.sum() == sum(len({tuple(s) for s in seqs if s}) for seqs in banned)
 
 
 @st.composite
