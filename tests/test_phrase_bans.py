@@ -23,9 +23,10 @@ class CountingTokenizer:
     """A tokenizer that counts the texts it is asked to encode."""
 
     def __init__(self, tokenizer):
-        self.inner, self.encoded = tokenizer, []
+        self.inner, self.encoded, self.calls = tokenizer, [], 0
 
     def __call__(self, texts, **kwargs):
+        self.calls += 1
         self.encoded += [texts] if isinstance(texts, str) else list(texts)
         return self.inner(texts, **kwargs)
 
@@ -54,6 +55,17 @@ def test_batched_and_remembered_equal_one_phrase_at_a_time(tokenizer, sets):
         assert bans(phrases) == one_by_one(tokenizer, phrases)
 
 
+@settings(max_examples=30, deadline=None)
+@given(sets=st.lists(phrase_sets, min_size=1, max_size=5))
+def test_the_rust_backend_gives_what_the_tokenizer_gives(tokenizer, sets):
+    """The families' tokenizers are asked through their Rust backend (rust_tokenizer); a tokenizer
+    object of another class (here a counting proxy) through its own call: the same sequences."""
+    direct, called = PhraseBans(tokenizer), PhraseBans(CountingTokenizer(tokenizer))
+    for phrases in sets:
+        assert direct(phrases) == called(phrases)
+    assert called.tokenizer.encoded or not any(p.strip() for ps in sets for p in ps)
+
+
 def test_each_phrase_is_tokenized_once(tokenizer):
     counting = CountingTokenizer(tokenizer)
     bans = PhraseBans(counting)
@@ -62,6 +74,18 @@ def test_each_phrase_is_tokenized_once(tokenizer):
     assert bans(["says", "saying"]) == one_by_one(tokenizer, ["says", "saying"])
     assert bans(["said", "says"]) == first
     assert counting.encoded.count("says") == 1 and counting.encoded.count(" saying") == 1
+
+
+def test_a_batch_learns_its_phrases_in_one_call(tokenizer):
+    counting = CountingTokenizer(tokenizer)
+    bans = PhraseBans(counting)
+    sentences = [["said", "says"], ["says", "  ", "told"], ["said"]]
+    bans.learn(p for phrases in sentences for p in phrases)
+    assert counting.calls == 1
+    bans.learn(["told", ""])  # nothing new: no call
+    assert sorted(counting.encoded) == sorted(["said", " said", "says", " says", "told", " told"])
+    assert [bans(phrases) for phrases in sentences] == [one_by_one(tokenizer, p) for p in sentences]
+    assert counting.calls == 1
 
 
 def test_blank_phrases_and_lone_special_tokens_are_never_banned(tokenizer):

@@ -5,8 +5,9 @@ last token is forbidden once the preceding ones were generated); :mod:`.processo
 
 :class:`PhraseBans` tokenizes each phrase once per tokenizer: a constraint set at iteration ``i``
 holds the forms of ``i`` phrases, and seeds of one lexical unit share them, so most phrases of a
-batch were seen before. The phrases a batch adds are tokenized in one batched call (the Rust
-tokenizer's ``encode_batch``), and the vocabulary is read once. Tokenizing phrase by phrase, with
+batch were seen before. The phrases a batch adds are tokenized in one batched call
+(:meth:`PhraseBans.learn`, through the Rust tokenizer's ``encode_batch``: :mod:`.rust_tokenizer`),
+and the vocabulary is read once. Tokenizing phrase by phrase, with
 the vocabulary read per sentence, took 2.3 ms of host time a sentence at iteration 10 on a 2-core
 CPU (0.14 ms now, ``scripts/bench_gpu.py`` prints it), where the static backend decodes a sentence
 in 8.5 ms on an H100; the host does it between decode batches, with the GPU idle.
@@ -15,6 +16,8 @@ in 8.5 ms on an H100; the host does it between decode batches, with the GPU idle
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from spanaug.pipeline.paraphraser.rust_tokenizer import encoder_without_specials, token_namer
 
 _SPACE_MARKERS = ("▁", "Ġ")
 
@@ -28,6 +31,8 @@ class PhraseBans:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
+        self._encode = encoder_without_specials(tokenizer)
+        self._token = token_namer(tokenizer)
         self._vocab: dict[str, int] | None = None
         self._special: set[int] | None = None
         self._memo: dict[str, frozenset[tuple[int, ...]]] = {}
@@ -42,6 +47,13 @@ class PhraseBans:
         known = {p: seqs for p in phrases if (seqs := self._memo.get(p)) is not None}
         known.update(self._learn([p for p in phrases if p not in known]))
         return sorted(frozenset().union(*known.values()))
+
+    def learn(self, phrases: Iterable[str]) -> None:
+        """Tokenize the phrases not seen yet, all in one call: a batch's, before its sentences ask
+        for theirs. One call of the Rust tokenizer for a batch costs less per phrase than one a
+        sentence (4 against 5 µs on this project's CPU) and spreads over the CPU's cores, and it
+        releases the GIL, which the decoding thread then has to itself."""
+        self._learn([p for p in dict.fromkeys(phrases) if p not in self._memo and p.strip()])
 
     def clear(self) -> None:
         """Forget every phrase (a benchmark's rounds then meet their phrases as a new job does)."""
@@ -58,14 +70,14 @@ class PhraseBans:
             self._special = set(self.tokenizer.all_special_ids)
         # One batched call: each phrase as is (sentence-initially), then after a space.
         texts = phrases + [" " + p for p in phrases]
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encoded = self._encode(texts)
         n = len(phrases)
         learned = {}
         for i, phrase in enumerate(phrases):
             seqs: set[tuple[int, ...]] = set()
             for ids in (encoded[i], encoded[n + i]):
                 if ids:
-                    seqs.update(self._variants(list(ids)))
+                    seqs.update(self._variants(ids))
             learned[phrase] = frozenset(s for s in seqs if not (len(s) == 1 and s[0] in self._special))
         self._memo.update(learned)
         return learned
@@ -74,7 +86,7 @@ class PhraseBans:
         """``ids`` and the same pieces with the word-boundary marker removed or added."""
         vocab = self._vocab
         out = [tuple(ids)]
-        first = self.tokenizer.convert_ids_to_tokens(ids[0])
+        first = self._token(ids[0])
         if first in _SPACE_MARKERS and len(ids) > 1:
             out.append(tuple(ids[1:]))  # marker tokenized as a piece of its own
         elif first[:1] in _SPACE_MARKERS and first[1:] in vocab:

@@ -15,7 +15,8 @@ from spanaug.core.devices import log_device
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.batching import length_limit
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, decode_texts
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 
 
 def usable_cores() -> int:

@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 import torch
 from tqdm import tqdm
-from transformers import PreTrainedTokenizerFast as TokenizersBackend
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
@@ -35,6 +34,7 @@ from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, length_limit, token_budget_batches
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
+from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +214,7 @@ class Paraphraser:
         enc = encoder_inputs(tokenizer, [r["source_text"] for r in requests], cfg.prefix)
         limits = [length_limit(n, cfg.max_new_tokens) for n in enc["attention_mask"].sum(1).tolist()]
         never = [(t,) for t in self._never_generated()]  # banned here too, so the renormalisation covers them
+        bans.learn(phrase for r in requests for phrase in r["constraints"])
         banned = []
         for r in requests:
             WORKER_GATE.wait()
@@ -406,24 +407,6 @@ class Paraphraser:
                 last = (b, finish(idx, batch, beams))
             if last is not None:
                 yield last[0], last[1].result()
-
-
-def decode_texts(tokenizer, rows: list[list[int]]) -> list[str]:
-    """``tokenizer.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False)``.
-    A Rust-backed tokenizer that decodes as transformers' base class does is asked once, through its
-    backend's ``decode_batch``, instead of once a row from Python: 20 beams of 256 sentences took
-    92 ms so on this project's CPU, 30 ms at once, host time that on GPUs holds the GIL beside the
-    decoding thread."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    kind = type(tokenizer)
-    plain = all(getattr(kind, name, None) is getattr(TokenizersBackend, name) for name in _DECODERS)
-    if backend is not None and plain:
-        return backend.decode_batch(rows, skip_special_tokens=True)
-    return tokenizer.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-
-
-#: The methods a tokenizer class decodes with; one it overrides may decode otherwise than its backend.
-_DECODERS = ("batch_decode", "decode", "_decode")
 
 
 def encoder_inputs(tokenizer, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
