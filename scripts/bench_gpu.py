@@ -34,7 +34,11 @@ config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype thro
 size is projected), and for the cross kind one encoder pass per (pair, span), so every aligned beam
 costs the trigger plus the frame elements the align stage places (overt and not the trigger: the
 mean per annotated FN1.7 dev sentence, measured here). ``--decode-rate`` projects with a decode rate
-measured elsewhere (a new decoding backend's) and skips the decoding benchmark.
+measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every shard's
+iteration is a job that pays a fixed cost (processes, models, checks) whatever its size, so the
+projection adds ``n_shards`` (config/config.yaml's) x 10 jobs x that cost, measured by running the
+four rules' commands on a one-sentence shard (``scripts/bench_jobs.py``) or given with
+``--job-seconds``, and prints the projection for 4 to 64 shards beside it.
 
     .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
     .venv/bin/python scripts/bench_gpu.py --device cpu
@@ -84,6 +88,8 @@ from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
+#: The shard counts the projection prints side by side (config/config.yaml's n_shards is projected).
+SHARD_CHOICES = (4, 8, 16, 32, 64)
 PRODUCTION_CONFIG = REPO / "config" / "config.yaml"
 #: Random BERT encoders the aligners are timed with (vocabulary 30,522, as bert-base-uncased and MiniLM).
 ENCODER_SHAPES = {
@@ -125,7 +131,7 @@ def chain_constraints(rows: list[dict], iterations: list[int], seed: int = 0) ->
 
 def draw_rows(rng: random.Random, population: int, n: int) -> list[int]:
     """``n`` row indices out of ``population``, without repeats while they last: past that, the rows
-    again in a new order (the dev file's 2,257 rows are fewer than a production shard's 3,100
+    again in a new order (the dev file's 2,257 rows are fewer than a production job's calls of 4,096
     sentences, or the 4,096 pairs the H100 run aligns). For ``n <= population``, ``rng.sample``'s draw."""
     picked: list[int] = []
     while len(picked) < n:
@@ -650,6 +656,16 @@ def positive_rate(text: str) -> float:
     return value
 
 
+def non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or math.isinf(value):  # nan and inf too
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return value
+
+
 def main() -> None:
     config = production_config()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -666,7 +682,7 @@ def main() -> None:
         type=positive,
         help=(
             "sentences of the paraphrase stage's run (default: 1024 on GPU, as --sentences on CPU; "
-            "a production shard holds about 3,100; past the dev file's 2,257 sentences repeat)"
+            "a production job decodes its shard in calls of 4,096; past the dev file's 2,257 sentences repeat)"
         ),
     )
     ap.add_argument("--repeats", type=positive, default=3)
@@ -695,6 +711,12 @@ def main() -> None:
         type=positive_rate,
         help="project with this decode rate (sentences/s, e.g. a new backend's measured elsewhere) and skip "
         "the decoding benchmark",
+    )
+    ap.add_argument(
+        "--job-seconds",
+        type=non_negative_seconds,
+        help="fixed seconds of a shard's iteration job (default: measured with scripts/bench_jobs.py, "
+        "the four rules' commands on a one-sentence shard)",
     )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -742,15 +764,40 @@ def main() -> None:
         f"iterations, beam 20, top {ALIGNED_BEAMS} beams aligned; {kind} aligner, {size}-sized encoder as "
         f"{config.aligner.encoder!r}; decode rate {decode_source}):{note}"
     )
-    hours = project_hours(
+    compute = project_hours(
         decode_rate, pairs_rates[kind, size], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind, name
     )
-    print(f"projected hours: {hours:,.1f}  [{name}]")
+    job_s, job_source = job_fixed_seconds(args, device)
+    shards = config.n_shards
+    fixed = shards * ITERATIONS * job_s / 3600
+    print(
+        f"  jobs: n_shards {shards} x {ITERATIONS} iterations = {shards * ITERATIONS:,} jobs x {job_s:.1f} s each "
+        f"before the first sentence and after the last ({job_source}) = {fixed:,.2f} h  [{name}]"
+    )
+    print(f"projected hours: {compute + fixed:,.1f}  [{name}]")
+    print(
+        f"projected hours by n_shards (decoding and aligning {compute:,.2f} h, plus the jobs' fixed cost): "
+        + ", ".join(f"{n}: {compute + n * ITERATIONS * job_s / 3600:,.1f} h" for n in SHARD_CHOICES)
+        + f"  [{name}]"
+    )
     if kind == "cross":  # the other encoder size, for comparison
         other = "minilm" if size == "base" else "base"
         alt = decode_rate, pairs_rates[kind, other], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind
         print(f"with a {other}-sized encoder instead:")
-        print(f"projected hours ({other}-sized cross encoder): {project_hours(*alt, name):,.1f}  [{name}]")
+        alt_hours = project_hours(*alt, name) + fixed
+        print(f"projected hours ({other}-sized cross encoder, n_shards {shards}): {alt_hours:,.1f}  [{name}]")
+
+
+def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[float, str]:
+    """The fixed seconds of a shard's iteration job: ``--job-seconds``, or the four rules' commands
+    timed on a one-sentence shard in fresh processes (``bench_jobs.py``), and where it comes from."""
+    if args.job_seconds is not None:
+        return args.job_seconds, "given (--job-seconds)"
+    from bench_jobs import job_seconds  # this script's folder is on sys.path
+
+    seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
+    parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
+    return sum(seconds.values()), f"the four rules' commands on a one-sentence shard, measured: {parts}"
 
 
 if __name__ == "__main__":

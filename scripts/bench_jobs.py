@@ -1,0 +1,192 @@
+#!/usr/bin/env python
+"""The fixed cost of an iteration's jobs: what each shard pays before its first sentence and after its last.
+
+Production expands FrameNet in ``n_shards`` x ``iterations`` grouped jobs (``profiles/slurm``: a
+shard's iteration is one SLURM job of four rules), and each holds its GPU from start to end. Every
+rule is a new process that imports its libraries, and the two GPU rules initialise the device, load
+their model and check it (the static engine compares its decoder step with the model's forward
+pass, the Triton kernel with torch, and captures a CUDA graph per batch shape) before their shard's
+first sentence. Such costs do not shrink with the shard: with 64 shards over 10 iterations they
+are paid 640 times. ``scripts/bench_gpu.py`` adds them to its projection; this script measures them.
+
+It runs the four commands of one shard's iteration as the workflow's rules run them, each in a
+fresh process, on a shard of ``--sentences`` FrameNet dev sentences (default 1), with
+production-sized random models saved to a temporary folder (a T5-base-sized paraphraser on the
+static engine where CUDA is present, a cross aligner with a MiniLM-sized encoder), and prints each
+command's wall seconds (median of ``--repeats``) and their sum. Snakemake's own start-up in each
+rule of a group job is not counted (about 2 s a rule on this project's CPU: ``make demo-slurm``'s
+group logs against the rules' benchmark files).
+
+    .venv/bin/python scripts/bench_jobs.py                # the device torch sees
+    .venv/bin/python scripts/bench_jobs.py --device cpu --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch
+
+from spanaug.core import artifacts
+from spanaug.core.devices import device_name
+from spanaug.demo.standins import T5_BASE, Size, bert_tokenizer, build_model, train_tokenizer
+from spanaug.pipeline.constraints import expand, lu_upos
+from spanaug.pipeline.importers import read_conll
+
+CONLL_CANDIDATES = [
+    Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
+    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
+]
+#: The MiniLM-sized encoder of the production cross aligner (all-MiniLM-L6-v2's shape).
+MINILM = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
+
+
+def framenet_rows() -> list[dict]:
+    for path in CONLL_CANDIDATES:
+        if path.is_file():
+            return list(read_conll(path))
+    sys.exit("no FrameNet dev CoNLL found (looked in " + ", ".join(map(str, CONLL_CANDIDATES)) + ")")
+
+
+def save_models(
+    rows: list[dict], folder: Path, size: Size = T5_BASE, encoder_shape: dict[str, int] = MINILM
+) -> tuple[Path, Path]:
+    """A random paraphraser of ``size`` (T5-base's) and a cross aligner with a random encoder of
+    ``encoder_shape`` (MiniLM's), saved in ``folder``."""
+    from transformers import BertConfig, BertModel
+
+    from spanaug.core.aligner_settings import CrossAlignerConfig
+    from spanaug.pipeline.aligner.cross_model import CrossAligner
+
+    texts = [r["text"] for r in rows]
+    tokenizer = train_tokenizer("unigram", texts, vocab_size=8000)
+    paraphraser = folder / "paraphraser"
+    build_model("t5", tokenizer, size).save_pretrained(paraphraser)
+    tokenizer.save_pretrained(paraphraser)
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=30522, max_position_embeddings=512, **encoder_shape))
+    aligner = folder / "aligner"
+    CrossAligner(
+        CrossAlignerConfig(encoder="random-minilm"),
+        encoder=encoder,
+        tokenizer=bert_tokenizer(texts, vocab_size=8000),
+        device=torch.device("cpu"),
+        dtype="float32",
+    ).save_pretrained(aligner)
+    return paraphraser, aligner
+
+
+def write_requests(rows: list[dict], path: Path) -> None:
+    """A REQUESTS shard of iteration 1: each row's sentence under its trigger's forms."""
+    requests = [
+        {
+            "seed_id": f"bench-{i}",
+            "frame": r["frame"],
+            "lexical_unit": r["lexical_unit"],
+            "seed_trigger": " ".join(r["tokens"][r["span_start"] : r["span_end"] + 1]),
+            "iteration": 1,
+            "source_tokens": r["tokens"],
+            "source_text": r["text"],
+            "source_span_start": r["span_start"],
+            "source_span_end": r["span_end"],
+            "constraints": sorted(expand(r["tokens"][r["span_start"] : r["span_end"] + 1], lu_upos(r["lexical_unit"]))),
+            "source_frame_elements": r["frame_elements"],
+        }
+        for i, r in enumerate(rows)
+    ]
+    artifacts.write_table(requests, path, artifacts.REQUESTS)
+
+
+def commands(folder: Path, paraphraser: Path, aligner: Path, device: str, max_new: int) -> dict[str, list[str]]:
+    """The four rules' commands for the shard in ``folder``, as workflow/rules/*.smk call them."""
+    spanaug = [sys.executable, "-m", "spanaug.cli.main"]
+    return {
+        "paraphrase": [
+            *spanaug, "paraphrase", "--requests", str(folder / "requests.parquet"),
+            "--out", str(folder / "paraphrases.parquet"), "--stats", str(folder / "paraphrase_stats.json"),
+            "--model", str(paraphraser), "--beam-size", "20", "--return-top", "3",
+            "--max-new-tokens", str(max_new), "--device", device,
+        ],
+        "align": [
+            *spanaug, "align", "paraphrases", "--model", str(aligner),
+            "--paraphrases", str(folder / "paraphrases.parquet"), "--out", str(folder / "aligned.parquet"),
+            "--stats", str(folder / "align_stats.json"), "--device", device,
+        ],
+        "select_best": [
+            *spanaug, "select", "--aligned", str(folder / "aligned.parquet"),
+            "--out", str(folder / "chain.parquet"), "--stats", str(folder / "select_stats.json"),
+        ],
+        "expand_constraints": [
+            *spanaug, "constraints", "--chain", str(folder / "chain.parquet"),
+            "--out", str(folder / "next.requests.parquet"), "--iteration", "2",
+        ],
+    }  # fmt: skip
+
+
+def job_seconds(
+    device: str, sentences: int = 1, repeats: int = 3, max_new: int = 8, models: dict | None = None
+) -> dict[str, float]:
+    """Median wall seconds of each rule's command on a shard of ``sentences``, in fresh processes;
+    ``models``: :func:`save_models`' sizes (tests make tiny ones)."""
+    rows = framenet_rows()[:sentences]
+    with tempfile.TemporaryDirectory(prefix="spanaug-bench-jobs-") as tmp:
+        folder = Path(tmp)
+        paraphraser, aligner = save_models(framenet_rows(), folder, **(models or {}))
+        write_requests(rows, folder / "requests.parquet")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+        # The first round is not timed: it converts the paraphraser for the ct2 backend (CPU), which
+        # a run does once into its cache, compiles the Triton kernel into Triton's cache (GPU), and
+        # reads the models into the page cache.
+        env["SPANAUG_CT2_CACHE"] = str(folder / "ct2")
+        times: dict[str, list[float]] = {}
+        for r in range(repeats + 1):
+            for rule, cmd in commands(folder, paraphraser, aligner, device, max_new).items():
+                start = time.perf_counter()
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if r:
+                    times.setdefault(rule, []).append(time.perf_counter() - start)
+                if done.returncode:
+                    sys.exit(f"{rule} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return {rule: statistics.median(ts) for rule, ts in times.items()}
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    ap.add_argument("--sentences", type=positive, default=1, help="sentences in the shard (default 1)")
+    ap.add_argument("--repeats", type=positive, default=3)
+    ap.add_argument("--max-new-tokens", type=positive, default=8, help="each beam's length (random weights)")
+    args = ap.parse_args()
+    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    device = "cpu" if device == "auto" else device
+    name = device_name(torch.device(device))
+    seconds = job_seconds(device, args.sentences, args.repeats, args.max_new_tokens)
+    for rule, s in seconds.items():
+        print(f"job seconds, {rule:<20} {s:6.2f} s  [{name}]")
+    print(f"job seconds, the four commands     {sum(seconds.values()):6.2f} s  [{name}]")
+
+
+if __name__ == "__main__":
+    main()
