@@ -44,7 +44,7 @@ CONFIGS = ["config/config.yaml", "config/rehearsal.yaml"]
 #: The rules of one iteration of one shard (the jobs grouping merges).
 ITERATION_RULES = ("expand_constraints", "paraphrase", "align", "select_best")
 #: Full FrameNet 1.7 (scripts/bench_gpu.py's count of seeds) under the production config.
-FULL_SEEDS, FULL_ITERATIONS, FULL_SHARDS = 198_368, 10, 64
+FULL_SEEDS, FULL_ITERATIONS = 198_368, 10
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
@@ -156,21 +156,27 @@ def count_submissions(printed: str) -> dict[str, int]:
     return {"all": len(ungrouped) + len(groups), "iterations": iteration}
 
 
+def production_run():
+    """config/config.yaml with every default filled in (a RunConfig)."""
+    import yaml
+
+    from spanaug.core.config import load_run_config
+
+    return load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
+
+
 def production_plan(profile: str) -> dict[str, int]:
-    """SLURM jobs the production config (config/config.yaml alone: full FrameNet, 64 shards) plans,
+    """SLURM jobs the production config (config/config.yaml alone: full FrameNet, its n_shards) plans,
     in a folder of its own with empty stand-ins of its data (rules take them as inputs); the
     preflight only warns about them."""
     import tempfile
 
-    import yaml
-
-    from spanaug.core.config import load_run_config
     from spanaug.workflow.plan import Plan, make_stand_ins
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "config").symlink_to(REPO / "config")
-        run = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+        run = production_run()
         make_stand_ins(Plan(run, "results/framenet").external_files(), work)
         proc = subprocess.run(
             [SNAKEMAKE, "-n", "--profile", str(REPO / profile), "-s", str(REPO / "workflow/Snakefile")]
@@ -418,23 +424,24 @@ def figures(
         f"(iterations/), {all_bytes / per:,.0f} bytes (everything)"
     )
     full = FULL_SEEDS * FULL_ITERATIONS
+    full_shards = production_run().n_shards
     # Files come per shard and iteration (requests, paraphrases, aligned, chain, three stats files,
     # a log and a benchmark per rule) whatever the seeds; bytes grow with seeds x iterations.
-    files_full = FULL_SHARDS * FULL_ITERATIONS * it_files / (args.shards * args.iterations)
+    files_full = full_shards * FULL_ITERATIONS * it_files / (args.shards * args.iterations)
     prod_with, prod_without = planned["production with"], planned["production without"]
     say(
-        f"full FrameNet ({FULL_SEEDS:,} seeds x {FULL_ITERATIONS} iterations, {FULL_SHARDS} shards, the production "
+        f"full FrameNet ({FULL_SEEDS:,} seeds x {FULL_ITERATIONS} iterations, {full_shards} shards, the production "
         f"config): {prod_with['all']:,} SLURM jobs with grouping ({prod_with['iterations']:,} for the iterations), "
         f"{prod_without['all']:,} without ({prod_without['iterations']:,}); {files_full:,.0f} files under "
         f"iterations/, {it_bytes / per * full / 1e9:,.1f} GB; queue waves one after the other per shard: "
-        f"{prod_with['iterations'] // FULL_SHARDS} with grouping, {prod_without['iterations'] // FULL_SHARDS} without"
+        f"{prod_with['iterations'] // full_shards} with grouping, {prod_without['iterations'] // full_shards} without"
     )
     if args.decode_rate and args.pairs_rate:
         requests = full
         hours = requests / args.decode_rate / 3600 + requests * 3 / args.pairs_rate / 3600
         say(
             f"GPU-hours for full FrameNet at scripts/bench_gpu.py's {args.decode_rate} sentences/s and "
-            f"{args.pairs_rate} pairs/s: {hours:,.1f}"
+            f"{args.pairs_rate} pairs/s: {hours:,.1f}, without the jobs' fixed cost (bench_gpu.py adds it)"
         )
     else:
         say("GPU-hours: pass --decode-rate and --pairs-rate from scripts/bench_gpu.py on a GPU")

@@ -6,9 +6,13 @@ import re
 import subprocess
 
 import pytest
+import yaml
 from conftest import REPO, SNAKEMAKE
 
+from spanaug.core.config import load_run_config
+
 pytestmark = pytest.mark.workflow
+PRODUCTION = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
 
 CRITICAL_PATH = {
     "import_corpus",
@@ -62,15 +66,16 @@ def test_slurm_runs_the_critical_path_first_too(planned):
 
 
 def test_each_shards_iteration_is_one_slurm_job(planned):
-    """profiles/slurm groups the four rules of a shard's iteration: 640 jobs instead of 2,560, each
-    rule keeping its own outputs."""
+    """profiles/slurm groups the four rules of a shard's iteration: 80 jobs instead of 320 at the
+    production config's 8 shards x 10 iterations, each rule keeping its own outputs."""
+    shards, iterations = PRODUCTION.n_shards, PRODUCTION.iterations
     groups = re.findall(r"Group job (iter\d+) \(", planned)
-    assert len(groups) == 64 * 10 and len(set(groups)) == 10
+    assert len(groups) == shards * iterations and len(set(groups)) == iterations
     ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)
     assert not {"expand_constraints", "paraphrase", "align", "select_best"} & set(ungrouped)
     grouped = re.findall(r"^    rule (\w+):$", planned, re.M)
     assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(
-        ("expand_constraints", "paraphrase", "align", "select_best"), 640
+        ("expand_constraints", "paraphrase", "align", "select_best"), shards * iterations
     )
 
 

@@ -280,7 +280,11 @@ class RunConfig(Settings):
     data: ImportSettings = setting(help="the input corpus")
     seeds: SeedSettings = setting(factory=SeedSettings, help="which rows seed the expansion")
     iterations: int = setting(10, "paraphrasing iterations", minimum=1)
-    n_shards: int = setting(64, "shards per iteration (one job each)", minimum=1)
+    # Each shard's iteration is a job that pays its processes' start-up, model loading and checks
+    # whatever its size (scripts/bench_jobs.py): 640 jobs at 64 shards, 80 at 8 (docs/gpus.md).
+    n_shards: int = setting(
+        8, "shards per iteration (one job each): as many as the GPUs your jobs hold at once", minimum=1
+    )
     device: str = inherit(
         Runtime, "device", help="device of every model job: auto (CUDA when present), cpu, cuda, cuda:N or mps"
     )
