@@ -34,30 +34,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))  # bench_gpu, also when a test loads this file
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
+from bench_gpu import ENCODER_SHAPES, framenet_rows, positive
 
 from spanaug.core import artifacts
 from spanaug.core.devices import device_name
 from spanaug.demo.standins import T5_BASE, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
-from spanaug.pipeline.importers import read_conll
 
-CONLL_CANDIDATES = [
-    Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
-    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
-]
 #: The MiniLM-sized encoder of the production cross aligner (all-MiniLM-L6-v2's shape).
-MINILM = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
-
-
-def framenet_rows() -> list[dict]:
-    for path in CONLL_CANDIDATES:
-        if path.is_file():
-            return list(read_conll(path))
-    sys.exit("no FrameNet dev CoNLL found (looked in " + ", ".join(map(str, CONLL_CANDIDATES)) + ")")
+MINILM = ENCODER_SHAPES["minilm"]
 
 
 def save_models(
@@ -160,16 +150,6 @@ def job_seconds(
                 if done.returncode:
                     sys.exit(f"{rule} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     return {rule: statistics.median(ts) for rule, ts in times.items()}
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
 
 
 def main() -> None:

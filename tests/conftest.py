@@ -381,18 +381,23 @@ def write_conll(sentences, path, start=0):
                 handle.write("\n")
 
 
+def production_config():
+    """config/config.yaml as a run reads it: a RunConfig with every default filled in."""
+    import yaml
+
+    from spanaug.core.config import load_run_config
+
+    return load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
+
+
 def production_workdir(root: Path) -> Path:
     """A working directory for the production config (config/config.yaml): its config folder, and an
     empty stand-in of every data file it names (rules take them as inputs, so Snakemake plans only
     when they are there; the preflight still reports them, SPANAUG_PREFLIGHT=warn lets it go on)."""
-    import yaml
-
-    from spanaug.core.config import load_run_config
     from spanaug.workflow.plan import Plan, make_stand_ins
 
     (root / "config").symlink_to(REPO / "config")
-    run = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
-    make_stand_ins(Plan(run, "results/framenet").external_files(), root)
+    make_stand_ins(Plan(production_config(), "results/framenet").external_files(), root)
     return root
 
 

@@ -6,13 +6,9 @@ import re
 import subprocess
 
 import pytest
-import yaml
-from conftest import REPO, SNAKEMAKE
-
-from spanaug.core.config import load_run_config
+from conftest import REPO, SNAKEMAKE, production_config
 
 pytestmark = pytest.mark.workflow
-PRODUCTION = load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
 
 CRITICAL_PATH = {
     "import_corpus",
@@ -68,7 +64,8 @@ def test_slurm_runs_the_critical_path_first_too(planned):
 def test_each_shards_iteration_is_one_slurm_job(planned):
     """profiles/slurm groups the four rules of a shard's iteration: 80 jobs instead of 320 at the
     production config's 8 shards x 10 iterations, each rule keeping its own outputs."""
-    shards, iterations = PRODUCTION.n_shards, PRODUCTION.iterations
+    production = production_config()
+    shards, iterations = production.n_shards, production.iterations
     groups = re.findall(r"Group job (iter\d+) \(", planned)
     assert len(groups) == shards * iterations and len(set(groups)) == iterations
     ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)

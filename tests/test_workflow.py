@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE
+from conftest import REPO, SNAKEMAKE, production_config
 
 from spanaug.core import artifacts
 
@@ -273,7 +273,9 @@ def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
     told = f"spanaug: warning: torch {build.version} is a CPU-only build: the GPU rules (resources.gpu.gpus: 1)"
     assert (told in proc.stdout + proc.stderr) == (build.cuda is None)
     counts = _job_counts(proc.stdout)
-    assert counts["paraphrase"] == 64 * 10 and counts["align"] == 64 * 10
+    production = production_config()
+    jobs = production.n_shards * production.iterations  # one of each a shard's iteration
+    assert counts["paraphrase"] == jobs and counts["align"] == jobs
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
     assert counts["argid_point"] == 3 * 4 * 3  # (none + paraphrastic + lexsub) x 4 fractions x 3 seeds
     block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
