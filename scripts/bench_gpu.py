@@ -65,10 +65,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
-import yaml
 
-from spanaug.core.config import DecodeSettings, RunConfig, load_run_config
+from spanaug.core.config import DecodeSettings, RunConfig
 from spanaug.core.devices import choose_dtype, device_name
+from spanaug.core.overrides import read_run_config
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.frame_elements import has_span, to_place
@@ -452,7 +452,7 @@ def bench_cross_aligner(
 
 def production_config() -> RunConfig:
     """config/config.yaml with every default filled in: the aligner kind, encoder and batch size to project."""
-    return load_run_config(yaml.safe_load(PRODUCTION_CONFIG.read_text(encoding="utf-8")))
+    return read_run_config(PRODUCTION_CONFIG)
 
 
 def encoder_size(name: str) -> str:

@@ -158,11 +158,9 @@ def count_submissions(printed: str) -> dict[str, int]:
 
 def production_run():
     """config/config.yaml with every default filled in (a RunConfig)."""
-    import yaml
+    from spanaug.core.overrides import read_run_config
 
-    from spanaug.core.config import load_run_config
-
-    return load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
+    return read_run_config(REPO / "config/config.yaml")
 
 
 def production_plan(profile: str) -> dict[str, int]:

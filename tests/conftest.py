@@ -383,11 +383,9 @@ def write_conll(sentences, path, start=0):
 
 def production_config():
     """config/config.yaml as a run reads it: a RunConfig with every default filled in."""
-    import yaml
+    from spanaug.core.overrides import read_run_config
 
-    from spanaug.core.config import load_run_config
-
-    return load_run_config(yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8")))
+    return read_run_config(REPO / "config/config.yaml")
 
 
 def production_workdir(root: Path) -> Path:

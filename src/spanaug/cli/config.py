@@ -59,20 +59,10 @@ class CheckOptions:
     "tagger and optional dependency it names (what Snakemake checks first)",
 )
 def check(options: CheckOptions) -> None:
-    from spanaug.core.config import load_run_config
-    from spanaug.core.errors import ConfigError
-    from spanaug.core.overrides import merge_configs, read_config_file
+    from spanaug.core.overrides import read_run_config
     from spanaug.workflow.preflight import installed_torch, preflight, run_warnings
 
-    raw: dict = {}
-    for path in options.configfile:
-        raw = merge_configs(raw, read_config_file(path))
-    try:
-        cfg = load_run_config(raw)
-    except ConfigError as exc:
-        # Name the files and the key as the config spells it (``device``), not as a command's
-        # option (``--device``), which is how a ConfigError would print otherwise.
-        raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
+    cfg = read_run_config(*options.configfile)
     preflight(cfg)
     for warning in run_warnings(cfg, installed_torch()):
         log.warning(warning)
@@ -120,16 +110,13 @@ class OptionsOptions:
 def print_options(options: OptionsOptions) -> None:
     import shlex
 
-    from spanaug.core.config import load_run_config
     from spanaug.core.errors import ConfigError
-    from spanaug.core.overrides import merge_configs, read_config_file
+    from spanaug.core.overrides import read_run_config
     from spanaug.core.section_options import section_options
 
-    raw: dict = {}
-    for path in options.configfile:
-        raw = merge_configs(raw, read_config_file(path))
+    cfg = read_run_config(*options.configfile)
     try:
-        words = section_options(load_run_config(raw), options.keys, options.skip, options.data_dir)
+        words = section_options(cfg, options.keys, options.skip, options.data_dir)
     except ConfigError as exc:  # the config's key, not an option of this command
         raise ConfigError(f"{', '.join(options.configfile)}: {exc}") from exc
     print(shlex.join(words))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from spanaug.core.config import config_schema
-from spanaug.core.errors import InputError
+from spanaug.core.config import RunConfig, config_schema, load_run_config
+from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.files import read_yaml
 
 
@@ -82,3 +82,16 @@ def read_config_file(path: Path | str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise InputError(path, None, f"a config file is a mapping of sections, not {type(loaded).__name__}")
     return loaded
+
+
+def read_run_config(*paths: Path | str) -> RunConfig:
+    """Config files merged in order (as Snakemake merges several ``--configfile``) and checked: the
+    run's settings with every default filled in. A setting's error names the files and the key as
+    the config spells it (``device``), not as a command's option (``--device``)."""
+    raw: dict[str, Any] = {}
+    for path in paths:
+        raw = merge_configs(raw, read_config_file(path))
+    try:
+        return load_run_config(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{', '.join(map(str, paths))}: {exc}") from exc
