@@ -645,24 +645,27 @@ def positive(text: str) -> int:
     return value
 
 
+def _number(text: str) -> float:
+    """``text`` as a float, nan when it is none (which every range check below refuses)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def positive_rate(text: str) -> float:
     """A rate option: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not (0 < value < math.inf):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0")
     return value
 
 
 def non_negative_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or math.isinf(value):  # nan and inf too
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    """A duration option: a finite number of seconds, 0 or more."""
+    value = _number(text)
+    if not (0 <= value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
     return value
 
 
