@@ -101,3 +101,51 @@ def test_a_full_memo_starts_afresh(tokenizer, monkeypatch):
     for phrases in (["cat", "dog"], ["sat on", "mat"], ["cat", "bird"]):
         assert bans(phrases) == one_by_one(tokenizer, phrases)
         assert len(bans._memo) <= 3
+
+
+def marker_variants(tokenizer, phrase):
+    """What the docstring promises, worked out through the tokenizer's own API: the phrase's ids
+    sentence-initially and after a space, each also with its first piece's word-boundary marker
+    removed, or added when it has none; lone special tokens dropped."""
+    vocab, special, out = tokenizer.get_vocab(), set(tokenizer.all_special_ids), set()
+    for text in (phrase, " " + phrase):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if not ids:
+            continue
+        out.add(tuple(ids))
+        first = tokenizer.convert_ids_to_tokens(ids[0])
+        if first in ("▁", "Ġ"):
+            if len(ids) > 1:
+                out.add(tuple(ids[1:]))
+        elif first[0] in "▁Ġ":
+            if first[1:] in vocab:
+                out.add((vocab[first[1:]], *ids[1:]))
+        else:
+            out.update((vocab[m + first], *ids[1:]) for m in "▁Ġ" if m + first in vocab)
+    return sorted(s for s in out if not (len(s) == 1 and s[0] in special))
+
+
+@settings(max_examples=40, deadline=None)
+@given(phrases=st.lists(st.lists(st.sampled_from(WORDS + ["▁", "Ġ", ",", "x"]), min_size=1, max_size=3).map(" ".join)))
+def test_each_phrase_bans_its_pieces_with_and_without_the_marker(tokenizer, phrases):
+    bans = PhraseBans(tokenizer)
+    bans.learn(phrases)
+    for phrase in phrases:
+        assert bans([phrase]) == marker_variants(tokenizer, phrase)
+
+
+def test_the_memo_holds_nothing_the_garbage_collector_keeps_scanning(tokenizer):
+    """A job's memo grows to hundreds of thousands of phrases; a full collection (which stops the
+    decoding thread too) would walk each one it tracks."""
+    import gc
+
+    bans = PhraseBans(tokenizer)
+    bans.learn([WORDS[0]])  # the vocabulary, read once
+    gc.collect()
+    before = len(gc.get_objects())
+    phrases = [f"{a} {b}" for a in WORDS for b in WORDS[:20]]
+    bans.learn(phrases)
+    gc.collect()
+    gc.collect()  # a tuple is untracked once what it holds is: its sequences at the first look, itself next
+    assert len(bans([phrases[-1]])) > 0 and len(phrases) >= 1000
+    assert len(gc.get_objects()) - before < len(phrases) / 10

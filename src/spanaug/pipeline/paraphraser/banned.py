@@ -35,7 +35,8 @@ class PhraseBans:
         self._token = token_namer(tokenizer)
         self._vocab: dict[str, int] | None = None
         self._special: set[int] | None = None
-        self._memo: dict[str, frozenset[tuple[int, ...]]] = {}
+        self._memo: dict[str, tuple[tuple[int, ...], ...]] = {}
+        self._firsts: dict[int, tuple[tuple[int, ...], ...]] = {}
 
     def __call__(self, phrases: Iterable[str]) -> list[tuple[int, ...]]:
         """Token-id sequences for each phrase, mid-sentence and sentence-initially, sorted.
@@ -58,8 +59,9 @@ class PhraseBans:
     def clear(self) -> None:
         """Forget every phrase (a benchmark's rounds then meet their phrases as a new job does)."""
         self._memo.clear()
+        self._firsts.clear()
 
-    def _learn(self, phrases: list[str]) -> dict[str, frozenset[tuple[int, ...]]]:
+    def _learn(self, phrases: list[str]) -> dict[str, tuple[tuple[int, ...], ...]]:
         """Tokenize ``phrases`` (unseen ones) in one call; their sequences, also remembered."""
         if not phrases:
             return {}
@@ -78,22 +80,35 @@ class PhraseBans:
             for ids in (encoded[i], encoded[n + i]):
                 if ids:
                     seqs.update(self._variants(ids))
-            learned[phrase] = frozenset(s for s in seqs if not (len(s) == 1 and s[0] in self._special))
+            # A tuple of tuples of ints, which the garbage collector stops tracking once it has
+            # looked at it (a frozenset it would walk in every full collection: a job's memo grows
+            # to hundreds of thousands of them, and a collection stops the decoding thread too).
+            learned[phrase] = tuple(s for s in seqs if not (len(s) == 1 and s[0] in self._special))
         self._memo.update(learned)
         return learned
 
     def _variants(self, ids: list[int]) -> list[tuple[int, ...]]:
         """``ids`` and the same pieces with the word-boundary marker removed or added."""
-        vocab = self._vocab
-        out = [tuple(ids)]
-        first = self._token(ids[0])
-        if first in _SPACE_MARKERS and len(ids) > 1:
-            out.append(tuple(ids[1:]))  # marker tokenized as a piece of its own
-        elif first[:1] in _SPACE_MARKERS and first[1:] in vocab:
-            out.append((vocab[first[1:]], *ids[1:]))
-        elif first[:1] not in _SPACE_MARKERS:
-            out.extend((vocab[m + first], *ids[1:]) for m in _SPACE_MARKERS if m + first in vocab)
-        return out
+        head = tuple(ids)
+        rest = head[1:]
+        return [head, *(first + rest for first in self._other_firsts(head[0]) if first or rest)]
+
+    def _other_firsts(self, token: int) -> tuple[tuple[int, ...], ...]:
+        """What may stand for a sequence's first ``token``: its piece without the word-boundary
+        marker (nothing for the marker alone), or with each marker added. Worked out once a token
+        (few tokens start phrases), instead of once for each of the 90,000 sequences iteration 10's
+        constraints give 1,024 sentences."""
+        others = self._firsts.get(token)
+        if others is None:
+            vocab, name = self._vocab, self._token(token)
+            if name in _SPACE_MARKERS:
+                others = ((),)  # the marker tokenized as a piece of its own
+            elif name[:1] in _SPACE_MARKERS:
+                others = ((vocab[name[1:]],),) if name[1:] in vocab else ()
+            else:
+                others = tuple((vocab[m + name],) for m in _SPACE_MARKERS if m + name in vocab)
+            self._firsts[token] = others
+        return others
 
 
 def banned_sequences(tokenizer, phrases: Iterable[str]) -> list[tuple[int, ...]]:
