@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import logging
 import math
 import os
@@ -68,6 +69,7 @@ import torch
 
 from spanaug.core.config import DecodeSettings, RunConfig
 from spanaug.core.devices import choose_dtype, device_name
+from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.core.overrides import read_run_config
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
@@ -305,7 +307,9 @@ def bench_stage(
     the decoding, without constraints and under each iteration's; and under the last iteration's
     with the host's work in turn. Methods interleaved, median of ``repeats`` rounds after one
     warm-up round on the first 128 sentences. ``budget`` None: the engine's own batches. Every
-    sentence decodes the median source length (random weights never end a beam)."""
+    sentence decodes the median source length (random weights never end a beam). The objects alive
+    before the rounds are frozen, as in the stage (core.heap), but in the round "heap not frozen";
+    each method's full garbage collections are counted."""
     picked = draw_rows(rng, len(rows), n_sentences)
     last = max(sets)
     methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
@@ -314,6 +318,7 @@ def bench_stage(
         methods += [(f"iter {last}, Python's switch interval", last, True)]
         methods += [(f"iter {last}, switch interval 0.1 ms", last, True)]
         methods += [(f"iter {last}, worker never paused", last, True)]
+        methods += [(f"iter {last}, heap not frozen", last, True)]
     interval = hf_backend.HOST_SWITCH_INTERVAL
 
     def requests(it: int | None, n: int = n_sentences) -> list[dict]:
@@ -333,29 +338,70 @@ def bench_stage(
     )
     batches = len(engine.batches(requests(None), cfg))
     times: dict[str, list[float]] = defaultdict(list)
-    for r in range(repeats + 1):  # the first round warms up
-        for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
-            engine.overlap_host = overlap
-            hf_backend.HOST_SWITCH_INTERVAL = (
-                sys.getswitchinterval() if "Python's" in name else 1e-4 if "0.1 ms" in name else interval
-            )
-            WORKER_GATE.enabled = "never paused" not in name
-            for tools in (engine.host_tools, engine.worker_tools):  # made once, before any timing
-                if tools is not None:
-                    tools.phrase_bans.clear()  # a fresh memo, as a job starts
-            reqs = requests(it, n_sentences if r else 128)
-            sync(engine.device)
-            start = time.perf_counter()
-            out = list(engine.paraphrase(reqs, cfg, progress=False))
-            sync(engine.device)
-            if r:
-                times[name].append(time.perf_counter() - start)
+    pauses: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    collections = FullCollections()
+    with long_lived_objects_frozen(), collections:  # as the paraphrase stage decodes
+        for r in range(repeats + 1):  # the first round warms up
+            for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
+                engine.overlap_host = overlap
+                hf_backend.HOST_SWITCH_INTERVAL = (
+                    sys.getswitchinterval() if "Python's" in name else 1e-4 if "0.1 ms" in name else interval
+                )
+                WORKER_GATE.enabled = "never paused" not in name
+                for tools in (engine.host_tools, engine.worker_tools):  # made once, before any timing
+                    if tools is not None:
+                        tools.phrase_bans.clear()  # a fresh memo, as a job starts
+                reqs = requests(it, n_sentences if r else 128)
+                sync(engine.device)
+                collections.reset()
+                if "not frozen" in name:
+                    gc.unfreeze()
+                start = time.perf_counter()
+                out = list(engine.paraphrase(reqs, cfg, progress=False))
+                sync(engine.device)
+                if "not frozen" in name:
+                    gc.freeze()
+                if r:
+                    times[name].append(time.perf_counter() - start)
+                    pauses[name].append((collections.count, collections.seconds))
     engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL, WORKER_GATE.enabled = None, interval, True
     print(
         f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, {cfg.max_new_tokens} new "
         f"tokens each, {len(out)} outputs under iteration {last}'s constraints"
     )
+    for name, seen in pauses.items():
+        print(
+            f"paraphrase stage, {name:<30} full garbage collections: {max(n for n, _ in seen)} at most in a "
+            f"round, {statistics.median(t for _, t in seen) * 1e3:.0f} ms a round (median)"
+        )
     return {name: n_sentences / statistics.median(ts) for name, ts in times.items()}
+
+
+class FullCollections:
+    """Counts the garbage collector's full collections (generation 2) and the time they held the
+    GIL, through ``gc.callbacks``, while the block runs."""
+
+    def __init__(self) -> None:
+        self.count, self.seconds, self._start = 0, 0.0, 0.0
+
+    def reset(self) -> None:
+        self.count, self.seconds = 0, 0.0
+
+    def _record(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._start
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self._record)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._record)
 
 
 def _same_top(tokenizer, a: list[torch.Tensor], b: list[torch.Tensor]) -> tuple[int, int, int]:

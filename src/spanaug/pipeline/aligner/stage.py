@@ -15,6 +15,7 @@ from typing import Any
 
 from spanaug.core import artifacts, files
 from spanaug.core.config import FrameElementSettings
+from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.pipeline import frame_elements as fe_rules
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
@@ -48,7 +49,7 @@ def align_stage(
     aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)  # either kind
     stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
-    with artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
+    with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
         for table in batches:
             rows = table.to_pylist()
             align_rows(aligner, rows, fe, batch_size)

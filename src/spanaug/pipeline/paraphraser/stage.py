@@ -11,6 +11,7 @@ from spanaug.core import artifacts, files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device
 from spanaug.core.errors import ConfigError
+from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
@@ -62,7 +63,7 @@ def paraphrase_stage(
     paraphraser = load_paraphraser(cfg, device)
     stats = DecodeStats()
     provenance = artifacts.derived(requests_path, "paraphrases")
-    with artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
+    with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
         for table in batches:
             rows = list(paraphraser.paraphrase(table.to_pylist(), cfg, stats))
             writer.write(rows)

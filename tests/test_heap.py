@@ -1,0 +1,114 @@
+"""The model stages decode and align with the objects alive at their start frozen (core.heap)."""
+
+import gc
+import subprocess
+import sys
+
+import pytest
+from conftest import CORPUS
+from test_stages import aligned_rows, requests_table
+
+from spanaug.core import artifacts
+from spanaug.core.config import DecodeSettings
+from spanaug.core.heap import long_lived_objects_frozen
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(autouse=True)
+def nothing_frozen_around():
+    assert gc.get_freeze_count() == 0
+    yield
+    gc.unfreeze()  # whatever a failing test left
+
+
+def test_the_block_freezes_what_is_alive_and_unfreezes_it_after():
+    alive = [[i] for i in range(1000)]  # tracked containers
+    with long_lived_objects_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(alive)
+        made_inside = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() == frozen  # what the block allocates is still collected
+        assert gc.is_tracked(made_inside[0])
+    assert gc.get_freeze_count() == 0
+
+
+def test_nested_blocks_leave_unfreezing_to_the_outermost():
+    with long_lived_objects_frozen():
+        with long_lived_objects_frozen():
+            pass
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_an_error_in_the_block_unfreezes_too():
+    with pytest.raises(RuntimeError), long_lived_objects_frozen():
+        raise RuntimeError("decoding failed")
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_interpreter_shuts_down_without_leak_reports():
+    """Objects left frozen at exit make triton's bindings (imported with torch) print a page of
+    'leaked instance' lines into every job's log."""
+    pytest.importorskip("triton")
+    code = (
+        "import torch, transformers.modeling_utils\n"
+        "from spanaug.core.heap import long_lived_objects_frozen\n"
+        "with long_lived_objects_frozen():\n"
+        "    pass\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "leaked" not in done.stderr
+
+
+def test_the_paraphrase_stage_decodes_with_the_loaded_model_frozen(tiny_paraphraser, tmp_path, monkeypatch):
+    from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+    from spanaug.pipeline.paraphraser.stage import paraphrase_stage
+
+    frozen = []
+    decode = Paraphraser.paraphrase
+
+    def recording(self, *args, **kwargs):
+        frozen.append(gc.get_freeze_count())
+        yield from decode(self, *args, **kwargs)
+
+    monkeypatch.setattr(Paraphraser, "paraphrase", recording)
+    artifacts.write_table(requests_table(CORPUS[:2], ["the"]), tmp_path / "req.parquet", artifacts.REQUESTS)
+    cfg = DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1, max_new_tokens=4, dtype="float32")
+    paraphrase_stage(tmp_path / "req.parquet", tmp_path / "para.parquet", cfg, "cpu", chunk_rows=1)
+    assert len(frozen) == 2 and min(frozen) > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_align_stage_aligns_with_the_loaded_model_frozen(tiny_encoder, tmp_path, monkeypatch):
+    from conftest import copy_task
+
+    from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
+    from spanaug.pipeline.aligner import stage
+    from spanaug.pipeline.aligner.training import train_aligner
+
+    aligner, _ = train_aligner(
+        copy_task(20, 0),
+        AlignerConfig(encoder=tiny_encoder, k=1, hidden=8),
+        AlignerTrainSettings(epochs=1),
+        device="cpu",
+        progress=False,
+    )
+    aligner.save_pretrained(tmp_path / "aligner")
+    rows = aligned_rows([("a", 0, 0.0, None)])
+    for row in rows:
+        for key in ("aligned_start", "aligned_end", "aligner_score"):
+            del row[key]
+    artifacts.write_table(rows, tmp_path / "para.parquet", artifacts.PARAPHRASES)
+    frozen = []
+    align = stage.align_rows
+
+    def recording(*args, **kwargs):
+        frozen.append(gc.get_freeze_count())
+        return align(*args, **kwargs)
+
+    monkeypatch.setattr(stage, "align_rows", recording)
+    stage.align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "out.parquet", device="cpu")
+    assert frozen and min(frozen) > 0
+    assert gc.get_freeze_count() == 0
