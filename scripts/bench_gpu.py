@@ -87,6 +87,7 @@ from spanaug.pipeline.paraphraser.processors import (
     TensorBannedSequences,
 )
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
+from spanaug.pipeline.paraphraser.stage import CHUNK_ROWS
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
@@ -302,14 +303,14 @@ def bench_stage(
     rng: random.Random,
     max_new: int | None,
 ) -> dict[str, float]:
-    """Sentences/s of the whole paraphrase loop (``paraphrase``: inputs, decoding, detokenizing,
-    the output checks and the scoring pass) as GPUs run it, the batches' host work overlapped with
-    the decoding, without constraints and under each iteration's; and under the last iteration's
-    with the host's work in turn. Methods interleaved, median of ``repeats`` rounds after one
-    warm-up round on the first 128 sentences. ``budget`` None: the engine's own batches. Every
-    sentence decodes the median source length (random weights never end a beam). The objects alive
-    before the rounds are frozen, as in the stage (core.heap), but in the round "heap not frozen";
-    each method's full garbage collections are counted."""
+    """Sentences/s of the whole paraphrase loop (``paraphrase_chunks``, in the stage's chunks of
+    CHUNK_ROWS: inputs, decoding, detokenizing, the output checks and the scoring pass) as GPUs run
+    it, the batches' host work overlapped with the decoding, without constraints and under each
+    iteration's; and under the last iteration's with the host's work in turn. Methods interleaved,
+    median of ``repeats`` rounds after one warm-up round on the first 128 sentences. ``budget``
+    None: the engine's own batches. Every sentence decodes the median source length (random weights
+    never end a beam). The objects alive before the rounds are frozen, as in the stage (core.heap),
+    but in the round "heap not frozen"; each method's full garbage collections are counted."""
     picked = draw_rows(rng, len(rows), n_sentences)
     last = max(sets)
     methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
@@ -357,7 +358,8 @@ def bench_stage(
                 if "not frozen" in name:
                     gc.unfreeze()
                 start = time.perf_counter()
-                out = list(engine.paraphrase(reqs, cfg, progress=False))
+                chunks = [reqs[first : first + CHUNK_ROWS] for first in range(0, len(reqs), CHUNK_ROWS)]
+                out = [row for rows in engine.paraphrase_chunks(chunks, cfg, progress=False) for row in rows]
                 sync(engine.device)
                 if "not frozen" in name:
                     gc.freeze()

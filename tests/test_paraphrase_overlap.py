@@ -82,6 +82,60 @@ def test_a_batch_that_runs_out_of_memory_is_split_and_its_parts_prepared_anew(pa
     assert [r["paraphrase_score"] for r in split] == pytest.approx([r["paraphrase_score"] for r in whole], abs=1e-5)
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["in-turn", "overlapped"])
+@pytest.mark.parametrize("mode", ["beam", "sample"])
+def test_chunks_give_the_rows_and_counts_of_one_call_each(para, mode, overlap):
+    """paraphrase_chunks, as the stage reads a shard, gives each chunk (an empty one too) what a
+    call of paraphrase on it alone gives: the chunk's own batches and sampling seeds."""
+    requests = _requests(14)
+    chunks = [requests[:9], [], requests[9:]]
+    cfg = _settings(para, requests, mode)
+    alone = [_run(para, chunk, cfg, overlap) for chunk in chunks]
+    para.overlap_host = overlap
+    stats = DecodeStats()
+    try:
+        streamed = list(para.paraphrase_chunks(iter(chunks), cfg, stats, progress=False))
+    finally:
+        para.overlap_host = None
+    assert streamed == [rows for rows, _ in alone] and streamed[0] and streamed[2]
+    assert dataclasses.asdict(stats) == {
+        key: sum(dataclasses.asdict(s)[key] for _, s in alone) for key in dataclasses.asdict(stats)
+    }
+
+
+def test_a_chunks_first_batch_is_prepared_while_the_chunk_before_decodes(para, monkeypatch):
+    """The worker reads, batches and prepares the next chunk's first batch while the device decodes
+    the last batch of the chunk before: the job's GPU waits for the host once, not once a chunk."""
+    requests = _requests(12)
+    chunks = [requests[:6], requests[6:]]
+    cfg = _settings(para, requests, "beam")
+    last_of_first = len(para.batches(chunks[0], cfg)) - 1
+    second_prepared = threading.Event()
+    prepare, decode, waited = para.prepare, para.decode_ids, []
+
+    def recording_prepare(batch, cfg, tools=None):
+        prepared = prepare(batch, cfg, tools)
+        if any(r in chunks[1] for r in batch):
+            second_prepared.set()
+        return prepared
+
+    def waiting_decode(prepared, cfg, b):
+        if len(waited) == last_of_first:  # the first chunk's last batch: the worker goes on meanwhile
+            waited.append(second_prepared.wait(timeout=30))
+        else:
+            waited.append(None)
+        return decode(prepared, cfg, b)
+
+    monkeypatch.setattr(para, "prepare", recording_prepare)
+    monkeypatch.setattr(para, "decode_ids", waiting_decode)
+    para.overlap_host = True
+    try:
+        rows = list(para.paraphrase_chunks(chunks, cfg, progress=False))
+    finally:
+        para.overlap_host = None
+    assert waited[last_of_first] is True and len(rows) == 2
+
+
 class ThreadRecorder:
     """A tokenizer that records the threads it is called from (a copy records its own)."""
 

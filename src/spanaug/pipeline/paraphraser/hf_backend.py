@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import logging
 import sys
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -159,9 +159,9 @@ class Paraphraser:
     #: The constraint processor (ReferenceBannedSequences is the slow reference, for benchmarks).
     banned_processor = TensorBannedSequences
 
-    def source_lengths(self, texts: Sequence[str], prefix: str = "") -> list[int]:
+    def source_lengths(self, texts: Sequence[str], prefix: str = "", tokenizer: Any = None) -> list[int]:
         """Source lengths in tokenizer ids (special tokens included), as the encoder sees them."""
-        enc = self.tokenizer([prefix + t for t in texts], truncation=True)
+        enc = (tokenizer or self.tokenizer)([prefix + t for t in texts], truncation=True)
         return [len(ids) for ids in enc["input_ids"]]
 
     def search_kwargs(self, cfg: DecodeSettings) -> dict[str, Any]:
@@ -267,9 +267,12 @@ class Paraphraser:
     def _generate_batch(self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int) -> list[list[str]]:
         return [[text for text, _ in beams] for beams in self._decode_batch(requests, cfg, batch_index)]
 
-    def batches(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> list[list[int]]:
-        """Request indices in decoder batches: a token budget, length-sorted."""
-        lengths = self.source_lengths([r["source_text"] for r in requests], cfg.prefix)
+    def batches(
+        self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, tokenizer: Any = None
+    ) -> list[list[int]]:
+        """Request indices in decoder batches: a token budget, length-sorted. ``tokenizer``: the
+        one to measure the sources with (the worker thread's own; the paraphraser's by default)."""
+        lengths = self.source_lengths([r["source_text"] for r in requests], cfg.prefix, tokenizer)
         model_check.check_lengths(self.name, lengths, list(requests), self.positions)
         model_config = getattr(getattr(self, "model", None), "config", None)  # none on ct2
         budget = cfg.max_batch_tokens or default_max_batch_tokens(
@@ -301,112 +304,174 @@ class Paraphraser:
         progress: bool = True,
     ) -> Iterator[dict[str, Any]]:
         """Decode every request; yield PARAPHRASES rows (request keys + beam outputs), in input order."""
+        for rows in self.paraphrase_chunks([requests], cfg, stats, progress):
+            yield from rows
+
+    def paraphrase_chunks(
+        self,
+        chunks: Iterable[Sequence[dict[str, Any]]],
+        cfg: DecodeSettings,
+        stats: DecodeStats | None = None,
+        progress: bool = True,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Each chunk's PARAPHRASES rows, as :meth:`paraphrase` gives them, one list a chunk, in
+        turn. Chunks are batched apart, but the host's work runs on across them: on GPUs a chunk's
+        first batch is prepared while the chunk before finishes decoding, as any other batch is,
+        instead of with the GPU idle (a job reads its shard a few thousand rows at a time)."""
         stats = stats if stats is not None else DecodeStats()
-        results: dict[int, list[dict[str, Any]]] = {}
-        batches = self.batches(requests, cfg) if requests else []
-        overlapped = bool(batches) and self.overlaps_host() and self.worker_tools is not None
+        overlapped = self.overlaps_host() and self.worker_tools is not None
         if overlapped:
             log.info("paraphrase: the host prepares and checks batches in a worker thread while the device decodes")
-        decoded = self._overlapped if overlapped else self._in_turn
-        for b, keep in decoded(requests, batches, cfg, stats, progress):
-            if not keep:
-                continue
-            scores = split_on_oom(
-                lambda part: self.score(
-                    [requests[i]["source_text"] for i, _ in part], [t for _, t in part], cfg.prefix
-                ),
-                keep,
-                f"paraphrase batch {b}'s scoring",
-                log,
+        tokenizer = self.worker_tools.tokenizer if overlapped else self.tokenizer
+        seen: list[Sequence[dict[str, Any]]] = []  # the chunks planned so far
+        done = 0  # the chunks given back so far
+        results: dict[int, list[dict[str, Any]]] = {}  # the chunk being given back's rows, by request
+        with tqdm(desc="paraphrase", unit="batch", total=0, disable=not progress) as bar:
+            planned = self._plan(chunks, cfg, tokenizer, seen, bar)
+            decoded = self._overlapped(planned, cfg, stats) if overlapped else self._in_turn(planned, cfg, stats)
+            for batch, keep in decoded:
+                bar.update()
+                while done < batch.chunk:  # every batch of the chunks before is decoded
+                    yield ranked(seen[done], results)
+                    seen[done], results, done = [], {}, done + 1
+                self._score(batch, keep, cfg, results, stats)
+            while done < len(seen):
+                yield ranked(seen[done], results)
+                seen[done], results, done = [], {}, done + 1
+
+    def _plan(
+        self,
+        chunks: Iterable[Sequence[dict[str, Any]]],
+        cfg: DecodeSettings,
+        tokenizer: Any,
+        seen: list[Sequence[dict[str, Any]]],
+        bar: tqdm,
+    ) -> Iterator[Batch]:
+        """The decoder batches of each chunk in turn, the chunk read and batched as its first batch
+        is needed (by the worker thread when it prepares ahead: ``tokenizer`` is its own)."""
+        for c, requests in enumerate(chunks):
+            seen.append(requests)
+            batches = self.batches(requests, cfg, tokenizer) if requests else []
+            bar.total += len(batches)
+            bar.refresh()
+            for b, idx in enumerate(batches):
+                yield Batch(c, b, idx, [requests[i] for i in idx])
+
+    def _score(
+        self,
+        batch: Batch,
+        keep: list[tuple[int, str]],
+        cfg: DecodeSettings,
+        results: dict[int, list[dict[str, Any]]],
+        stats: DecodeStats,
+    ) -> None:
+        """A batch's kept outputs scored (:meth:`score`) into their requests' ``results`` rows."""
+        if not keep:
+            return
+        requests = dict(zip(batch.idx, batch.requests))
+        scores = split_on_oom(
+            lambda part: self.score([requests[i]["source_text"] for i, _ in part], [t for _, t in part], cfg.prefix),
+            keep,
+            f"paraphrase batch {batch.index}'s scoring",
+            log,
+        )
+        for (i, text), score in zip(keep, scores):
+            results.setdefault(i, []).append(
+                {
+                    **requests[i],
+                    "paraphrase_text": text,
+                    "paraphrase_tokens": tokenize(text),
+                    "paraphrase_score": float(score),
+                }
             )
-            for (i, text), score in zip(keep, scores):
-                results.setdefault(i, []).append(
-                    {
-                        **requests[i],
-                        "paraphrase_text": text,
-                        "paraphrase_tokens": tokenize(text),
-                        "paraphrase_score": float(score),
-                    }
-                )
-                stats.outputs += 1
-        for i in range(len(requests)):
-            # Rank by the exact score (constraints make the decoder's own scores approximate).
-            ranked = sorted(results.get(i, []), key=lambda r: r["paraphrase_score"])
-            for rank, row in enumerate(ranked):
-                yield {**row, "beam_rank": rank}
+            stats.outputs += 1
 
     def _in_turn(
-        self,
-        requests: Sequence[dict[str, Any]],
-        batches: list[list[int]],
-        cfg: DecodeSettings,
-        stats: DecodeStats,
-        progress: bool,
-    ) -> Iterator[tuple[int, list[tuple[int, str]]]]:
-        """Per batch, its index and the outputs kept, (request index, text): one batch after another."""
-        for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
-            batch = [requests[i] for i in idx]
+        self, planned: Iterator[Batch], cfg: DecodeSettings, stats: DecodeStats
+    ) -> Iterator[tuple[Batch, list[tuple[int, str]]]]:
+        """Each batch and the outputs it keeps, (request index, text): one batch after another."""
+        for batch in planned:
             # A batch that runs out of GPU memory is decoded in halves (core.oom). Every sentence has
             # its own constraints and length limit, so beam outputs are the unsplit batch's; sampling
-            # keeps the batch's seed (its index b) for every part, so samples are reproducible for a
+            # keeps the batch's seed (its index) for every part, so samples are reproducible for a
             # given split but differ from the unsplit batch's (one RNG stream serves a whole call).
             candidates = split_on_oom(
-                lambda part, b=b: self._generate_batch(part, cfg, b), batch, f"paraphrase batch {b}", log
+                lambda part, b=batch.index: self._generate_batch(part, cfg, b),
+                batch.requests,
+                f"paraphrase batch {batch.index}",
+                log,
             )
-            yield b, kept_outputs(idx, batch, candidates, cfg, stats)
+            yield batch, kept_outputs(batch.idx, batch.requests, candidates, cfg, stats)
 
     def _overlapped(
-        self,
-        requests: Sequence[dict[str, Any]],
-        batches: list[list[int]],
-        cfg: DecodeSettings,
-        stats: DecodeStats,
-        progress: bool,
-    ) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+        self, planned: Iterator[Batch], cfg: DecodeSettings, stats: DecodeStats
+    ) -> Iterator[tuple[Batch, list[tuple[int, str]]]]:
         """As :meth:`_in_turn`, with the host's work in a worker thread while the device decodes: the
-        next batch's inputs, and the last batch's texts and checks (its scoring waits for the next
-        batch's decoding). The worker runs its tasks in the order given, with its own tokenizer; the
-        switch interval is short meanwhile (HOST_SWITCH_INTERVAL), so that the decoding thread gets
-        the GIL back quickly, and the worker pauses between sentences while the decoding thread
-        launches a step's kernels one by one (:mod:`.host_gate`)."""
+        next batch (reading and batching its chunk when it is a chunk's first) and its inputs, and
+        the last batch's texts and checks (its scoring waits for the next batch's decoding). The
+        worker runs its tasks in the order given, with its own tokenizer, and it alone advances
+        ``planned``; the switch interval is short meanwhile (HOST_SWITCH_INTERVAL), so that the
+        decoding thread gets the GIL back quickly, and the worker pauses between sentences while the
+        decoding thread launches a step's kernels one by one (:mod:`.host_gate`)."""
         tools = self.worker_tools
-        assert tools is not None  # paraphrase() decodes in turn without them
+        assert tools is not None  # paraphrase_chunks() decodes in turn without them
         with (
             switch_interval(HOST_SWITCH_INTERVAL),
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="paraphrase-host") as worker,
         ):
 
-            def prepare(part: list[dict[str, Any]]) -> Future[Prepared]:
-                return worker.submit(self.prepare, part, cfg, tools)
+            def advance() -> tuple[Batch, Prepared] | None:
+                batch = next(planned, None)
+                return None if batch is None else (batch, self.prepare(batch.requests, cfg, tools))
 
-            def finish(idx: list[int], batch: list[dict[str, Any]], beams: list[SentenceBeams]) -> Future:
+            def finish(batch: Batch, beams: list[SentenceBeams]) -> Future:
                 def keep() -> list[tuple[int, str]]:
                     WORKER_GATE.wait()
                     texts = self.texts(beams, tools)
-                    return kept_outputs(idx, batch, [[t for t, _ in s] for s in texts], cfg, stats)
+                    return kept_outputs(batch.idx, batch.requests, [[t for t, _ in s] for s in texts], cfg, stats)
 
                 return worker.submit(keep)
 
-            ahead = prepare([requests[i] for i in batches[0]]) if batches else None
-            last: tuple[int, Future] | None = None
-            for b, idx in enumerate(tqdm(batches, desc="paraphrase", unit="batch", disable=not progress)):
-                batch = [requests[i] for i in idx]
-                prepared = ahead.result()
-                if b + 1 < len(batches):
-                    ahead = prepare([requests[i] for i in batches[b + 1]])
+            ahead = worker.submit(advance)
+            last: tuple[Batch, Future] | None = None
+            while (current := ahead.result()) is not None:
+                batch, prepared = current
+                ahead = worker.submit(advance)
 
-                def decode(part: list[dict[str, Any]], b: int = b, whole: Prepared = prepared) -> list[SentenceBeams]:
+                def decode(part: list[dict[str, Any]], batch: Batch = batch, whole: Prepared = prepared):
                     # A part of a batch split after running out of memory (core.oom) is prepared anew,
                     # by the worker, in turn with its other tasks.
-                    inputs = whole if len(part) == len(whole.limits) else prepare(part).result()
-                    return self.decode_ids(inputs, cfg, b)
+                    if len(part) < len(whole.limits):
+                        whole = worker.submit(self.prepare, part, cfg, tools).result()
+                    return self.decode_ids(whole, cfg, batch.index)
 
-                beams = split_on_oom(decode, batch, f"paraphrase batch {b}", log)
+                beams = split_on_oom(decode, batch.requests, f"paraphrase batch {batch.index}", log)
                 if last is not None:
                     yield last[0], last[1].result()
-                last = (b, finish(idx, batch, beams))
+                last = (batch, finish(batch, beams))
             if last is not None:
                 yield last[0], last[1].result()
+
+
+@dataclasses.dataclass
+class Batch:
+    """One decoder batch: its chunk's number, its index in the chunk (what a sampling batch seeds
+    its generator with), its requests' indices in the chunk, and the requests."""
+
+    chunk: int
+    index: int
+    idx: list[int]
+    requests: list[dict[str, Any]]
+
+
+def ranked(requests: Sequence[dict[str, Any]], results: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A chunk's rows: each request's outputs ranked by their exact score (constraints make the
+    decoder's own scores approximate), ``beam_rank`` from 0, in input order."""
+    rows = []
+    for i in range(len(requests)):
+        for rank, row in enumerate(sorted(results.get(i, []), key=lambda r: r["paraphrase_score"])):
+            rows.append({**row, "beam_rank": rank})
+    return rows
 
 
 def encoder_inputs(tokenizer, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:

@@ -19,6 +19,10 @@ from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 log = logging.getLogger(__name__)
 
+#: Requests a paraphrase job reads at a time, and batches by length among themselves (its memory
+#: stays bounded whatever the shard's size; the host's work runs on across them).
+CHUNK_ROWS = 4096
+
 
 def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
     """The model ``cfg`` names, on its backend."""
@@ -55,7 +59,7 @@ def paraphrase_stage(
     cfg: DecodeSettings,
     device: str = "auto",
     stats_path: Path | str | None = None,
-    chunk_rows: int = 4096,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> DecodeStats:
     """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks."""
     # The input is checked (its columns, and that it holds requests) before the model loads.
@@ -64,8 +68,7 @@ def paraphrase_stage(
     stats = DecodeStats()
     provenance = artifacts.derived(requests_path, "paraphrases")
     with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
-        for table in batches:
-            rows = list(paraphraser.paraphrase(table.to_pylist(), cfg, stats))
+        for rows in paraphraser.paraphrase_chunks((table.to_pylist() for table in batches), cfg, stats):
             writer.write(rows)
     log.info("paraphrase %s: %s", requests_path, dataclasses.asdict(stats))
     if stats_path:
