@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from conftest import CORPUS
-from test_stages import aligned_rows, requests_table
+from test_stages import requests_table, save_copy_aligner, write_paraphrases
 
 from spanaug.core import artifacts
 from spanaug.core.config import DecodeSettings
@@ -83,25 +83,10 @@ def test_the_paraphrase_stage_decodes_with_the_loaded_model_frozen(tiny_paraphra
 
 
 def test_the_align_stage_aligns_with_the_loaded_model_frozen(tiny_encoder, tmp_path, monkeypatch):
-    from conftest import copy_task
-
-    from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
     from spanaug.pipeline.aligner import stage
-    from spanaug.pipeline.aligner.training import train_aligner
 
-    aligner, _ = train_aligner(
-        copy_task(20, 0),
-        AlignerConfig(encoder=tiny_encoder, k=1, hidden=8),
-        AlignerTrainSettings(epochs=1),
-        device="cpu",
-        progress=False,
-    )
-    aligner.save_pretrained(tmp_path / "aligner")
-    rows = aligned_rows([("a", 0, 0.0, None)])
-    for row in rows:
-        for key in ("aligned_start", "aligned_end", "aligner_score"):
-            del row[key]
-    artifacts.write_table(rows, tmp_path / "para.parquet", artifacts.PARAPHRASES)
+    save_copy_aligner(tiny_encoder, tmp_path / "aligner")
+    write_paraphrases([("a", 0, 0.0, None)], tmp_path / "para.parquet")
     frozen = []
     align = stage.align_rows
 

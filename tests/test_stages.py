@@ -160,8 +160,8 @@ def test_paraphrase_stage_writes_ranked_beams_and_its_counts(tiny_paraphraser, t
         assert [b["paraphrase_score"] for b in beams] == sorted(b["paraphrase_score"] for b in beams)
 
 
-def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
-    from spanaug.pipeline.aligner.stage import align_stage
+def save_copy_aligner(tiny_encoder, path):
+    """A paper-kind aligner trained briefly to copy spans, saved to ``path``."""
     from spanaug.pipeline.aligner.training import train_aligner
 
     aligner, _ = train_aligner(
@@ -171,12 +171,23 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
         device="cpu",
         progress=False,
     )
-    aligner.save_pretrained(tmp_path / "aligner")
-    rows = aligned_rows([("a", 0, 0.0, None), ("a", 1, 0.0, None), ("b", 0, 0.0, None)])
+    aligner.save_pretrained(path)
+
+
+def write_paraphrases(beams, path):
+    """A PARAPHRASES file of ``beams`` (as :func:`aligned_rows` takes them), not aligned yet."""
+    rows = aligned_rows(beams)
     for row in rows:
         for key in ("aligned_start", "aligned_end", "aligner_score"):
             del row[key]
-    artifacts.write_table(rows, tmp_path / "para.parquet", artifacts.PARAPHRASES)
+    artifacts.write_table(rows, path, artifacts.PARAPHRASES)
+
+
+def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
+    from spanaug.pipeline.aligner.stage import align_stage
+
+    save_copy_aligner(tiny_encoder, tmp_path / "aligner")
+    write_paraphrases([("a", 0, 0.0, None), ("a", 1, 0.0, None), ("b", 0, 0.0, None)], tmp_path / "para.parquet")
     assert align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "aligned.parquet", device="cpu") == 3
     out = artifacts.read_table(tmp_path / "aligned.parquet", artifacts.ALIGNED).to_pylist()
     assert [(r["seed_id"], r["beam_rank"]) for r in out] == [("a", 0), ("a", 1), ("b", 0)]
