@@ -841,14 +841,22 @@ def main() -> None:
 
 def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[float, str]:
     """The fixed seconds of a shard's iteration job: ``--job-seconds``, or the four rules' commands
-    timed on a one-sentence shard in fresh processes (``bench_jobs.py``), and where it comes from."""
+    timed on a one-sentence shard in fresh processes and the group job's Snakemake start-ups
+    (``bench_jobs.py``), and where it comes from."""
     if args.job_seconds is not None:
         return args.job_seconds, "given (--job-seconds)"
-    from bench_jobs import job_seconds  # this script's folder is on sys.path
+    from bench_jobs import SNAKEMAKE_STARTS_PER_JOB, job_seconds, snakemake_start_seconds  # on sys.path
 
     seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
     parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
-    return sum(seconds.values()), f"the four rules' commands on a one-sentence shard, measured: {parts}"
+    source = f"the four rules' commands on a one-sentence shard, measured: {parts}"
+    start = snakemake_start_seconds(args.repeats)
+    if start is None:
+        return sum(seconds.values()), source + "; Snakemake's start-ups not counted (snakemake is not installed here)"
+    snakemake = SNAKEMAKE_STARTS_PER_JOB * start
+    return sum(
+        seconds.values()
+    ) + snakemake, source + f", Snakemake's {SNAKEMAKE_STARTS_PER_JOB} start-ups {snakemake:.1f} s"
 
 
 if __name__ == "__main__":

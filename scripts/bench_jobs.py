@@ -13,9 +13,9 @@ It runs the four commands of one shard's iteration as the workflow's rules run t
 fresh process, on a shard of ``--sentences`` FrameNet dev sentences (default 1), with
 production-sized random models saved to a temporary folder (a T5-base-sized paraphraser on the
 static engine where CUDA is present, a cross aligner with a MiniLM-sized encoder), and prints each
-command's wall seconds (median of ``--repeats``) and their sum. Snakemake's own start-up in each
-rule of a group job is not counted (about 2 s a rule on this project's CPU: ``make demo-slurm``'s
-group logs against the rules' benchmark files).
+command's wall seconds (median of ``--repeats``) and their sum, then the start-ups of the five
+Snakemake processes a group job runs (its own and one a rule), each timed as a fresh Snakemake
+reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is installed.
 
     .venv/bin/python scripts/bench_jobs.py                # the device torch sees
     .venv/bin/python scripts/bench_jobs.py --device cpu --repeats 3
@@ -24,6 +24,7 @@ group logs against the rules' benchmark files).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -152,6 +153,35 @@ def job_seconds(
     return {rule: statistics.median(ts) for rule, ts in times.items()}
 
 
+#: Snakemake processes a shard's iteration job starts under ``profiles/slurm``: the group job's own,
+#: then one for each of its four rules (the SLURM jobstep executor runs a rule through ``srun`` in a
+#: Snakemake of its own, in remote mode, which reads the workflow again: ``make demo-slurm``'s group
+#: logs show the five).
+SNAKEMAKE_STARTS_PER_JOB = 1 + 4
+
+
+def snakemake_start_seconds(repeats: int = 3) -> float | None:
+    """Median wall seconds of a fresh Snakemake reading this workflow (``--list-rules`` with the demo
+    config): its start-up and the workflow's parse, which each of a group job's Snakemake processes
+    pays before its rule. On this project's CPU it took 1.8 s, and a rule's Snakemake 1.5 to 2 s in
+    ``make demo-slurm``'s group logs (timestamps to the second). None where Snakemake is not
+    installed."""
+    if importlib.util.find_spec("snakemake") is None:
+        return None
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
+        "--configfile", str(REPO / "config" / "demo.yaml"), "--list-rules",
+    ]  # fmt: skip
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        times.append(time.perf_counter() - start)
+        if done.returncode:
+            sys.exit(f"snakemake --list-rules failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return statistics.median(times)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
@@ -166,6 +196,16 @@ def main() -> None:
     for rule, s in seconds.items():
         print(f"job seconds, {rule:<20} {s:6.2f} s  [{name}]")
     print(f"job seconds, the four commands     {sum(seconds.values()):6.2f} s  [{name}]")
+    start = snakemake_start_seconds(args.repeats)
+    if start is None:
+        print("job seconds, Snakemake's start-ups not measured: snakemake is not installed here")
+    else:
+        print(
+            f"job seconds, Snakemake's start-ups  {SNAKEMAKE_STARTS_PER_JOB * start:6.2f} s "
+            f"({SNAKEMAKE_STARTS_PER_JOB} x {start:.2f} s)  [{name}]"
+        )
+        total = sum(seconds.values()) + SNAKEMAKE_STARTS_PER_JOB * start
+        print(f"job seconds, in all                 {total:6.2f} s  [{name}]")
 
 
 if __name__ == "__main__":

@@ -23,3 +23,14 @@ def test_the_four_commands_of_an_iteration_job_run_in_turn_and_are_timed():
     )
     assert list(seconds) == ["paraphrase", "align", "select_best", "expand_constraints"]
     assert all(s > 0 for s in seconds.values())
+
+
+def test_a_snakemake_start_reads_this_workflow():
+    seconds = bench_jobs.snakemake_start_seconds(repeats=1)
+    assert seconds is not None and seconds > 0
+
+
+def test_without_snakemake_its_start_ups_are_not_measured(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "snakemake" else real(name, *a))
+    assert bench_jobs.snakemake_start_seconds() is None
