@@ -22,7 +22,7 @@ def long_lived_objects_frozen() -> Iterator[None]:
     """Freeze the objects alive now (the imported modules, the loaded models) for the block's
     duration. They are unfrozen afterwards, so that the interpreter's shutdown frees them as usual
     (extension modules report frozen objects as leaks: triton's nanobind bindings print a page of
-    them). Nested blocks leave the freezing to the outermost."""
+    them). A nested block leaves the unfreezing to the outermost."""
     outermost = gc.get_freeze_count() == 0
     gc.freeze()
     try:
