@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import logging
 import sys
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -323,34 +324,36 @@ class Paraphraser:
         if overlapped:
             log.info("paraphrase: the host prepares and checks batches in a worker thread while the device decodes")
         tokenizer = self.worker_tools.tokenizer if overlapped else self.tokenizer
-        seen: list[Sequence[dict[str, Any]]] = []  # the chunks planned so far
-        done = 0  # the chunks given back so far
-        results: dict[int, list[dict[str, Any]]] = {}  # the chunk being given back's rows, by request
+        pending: deque[Sequence[dict[str, Any]]] = deque()  # chunks planned, not given back yet
+        given = 0  # chunks given back
+        results: dict[int, list[dict[str, Any]]] = {}  # the oldest pending chunk's rows, by request
         with tqdm(desc="paraphrase", unit="batch", total=0, disable=not progress) as bar:
-            planned = self._plan(chunks, cfg, tokenizer, seen, bar)
+            planned = self._plan(chunks, cfg, tokenizer, pending, bar)
             decoded = self._overlapped(planned, cfg, stats) if overlapped else self._in_turn(planned, cfg, stats)
             for batch, keep in decoded:
                 bar.update()
-                while done < batch.chunk:  # every batch of the chunks before is decoded
-                    yield ranked(seen[done], results)
-                    seen[done], results, done = [], {}, done + 1
+                for _ in range(batch.chunk - given):  # every batch of the chunks before is decoded
+                    yield ranked(pending.popleft(), results)
+                    results = {}
+                given = batch.chunk
                 self._score(batch, keep, cfg, results, stats)
-            while done < len(seen):
-                yield ranked(seen[done], results)
-                seen[done], results, done = [], {}, done + 1
+            while pending:  # the last chunk, and empty chunks after it
+                yield ranked(pending.popleft(), results)
+                results = {}
 
     def _plan(
         self,
         chunks: Iterable[Sequence[dict[str, Any]]],
         cfg: DecodeSettings,
         tokenizer: Any,
-        seen: list[Sequence[dict[str, Any]]],
+        pending: deque[Sequence[dict[str, Any]]],
         bar: tqdm,
     ) -> Iterator[Batch]:
-        """The decoder batches of each chunk in turn, the chunk read and batched as its first batch
-        is needed (by the worker thread when it prepares ahead: ``tokenizer`` is its own)."""
+        """The decoder batches of each chunk in turn, the chunk read, added to ``pending`` and
+        batched as its first batch is needed (by the worker thread when it prepares ahead:
+        ``tokenizer`` is its own)."""
         for c, requests in enumerate(chunks):
-            seen.append(requests)
+            pending.append(requests)
             batches = self.batches(requests, cfg, tokenizer) if requests else []
             bar.total += len(batches)
             bar.refresh()
