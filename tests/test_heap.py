@@ -28,7 +28,9 @@ def test_the_block_freezes_what_is_alive_and_unfreezes_it_after():
         frozen = gc.get_freeze_count()
         assert frozen >= len(alive)
         made_inside = [[i] for i in range(1000)]
-        assert gc.get_freeze_count() == frozen  # what the block allocates is still collected
+        # What the block allocates is still collected: the frozen count does not grow with it. (It may
+        # shrink: a frozen object that loses its last reference is freed, and leaves the count.)
+        assert gc.get_freeze_count() <= frozen
         assert gc.is_tracked(made_inside[0])
     assert gc.get_freeze_count() == 0
 
