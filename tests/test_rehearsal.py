@@ -11,8 +11,8 @@ spec = importlib.util.spec_from_file_location("rehearsal", REPO / "scripts" / "r
 rehearsal = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rehearsal)
 
-# What a dry run prints, cut down: a SLURM rule, a local rule, a report table page and a group job
-# of two shard-iteration rules (indented under it).
+# What a dry run prints, cut down: a SLURM rule, local rules, a report table page, a group job of a
+# shard's iteration (its two rules indented under it) and another shard's ungrouped GPU rule.
 LISTING = """\
 rule import_corpus:
     output: results/x/data/sentences.parquet
@@ -20,20 +20,25 @@ rule shard_seeds:
     output: results/x/iterations/iter0/shard000.chain.parquet
 rule report_table_data_import_stats:
     output: results/x/data/import_stats.html
+rule expand_constraints:
+    wildcards: i=1, j=000
 [Wed Nov 25 17:43:40 2026] Group job iter1 (jobs in lexicogr. order):
 
-    rule expand_constraints:
+    rule align:
         wildcards: i=1, j=000
     rule paraphrase:
         wildcards: i=1, j=000
-rule align:
+rule paraphrase:
     wildcards: i=1, j=001
+rule select_best:
+    wildcards: i=1, j=000
 """
 
 
 def test_local_rules_are_read_from_the_rule_files():
     local = rehearsal.local_rules()
-    assert {"shard_seeds", "gather_iteration", "assemble", "report_summary", "all"} <= local
+    head = {"shard_seeds", "expand_constraints", "select_best", "gather_iteration", "assemble", "report_summary", "all"}
+    assert head <= local
     assert not {"paraphrase", "align", "train_aligner", "align_ablation"} & local
 
 

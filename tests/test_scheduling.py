@@ -7,8 +7,13 @@ import subprocess
 
 import pytest
 from conftest import REPO, SNAKEMAKE, production_config
+from test_rehearsal import rehearsal
 
 pytestmark = pytest.mark.workflow
+
+#: A shard's iteration: the rules of its grouped SLURM job, and the local rules around them.
+GPU_JOB_RULES = ("paraphrase", "align")
+ITERATION_RULES = ("expand_constraints", *GPU_JOB_RULES, "select_best")
 
 CRITICAL_PATH = {
     "import_corpus",
@@ -62,32 +67,36 @@ def test_slurm_runs_the_critical_path_first_too(planned):
 
 
 def test_each_shards_iteration_is_one_slurm_job(planned):
-    """profiles/slurm groups the four rules of a shard's iteration: 80 jobs instead of 320 at the
-    production config's 8 shards x 10 iterations, each rule keeping its own outputs."""
+    """profiles/slurm groups the two GPU rules of a shard's iteration: 80 jobs instead of 160 at the
+    production config's 8 shards x 10 iterations, each rule keeping its own outputs; the iteration's
+    CPU rules run on the head, neither in the GPU job nor in jobs of their own."""
     production = production_config()
     shards, iterations = production.n_shards, production.iterations
     groups = re.findall(r"Group job (iter\d+) \(", planned)
     assert len(groups) == shards * iterations and len(set(groups)) == iterations
-    ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)
-    assert not {"expand_constraints", "paraphrase", "align", "select_best"} & set(ungrouped)
     grouped = re.findall(r"^    rule (\w+):$", planned, re.M)
-    assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(
-        ("expand_constraints", "paraphrase", "align", "select_best"), shards * iterations
-    )
+    assert {rule: grouped.count(rule) for rule in set(grouped)} == dict.fromkeys(GPU_JOB_RULES, shards * iterations)
+    ungrouped = re.findall(r"^rule (\w+):$", planned, re.M)
+    assert not set(GPU_JOB_RULES) & set(ungrouped)
+    # The CPU rules: a job each per shard and iteration, outside the groups, run by the head (a dry
+    # run prints local rules as any other; make demo-slurm runs them).
+    head = set(ITERATION_RULES) - set(GPU_JOB_RULES)
+    assert head <= rehearsal.local_rules()
+    assert {rule: ungrouped.count(rule) for rule in head} == dict.fromkeys(head, shards * iterations)
 
 
-def test_a_grouped_iteration_job_never_remakes_the_seeds(tmp_path):
-    """What a grouped iteration job's Snakemake may run (the group's rules alone) has no maker of
-    iteration 0's chain: the seeds are shard_seeds' alone. When select_best matched iter0's chain,
-    the group job on SLURM planned an iteration -1 and make demo-slurm failed."""
+def test_an_iterations_rules_never_remake_the_seeds(tmp_path):
+    """The iteration's rules have no maker of iteration 0's chain: the seeds are shard_seeds' alone.
+    When select_best matched iter0's chain, a grouped job on SLURM (whose Snakemake may run only the
+    group's rules, then all four of the iteration's) planned an iteration -1 and make demo-slurm failed."""
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
-    group = ["expand_constraints", "paraphrase", "align", "select_best"]
+    group = list(ITERATION_RULES)
     run = [SNAKEMAKE, "-n", "--configfile", "config/demo.yaml", "--config", f"results_dir={tmp_path}"]
 
     def plan(i: int) -> subprocess.CompletedProcess:
-        """What a grouped job's Snakemake, allowed only the group's rules, plans for iteration i's chain."""
+        """What a Snakemake allowed only the iteration's rules plans for iteration i's chain."""
         target = f"{tmp_path}/demo/iterations/iter{i}/shard000.chain.parquet"
         return subprocess.run(
             [*run, "--allowed-rules", *group, "--", target], cwd=REPO, capture_output=True, text=True, env=env

@@ -1,5 +1,11 @@
 # One iteration, shard by shard: constraint expansion, the best-aligned beam per seed; then the
 # per-iteration gathers and the released dataset. (Paraphrasing and alignment: paraphraser.smk, aligner.smk.)
+#
+# Every rule here is local: on a cluster it runs in the head's Snakemake, not in a job of its own.
+# Expanding and selecting are a few seconds of CPU for a production shard (scripts/bench_scale.py:
+# 0.7 s and 1.5 s for 24,800 rows, under 0.5 GiB). Submitted, each would hold a GPU idle (inside the
+# shard's grouped paraphrase-and-align job, profiles/slurm) or wait in the queue (on its own) for
+# longer than its work, and pay a Snakemake start-up and a process's imports on the compute node.
 
 
 rule expand_constraints:
@@ -11,6 +17,7 @@ rule expand_constraints:
         f"{LOGS}/iter{{i}}/expand_constraints.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/expand_constraints.shard{{j}}.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
@@ -33,6 +40,7 @@ rule select_best:
         f"{LOGS}/iter{{i}}/select_best.shard{{j}}.log",
     benchmark:
         f"{BENCH}/iter{{i}}/select_best.shard{{j}}.tsv"
+    localrule: True
     conda:
         "../../envs/cpu.yaml"
     threads: CPU_THREADS
