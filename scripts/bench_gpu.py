@@ -37,8 +37,9 @@ mean per annotated FN1.7 dev sentence, measured here). ``--decode-rate`` project
 measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every shard's
 iteration is a job that pays a fixed cost (processes, models, checks) whatever its size, so the
 projection adds ``n_shards`` (config/config.yaml's) x 10 jobs x that cost, measured by running the
-four rules' commands on a one-sentence shard (``scripts/bench_jobs.py``) or given with
-``--job-seconds``, and prints the projection for 4 to 64 shards beside it.
+job's two commands (paraphrase, align) on a one-sentence shard, with the job's Snakemake start-ups
+(``scripts/bench_jobs.py``), or given with ``--job-seconds``, and prints the projection for 4 to 64
+shards beside it.
 
     .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
     .venv/bin/python scripts/bench_gpu.py --device cpu
@@ -767,7 +768,7 @@ def main() -> None:
         "--job-seconds",
         type=non_negative_seconds,
         help="fixed seconds of a shard's iteration job (default: measured with scripts/bench_jobs.py, "
-        "the four rules' commands on a one-sentence shard)",
+        "the job's two commands on a one-sentence shard and its Snakemake start-ups)",
     )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -840,8 +841,8 @@ def main() -> None:
 
 
 def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[float, str]:
-    """The fixed seconds of a shard's iteration job: ``--job-seconds``, or the four rules' commands
-    timed on a one-sentence shard in fresh processes and the group job's Snakemake start-ups
+    """The fixed seconds of a shard's iteration job: ``--job-seconds``, or its two commands (paraphrase,
+    align) timed on a one-sentence shard in fresh processes and the group job's Snakemake start-ups
     (``bench_jobs.py``), and where it comes from."""
     if args.job_seconds is not None:
         return args.job_seconds, "given (--job-seconds)"
@@ -849,7 +850,7 @@ def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[f
 
     seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
     parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
-    source = f"the four rules' commands on a one-sentence shard, measured: {parts}"
+    source = f"the job's commands on a one-sentence shard, measured: {parts}"
     start = snakemake_start_seconds(args.repeats)
     if start is None:
         return sum(seconds.values()), source + "; Snakemake's start-ups not counted (snakemake is not installed here)"

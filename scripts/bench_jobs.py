@@ -2,18 +2,19 @@
 """The fixed cost of an iteration's jobs: what each shard pays before its first sentence and after its last.
 
 Production expands FrameNet in ``n_shards`` x ``iterations`` grouped jobs (``profiles/slurm``: a
-shard's iteration is one SLURM job of four rules), and each holds its GPU from start to end. Every
-rule is a new process that imports its libraries, and the two GPU rules initialise the device, load
-their model and check it (the static engine compares its decoder step with the model's forward
-pass, the Triton kernel with torch, and captures a CUDA graph per batch shape) before their shard's
-first sentence. Such costs do not shrink with the shard: with 64 shards over 10 iterations they
-are paid 640 times. ``scripts/bench_gpu.py`` adds them to its projection; this script measures them.
+shard's iteration is one SLURM job of its two GPU rules, paraphrase and align; its CPU rules run on
+the head), and each holds its GPU from start to end. Every rule is a new process that imports its
+libraries, initialises the device, loads its model and checks it (the static engine compares its
+decoder step with the model's forward pass, the Triton kernel with torch, and captures a CUDA graph
+per batch shape) before its shard's first sentence. Such costs do not shrink with the shard: with 64
+shards over 10 iterations they are paid 640 times. ``scripts/bench_gpu.py`` adds them to its
+projection; this script measures them.
 
-It runs the four commands of one shard's iteration as the workflow's rules run them, each in a
+It runs the two commands of one shard's iteration job as the workflow's rules run them, each in a
 fresh process, on a shard of ``--sentences`` FrameNet dev sentences (default 1), with
 production-sized random models saved to a temporary folder (a T5-base-sized paraphraser on the
 static engine where CUDA is present, a cross aligner with a MiniLM-sized encoder), and prints each
-command's wall seconds (median of ``--repeats``) and their sum, then the start-ups of the five
+command's wall seconds (median of ``--repeats``) and their sum, then the start-ups of the three
 Snakemake processes a group job runs (its own and one a rule), each timed as a fresh Snakemake
 reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is installed.
 
@@ -101,7 +102,8 @@ def write_requests(rows: list[dict], path: Path) -> None:
 
 
 def commands(folder: Path, paraphraser: Path, aligner: Path, device: str, max_new: int) -> dict[str, list[str]]:
-    """The four rules' commands for the shard in ``folder``, as workflow/rules/*.smk call them."""
+    """The commands of the shard's grouped job in ``folder`` (paraphrase, then align), as
+    workflow/rules/*.smk call them."""
     spanaug = [sys.executable, "-m", "spanaug.cli.main"]
     return {
         "paraphrase": [
@@ -114,14 +116,6 @@ def commands(folder: Path, paraphraser: Path, aligner: Path, device: str, max_ne
             *spanaug, "align", "paraphrases", "--model", str(aligner),
             "--paraphrases", str(folder / "paraphrases.parquet"), "--out", str(folder / "aligned.parquet"),
             "--stats", str(folder / "align_stats.json"), "--device", device,
-        ],
-        "select_best": [
-            *spanaug, "select", "--aligned", str(folder / "aligned.parquet"),
-            "--out", str(folder / "chain.parquet"), "--stats", str(folder / "select_stats.json"),
-        ],
-        "expand_constraints": [
-            *spanaug, "constraints", "--chain", str(folder / "chain.parquet"),
-            "--out", str(folder / "next.requests.parquet"), "--iteration", "2",
         ],
     }  # fmt: skip
 
@@ -154,10 +148,10 @@ def job_seconds(
 
 
 #: Snakemake processes a shard's iteration job starts under ``profiles/slurm``: the group job's own,
-#: then one for each of its four rules (the SLURM jobstep executor runs a rule through ``srun`` in a
+#: then one for each of its two rules (the SLURM jobstep executor runs a rule through ``srun`` in a
 #: Snakemake of its own, in remote mode, which reads the workflow again: ``make demo-slurm``'s group
-#: logs show the five).
-SNAKEMAKE_STARTS_PER_JOB = 1 + 4
+#: logs show the three).
+SNAKEMAKE_STARTS_PER_JOB = 1 + 2
 
 
 def snakemake_start_seconds(repeats: int = 3) -> float | None:
@@ -195,7 +189,7 @@ def main() -> None:
     seconds = job_seconds(device, args.sentences, args.repeats, args.max_new_tokens)
     for rule, s in seconds.items():
         print(f"job seconds, {rule:<20} {s:6.2f} s  [{name}]")
-    print(f"job seconds, the four commands     {sum(seconds.values()):6.2f} s  [{name}]")
+    print(f"job seconds, the two commands      {sum(seconds.values()):6.2f} s  [{name}]")
     start = snakemake_start_seconds(args.repeats)
     if start is None:
         print("job seconds, Snakemake's start-ups not measured: snakemake is not installed here")

@@ -1,9 +1,10 @@
-"""scripts/bench_jobs.py runs one shard's iteration as the rules do: paraphrase, align, select and
-the next iteration's constraints, each command on the previous one's output, in fresh processes."""
+"""scripts/bench_jobs.py runs one shard's iteration job as its rules do: paraphrase, then align on
+its output, each command in a fresh process."""
 
 import importlib.util
 
 import pytest
+import yaml
 from conftest import REPO, shared_file
 
 from spanaug.demo.standins import TINY
@@ -15,13 +16,13 @@ bench_jobs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_jobs)
 
 
-def test_the_four_commands_of_an_iteration_job_run_in_turn_and_are_timed():
+def test_the_commands_of_an_iteration_job_run_in_turn_and_are_timed():
     shared_file("fn1.7.dev.syntaxnet.conll")  # skips without the shared data
     tiny_encoder = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     seconds = bench_jobs.job_seconds(
         "cpu", sentences=2, repeats=1, max_new=2, models={"size": TINY, "encoder_shape": tiny_encoder}
     )
-    assert list(seconds) == ["paraphrase", "align", "select_best", "expand_constraints"]
+    assert list(seconds) == ["paraphrase", "align"]
     assert all(s > 0 for s in seconds.values())
 
 
@@ -34,3 +35,14 @@ def test_without_snakemake_its_start_ups_are_not_measured(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "snakemake" else real(name, *a))
     assert bench_jobs.snakemake_start_seconds() is None
+
+
+def test_the_benchmarked_job_is_the_profiles_group(tmp_path):
+    """The commands timed, and the Snakemake start-ups counted, are those of profiles/slurm's grouped
+    job: its rules, in the order they run, each in a Snakemake of its own beside the group's."""
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    grouped = [entry.split("=")[0] for entry in profile["groups"]]
+    commands = bench_jobs.commands(tmp_path, tmp_path / "p", tmp_path / "a", "cpu", 2)
+    assert list(commands) == grouped
+    assert [cmd[3] for cmd in commands.values()] == ["paraphrase", "align"]  # the spanaug subcommands
+    assert 1 + len(grouped) == bench_jobs.SNAKEMAKE_STARTS_PER_JOB
