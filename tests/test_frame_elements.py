@@ -275,6 +275,136 @@ def test_the_trigger_is_aligned_alike_with_fes_on_and_off(copy_aligner, tmp_path
     assert [r["aligner_score"] for r in on] == pytest.approx([r["aligner_score"] for r in off], abs=1e-5)
 
 
+@pytest.fixture(scope="module")
+def cross_copy_aligner(tiny_encoder, tmp_path_factory):
+    """A cross-kind aligner (one encoder pass per span) trained to copy spans, saved."""
+    import torch
+
+    from spanaug.core.aligner_settings import CrossAlignerConfig, CrossTrainSettings
+    from spanaug.pipeline.aligner.cross_training import train_cross_aligner
+
+    torch.manual_seed(0)
+    aligner, _ = train_cross_aligner(
+        copy_task(200, 0),
+        CrossAlignerConfig(encoder=tiny_encoder, k=2, head_dim=32),
+        CrossTrainSettings(epochs=4, learning_rate=1e-3),
+        device="cpu",
+        progress=False,
+    )
+    out = tmp_path_factory.mktemp("fe_cross_aligner") / "aligner"
+    aligner.save_pretrained(out)
+    return out
+
+
+TWO_REQUESTS = [SOURCE, ["Robin", "sold", "a", "car", "to", "Abby"], ["Abby", "got", "it"]]
+
+
+def two_requests():
+    """PARAPHRASES rows of two requests of three beams each (s1 and a copy of it, s2, beams reordered)."""
+    first = paraphrase_rows(TWO_REQUESTS)
+    second = [{**row, "seed_id": "s2"} for row in paraphrase_rows(TWO_REQUESTS[::-1])]
+    return first + second
+
+
+def aligned_and_chosen(aligner_dir, folder, settings, chunk_rows=4096):
+    """The align stage over :func:`two_requests` and the select stage after it: (ALIGNED rows, the
+    align stage's statistics, CHAIN rows)."""
+    from spanaug.pipeline.aligner.stage import align_stage
+    from spanaug.pipeline.iterations import select_stage
+
+    folder.mkdir()
+    artifacts.write_table(two_requests(), folder / "p.parquet", artifacts.PARAPHRASES)
+    align_stage(
+        aligner_dir,
+        folder / "p.parquet",
+        folder / "a.parquet",
+        settings,
+        device="cpu",
+        chunk_rows=chunk_rows,
+        stats_path=folder / "s.json",
+    )
+    select_stage(folder / "a.parquet", folder / "c.parquet", settings)
+    aligned = artifacts.read_table(folder / "a.parquet", artifacts.ALIGNED).to_pylist()
+    chain = artifacts.read_table(folder / "c.parquet", artifacts.CHAIN).to_pylist()
+    return aligned, json.loads((folder / "s.json").read_text()), chain
+
+
+def same_chain(a, b):
+    """Two CHAIN tables alike: the same beams, spans and FE placements, scores within float noise
+    (the instances of one aligner call share batches, whose shapes change the sums' order)."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        for key in ("seed_id", "beam_rank", "aligned_start", "aligned_end", "paraphrase_tokens"):
+            assert x[key] == y[key], key
+        assert x["aligner_score"] == pytest.approx(y["aligner_score"], abs=1e-5)
+        drop = lambda fes: [{k: v for k, v in f.items() if k != "score"} for f in fes]  # noqa: E731
+        assert drop(x["frame_elements"]) == drop(y["frame_elements"])
+
+
+def count_cross_instances(monkeypatch):
+    """The number of instances in each call of the cross aligner's ``predict_candidates``."""
+    from spanaug.pipeline.aligner.cross_model import CrossAligner
+
+    calls = []
+    original = CrossAligner.predict_candidates
+
+    def counted(self, instances, *args, **kwargs):
+        calls.append(len(instances))
+        return original(self, instances, *args, **kwargs)
+
+    monkeypatch.setattr(CrossAligner, "predict_candidates", counted)
+    return calls
+
+
+def test_a_cross_aligner_places_the_fes_of_the_chosen_beams_alone(cross_copy_aligner, tmp_path, monkeypatch):
+    """Selection by the trigger's score reads no other beam's FEs: the cross kind, which encodes
+    every span, aligns the triggers, then places the chosen beams' FEs alone; the chain is the one
+    placing every beam's FEs makes, for 6 + 6 instances instead of 6 x 4."""
+    from spanaug.pipeline.aligner.cross_model import CrossAligner
+    from spanaug.pipeline.iterations import best_beams
+
+    calls = count_cross_instances(monkeypatch)
+    settings = FrameElementSettings(mode="align")
+    aligned, stats, chain = aligned_and_chosen(cross_copy_aligner, tmp_path / "chosen", settings)
+    assert calls == [6, 2 * 3]  # the six beams' triggers; the two chosen beams' three overt FEs each
+    chosen = {(r["seed_id"], r["beam_rank"]) for r in best_beams(aligned, settings)}
+    assert len(chosen) == 2
+    assert [r["frame_elements"] is not None for r in aligned] == [
+        (r["seed_id"], r["beam_rank"]) in chosen for r in aligned
+    ]
+    assert stats["frame_elements_placed_on"] == "chosen beams"
+    assert stats["beams_with_frame_elements"] == 2 and stats["frame_elements_to_carry"] == 6
+    assert all(r["frame_elements"] for r in chain)
+
+    calls.clear()
+    monkeypatch.setattr(CrossAligner, "encodes_each_span", False)  # as if a pair's encoding served its spans
+    every, every_stats, every_chain = aligned_and_chosen(cross_copy_aligner, tmp_path / "every", settings)
+    assert calls == [6 * 4]
+    assert all(r["frame_elements"] is not None for r in every)
+    assert every_stats["frame_elements_placed_on"] == "every beam" and every_stats["beams_with_frame_elements"] == 6
+    same_chain(chain, every_chain)
+
+
+def test_a_request_split_between_chunks_keeps_its_chosen_beam(cross_copy_aligner, tmp_path):
+    """The stage aligns a chunk of rows at a time; a request whose beams straddle two chunks has a
+    chosen beam placed in each, and select takes the better one: the chain is unchanged."""
+    settings = FrameElementSettings(mode="align")
+    _, _, whole = aligned_and_chosen(cross_copy_aligner, tmp_path / "whole", settings)
+    for chunk_rows in (1, 2, 4):
+        _, _, split = aligned_and_chosen(cross_copy_aligner, tmp_path / f"chunks{chunk_rows}", settings, chunk_rows)
+        same_chain(whole, split)
+
+
+@pytest.mark.parametrize("settings", [{"select": "joint"}, {"require": "core"}, {"require": "all"}])
+def test_selection_that_reads_fes_has_every_beams_fes_placed(cross_copy_aligner, tmp_path, monkeypatch, settings):
+    calls = count_cross_instances(monkeypatch)
+    aligned, stats, _ = aligned_and_chosen(
+        cross_copy_aligner, tmp_path / "a", FrameElementSettings(mode="align", **settings)
+    )
+    assert calls == [6 * 4] and all(r["frame_elements"] is not None for r in aligned)
+    assert stats["frame_elements_placed_on"] == "every beam"
+
+
 def test_keep_mode_finds_fes_by_their_words():
     from spanaug.pipeline.aligner.stage import carry
 

@@ -125,7 +125,9 @@ rule align:
         model=planned("aligner_model"),
         batch_size=config["aligner"]["batch_size"],
         dtype=config["aligner"]["dtype"],
-        frame_elements=flags(config["frame_elements"], keys=("mode", "candidates")),
+        frame_elements=flags(
+            config["frame_elements"], keys=("mode", "select", "require", "candidates")
+        ),
         device=config["device"],
     shell:
         "spanaug align paraphrases --model {params.model:q} --paraphrases {input.paraphrases:q} --out {output.aligned:q}"

@@ -153,7 +153,9 @@ ALIGNED = pa.schema(
         _f("aligned_start", _I32, nullable=True),
         _f("aligned_end", _I32, nullable=True),
         _f("aligner_score", _F32),
-        _f("frame_elements", FRAME_ELEMENTS, nullable=True),  # carried, over ``paraphrase_tokens``
+        # Carried, over ``paraphrase_tokens``; null: FEs off, none in the source, or not placed on a
+        # beam that selection will not choose (aligner.stage.align_rows).
+        _f("frame_elements", FRAME_ELEMENTS, nullable=True),
     ]
 )
 

@@ -82,8 +82,9 @@ class FrameElementSettings(Settings):
 
     mode: Literal["off", "align", "keep"] = setting(
         "off",
-        "off: outputs carry no FEs (the paper); align: the span aligner places every FE of every beam; "
-        "keep: an FE is found where its words occur verbatim",
+        "off: outputs carry no FEs (the paper); align: the span aligner places the FEs of every beam selection "
+        "may choose (the cross kind, with select: trigger and require: none, only the chosen beam's); keep: an FE "
+        "is found where its words occur verbatim",
     )
     select: Literal["trigger", "joint"] = setting(
         "trigger", "beam selection by the trigger's aligner score, or by the mean of it and every FE's (lost: 0)"

@@ -81,6 +81,13 @@ def init_shards(seeds_path: Path | str, out_paths: list[Path | str]) -> list[int
     return counts
 
 
+def selection_reads_every_beams_fes(fe: FrameElementSettings) -> bool:
+    """Whether :func:`best_beams` reads the FEs of every beam: ``select: joint`` weighs them and
+    ``require`` refuses beams that lost some. Otherwise the trigger's score alone chooses, and of a
+    request's FEs only the chosen beam's reach the chain."""
+    return fe.select == "joint" or fe.require != "none"
+
+
 def best_beams(rows: Iterable[dict[str, Any]], fe: FrameElementSettings | None = None) -> list[dict[str, Any]]:
     """Per request, the beam with the highest score (ties: the better-ranked beam): the aligner's
     score of the trigger, or with ``fe.select: joint`` the mean of it and the FEs' (lost: 0). Beams

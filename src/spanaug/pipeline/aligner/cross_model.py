@@ -129,6 +129,7 @@ class CrossAligner:
     """
 
     kind = "cross"
+    encodes_each_span = True  # the span's markers are in the encoder's input
     #: Instances per encoder batch when ``predict`` is given none.
     predict_batch_size = 32
 

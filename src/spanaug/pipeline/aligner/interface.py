@@ -58,6 +58,10 @@ class SpanAlignerModel(Protocol):
 
     #: The kind's name, as its config saves it (``paper``, ``cross``).
     kind: str
+    #: Whether every instance costs an encoder pass of its own (the cross kind encodes each span's
+    #: marked pair), rather than sharing its sentence pair's encoding with the pair's other spans
+    #: (the paper kind): where it does, placing fewer spans saves encoder work.
+    encodes_each_span: bool
 
     @property
     def config(self) -> AlignerModelConfig:

@@ -93,6 +93,7 @@ class SpanAligner:
     """
 
     kind = "paper"
+    encodes_each_span = False  # a pair's encoding serves all of its spans
     #: Instances per scoring batch when ``predict`` is given none.
     predict_batch_size = 64
 

@@ -3,13 +3,16 @@
 Each beam's trigger is aligned, and with ``frame_elements.mode`` its source's frame elements are
 carried too (:mod:`spanaug.pipeline.frame_elements`): in ``align`` mode the FEs' instances go to the
 aligner in the same call as the triggers, so a paper-kind aligner encodes each sentence pair once
-for the trigger and all of its FEs, and no model is loaded twice.
+for the trigger and all of its FEs, and no model is loaded twice. A cross-kind aligner, which
+encodes every span, places only the FEs of the beams selection will choose when it chooses by the
+trigger alone (:func:`align_rows`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from spanaug.pipeline import frame_elements as fe_rules
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.loading import AutoAligner
+from spanaug.pipeline.iterations import best_beams, selection_reads_every_beams_fes
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +59,14 @@ def align_stage(
             align_rows(aligner, rows, fe, batch_size)
             for row in rows:
                 stats["aligned" if row["aligned_start"] is not None else "unaligned"] += 1
-                if fe.mode != "off":
+                if row["frame_elements"] is not None:  # FEs on, and placed on this beam
                     stats.update(fe_counts(row["source_frame_elements"], row["frame_elements"]))
                     stats.update(verbatim_counts(row))
             stats["beams"] += len(rows)
             writer.write(rows)
     summary: dict[str, Any] = {**stats, **aligner.limit_stats(), "frame_elements_mode": fe.mode}
+    if fe.mode == "align":
+        summary["frame_elements_placed_on"] = "chosen beams" if fes_on_chosen_beams_only(aligner, fe) else "every beam"
     if fe.mode != "off":
         summary["frame_elements_verbatim_agreement"] = _share(
             stats["frame_elements_verbatim_agreed"], stats["frame_elements_verbatim"]
@@ -79,21 +85,64 @@ def align_rows(
 ) -> None:
     """Set each PARAPHRASES row's aligned span, score and carried FEs (ALIGNED columns), in place.
 
-    A beam's trigger instance and its FEs' follow one another, so one aligner call (one encoding of
-    each pair, for the paper kind) serves them all; the cost grows with the FE count.
+    In ``align`` mode, the FEs of every beam are placed where selection reads them
+    (:func:`~spanaug.pipeline.iterations.selection_reads_every_beams_fes`) or where an aligner
+    encodes a pair once for all its spans (the paper kind; a beam's trigger instance and its FEs'
+    follow one another, so one call encodes each pair once). Otherwise, with an aligner that encodes
+    each span (the cross kind), the triggers are aligned first and only the FEs of the beam that
+    selection will choose (:func:`~spanaug.pipeline.iterations.best_beams`, by the trigger's score)
+    are placed; the other beams' ``frame_elements`` are null. The chain is the same, for about 40%
+    fewer encoder passes (three beams of a FrameNet sentence: 3 triggers and 1.4 FEs instead of 3
+    and 4.2). A request split between two of the stage's chunks has a chosen beam in each, and
+    ``select`` takes the better.
     """
+    everyone = range(len(rows))
+    if not fes_on_chosen_beams_only(aligner, fe):
+        found = _predict(aligner, rows, fe, batch_size, triggers=everyone, fes_of=everyone)
+        for row, placed in zip(rows, found):
+            row["frame_elements"] = None if fe.mode == "off" else carry(row, placed if fe.mode == "align" else None)
+        return
+    _predict(aligner, rows, fe, batch_size, triggers=everyone, fes_of=())
+    for row in rows:
+        row["frame_elements"] = None  # not placed; the chosen beams' are, below
+    chosen = {id(row) for row in best_beams(rows, fe)}
+    winners = [n for n, row in enumerate(rows) if id(row) in chosen]
+    found = _predict(aligner, rows, fe, batch_size, triggers=(), fes_of=winners)
+    for n in winners:
+        rows[n]["frame_elements"] = carry(rows[n], found[n])
+
+
+def fes_on_chosen_beams_only(aligner: SpanAlignerModel, fe: FrameElementSettings) -> bool:
+    """Whether :func:`align_rows` places the FEs of the beams selection will choose, not of all."""
+    return fe.mode == "align" and aligner.encodes_each_span and not selection_reads_every_beams_fes(fe)
+
+
+def _predict(
+    aligner: SpanAlignerModel,
+    rows: list[dict[str, Any]],
+    fe: FrameElementSettings,
+    batch_size: int,
+    triggers: Iterable[int],
+    fes_of: Iterable[int],
+) -> list[dict[int, list[fe_rules.Candidate]]]:
+    """One aligner call for the triggers of the rows numbered ``triggers`` (their aligned span and
+    score set in place) and, in ``align`` mode, the FEs of those numbered ``fes_of``: each row's FE
+    candidates, by FE index."""
+    with_trigger = set(triggers)
+    with_fes = set(fes_of) if fe.mode == "align" else set()
     instances: list[Instance] = []
     owners: list[tuple[int, int | None]] = []  # (row, FE index; None for the trigger)
-    for n, row in enumerate(rows):
+    for n in sorted(with_trigger | with_fes):
+        row = rows[n]
         trigger = (row["source_span_start"], row["source_span_end"])
         beam = f"{row['seed_id']}:{row['beam_rank']}"
-        instances.append(Instance(beam, row["source_tokens"], row["paraphrase_tokens"], trigger))
-        owners.append((n, None))
-        if fe.mode == "align":
-            for k in fe_rules.to_place(row["source_frame_elements"], trigger):
-                span = row["source_frame_elements"][k]["start"], row["source_frame_elements"][k]["end"]
-                instances.append(Instance(f"{beam}:fe{k}", row["source_tokens"], row["paraphrase_tokens"], span))
-                owners.append((n, k))
+        if n in with_trigger:
+            instances.append(Instance(beam, row["source_tokens"], row["paraphrase_tokens"], trigger))
+            owners.append((n, None))
+        for k in fe_rules.to_place(row["source_frame_elements"], trigger) if n in with_fes else ():
+            span = row["source_frame_elements"][k]["start"], row["source_frame_elements"][k]["end"]
+            instances.append(Instance(f"{beam}:fe{k}", row["source_tokens"], row["paraphrase_tokens"], span))
+            owners.append((n, k))
     top_k = fe.candidates if fe.mode == "align" else 1
     candidates: list[dict[int, list[fe_rules.Candidate]]] = [{} for _ in rows]
     for (n, k), (accepted, best) in zip(owners, aligner.predict_candidates(instances, top_k, batch_size=batch_size)):
@@ -102,8 +151,7 @@ def align_rows(
             rows[n]["aligner_score"] = best
         else:
             candidates[n][k] = accepted
-    for row, found in zip(rows, candidates):
-        row["frame_elements"] = None if fe.mode == "off" else carry(row, found if fe.mode == "align" else None)
+    return candidates
 
 
 def carry(row: dict[str, Any], found: dict[int, list[fe_rules.Candidate]] | None) -> list[dict[str, Any]] | None:
