@@ -68,11 +68,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
 
-from spanaug.core.config import DecodeSettings, RunConfig
+from spanaug.core.config import DecodeSettings, FrameElementSettings, RunConfig
 from spanaug.core.devices import choose_dtype, device_name
 from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.core.overrides import read_run_config
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
+from spanaug.pipeline.aligner.loading import aligner_class
+from spanaug.pipeline.aligner.stage import fes_on_chosen_beams_only
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.frame_elements import has_span, to_place
 from spanaug.pipeline.importers import read_conll
@@ -517,33 +519,39 @@ def frame_element_spans(rows: list[dict]) -> tuple[float, float]:
     return statistics.mean(overt), statistics.mean(placed)
 
 
+def encoder_inputs_per_request(kind: str, placed: float, fe: FrameElementSettings, aligned_beams: int) -> float:
+    """Encoder inputs the align stage spends on one request's ``aligned_beams`` beams, with ``placed``
+    FEs to place per sentence: one per beam where a pair's encoding serves all its spans (the paper
+    kind); where each span is an input of its own (the cross kind), one per beam's trigger and one
+    per FE placed, on every beam or, where selection reads the trigger alone, on the chosen beam
+    (``align_rows``)."""
+    aligner = aligner_class(kind)
+    if not aligner.encodes_each_span or fe.mode != "align":
+        return float(aligned_beams)
+    beams_with_fes = 1 if fes_on_chosen_beams_only(aligner, fe) else aligned_beams
+    return aligned_beams + placed * beams_with_fes
+
+
 def project_hours(
     decode_rate: float,
     pairs_rate: float,
-    spans_per_output: float,
-    aligned_beams: int,
+    inputs_per_request: float,
     seeds: int,
     iterations: int,
     kind: str,
     label: str,
 ) -> float:
     """Hours for ``seeds`` x ``iterations`` paraphrase requests: decoding each at ``decode_rate``
-    sentences/s, then aligning its top ``aligned_beams`` beams at ``pairs_rate`` encoder inputs/s.
-
-    The cross kind marks the span in its input, so each beam costs one input per span aligned (the
-    trigger and its frame elements: ``spans_per_output``); the paper kind encodes a pair once for all
-    of its spans (the align stage sends them in one call), so each beam costs one input.
-    """
+    sentences/s, then aligning its beams at ``pairs_rate`` encoder inputs/s, ``inputs_per_request``
+    (:func:`encoder_inputs_per_request`) a request."""
     requests = seeds * iterations
-    inputs_per_request = aligned_beams * (spans_per_output if kind == "cross" else 1.0)
     decode_h = requests / decode_rate / 3600
     align_h = requests * inputs_per_request / pairs_rate / 3600
     print(f"  requests: {seeds:,} seeds x {iterations} iterations = {requests:,} sentences decoded  [{label}]")
     print(f"  decoding: {requests:,} / {decode_rate:,.2f} sentences/s = {decode_h:,.2f} h  [{label}]")
     print(
-        f"  aligning ({kind}): {requests:,} x {aligned_beams} beams x {inputs_per_request / aligned_beams:.2f} "
-        f"encoder inputs per beam = {requests * inputs_per_request:,.0f} inputs / {pairs_rate:,.1f} pairs/s = "
-        f"{align_h:,.2f} h  [{label}]"
+        f"  aligning ({kind}): {requests:,} x {inputs_per_request:.2f} encoder inputs per request = "
+        f"{requests * inputs_per_request:,.0f} inputs / {pairs_rate:,.1f} pairs/s = {align_h:,.2f} h  [{label}]"
     )
     print(f"  total: {decode_h + align_h:,.2f} h  [{label}]")
     return decode_h + align_h
@@ -802,13 +810,14 @@ def main() -> None:
     for size, n_pairs in (("minilm", 4096 if gpu else 256), ("base", 2048 if gpu else 64)):
         pairs_rates["cross", size] = bench_cross_aligner(device, rows, size, n_pairs, batch, args.repeats, args.seed)
     overt, placed = frame_element_spans(rows)
-    spans_per_output = 1.0 + (placed if config.frame_elements.mode == "align" else 0.0)
+    kind = args.aligner_kind
+    fe = config.frame_elements
+    inputs = encoder_inputs_per_request(kind, placed, fe, ALIGNED_BEAMS)
     print(
         f"frame elements per annotated FN1.7 dev sentence ({len(rows):,}): {overt:.2f} overt spans, {placed:.2f} "
-        f"placed by the align stage (overt, not the trigger); spans aligned per output with frame_elements.mode "
-        f"{config.frame_elements.mode}: {spans_per_output:.2f}"
+        f"placed by the align stage (overt, not the trigger); {kind} aligner, frame_elements mode {fe.mode}, select "
+        f"{fe.select}, require {fe.require}: {inputs:.2f} encoder inputs per request ({ALIGNED_BEAMS} beams)"
     )
-    kind = args.aligner_kind
     size = paper_size if kind == "paper" else encoder_size(config.aligner.encoder)
     note = "" if gpu else "  [CPU-sized models: not a GPU projection]"
     print(
@@ -816,9 +825,7 @@ def main() -> None:
         f"iterations, beam 20, top {ALIGNED_BEAMS} beams aligned; {kind} aligner, {size}-sized encoder as "
         f"{config.aligner.encoder!r}; decode rate {decode_source}):{note}"
     )
-    compute = project_hours(
-        decode_rate, pairs_rates[kind, size], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind, name
-    )
+    compute = project_hours(decode_rate, pairs_rates[kind, size], inputs, SEEDS, ITERATIONS, kind, name)
     job_s, job_source = job_fixed_seconds(args, device)
     shards = config.n_shards
     fixed = shards * ITERATIONS * job_s / 3600
@@ -834,7 +841,7 @@ def main() -> None:
     )
     if kind == "cross":  # the other encoder size, for comparison
         other = "minilm" if size == "base" else "base"
-        alt = decode_rate, pairs_rates[kind, other], spans_per_output, ALIGNED_BEAMS, SEEDS, ITERATIONS, kind
+        alt = decode_rate, pairs_rates[kind, other], inputs, SEEDS, ITERATIONS, kind
         print(f"with a {other}-sized encoder instead:")
         alt_hours = project_hours(*alt, name) + fixed
         print(f"projected hours ({other}-sized cross encoder, n_shards {shards}): {alt_hours:,.1f}  [{name}]")
