@@ -125,7 +125,9 @@ def test_the_rehearsal_config_names_nothing_missing_but_the_stand_ins(monkeypatc
     # It may fail only for what the rehearsal makes itself (its models), not for a contradiction
     # (argid's section once asked for frameid's split, which the rehearsal turns off).
     errors = [ln for ln in printed.splitlines() if ln.startswith("spanaug: error:")]
-    assert len(errors) == 1 and errors[0].startswith("spanaug: error: the config names things that are missing"), printed
+    assert len(errors) == 1 and errors[0].startswith("spanaug: error: the config names things that are missing"), (
+        printed
+    )
     problems = [ln for ln in printed.splitlines() if ln.startswith("  - ")]
     made = str(rehearsal.MODELS.relative_to(REPO))
     assert problems and all(made in ln for ln in problems), problems
