@@ -70,3 +70,44 @@ def test_cpu_stages_do_not_import_torch(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+# What the console script runs: a command, then the exit. The command is `config check`, which needs
+# no model; the script first imports torch (or not) and registers an exit handler that says so.
+CONSOLE = """
+import atexit, sys
+if {torch}:
+    import torch
+if {profiled}:
+    sys.setprofile(lambda *args: None)
+atexit.register(lambda: print("teardown ran", file=sys.stderr))
+sys.argv = ["spanaug", "config", "check", "--configfile", {config!r}]
+from spanaug.cli.main import console
+console()
+"""
+
+
+def console(config="config/demo.yaml", torch=True, profiled=False) -> subprocess.CompletedProcess:
+    script = CONSOLE.format(config=config, torch=torch, profiled=profiled)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+
+
+def test_once_torch_is_loaded_a_command_exits_without_the_interpreters_teardown():
+    """Its outputs and streams are flushed and its status kept; the teardown (exit handlers, the
+    final collection over every object torch and a model hold) is skipped."""
+    done = console()
+    assert done.returncode == 0, done.stderr
+    assert "every setting, file, model and dependency is in place" in done.stdout  # piped: block-buffered
+    assert "teardown ran" not in done.stderr
+    failed = console(config="config/no-such.yaml")
+    assert failed.returncode == 2 and "spanaug: error:" in failed.stderr and "teardown ran" not in failed.stderr
+
+
+@pytest.mark.parametrize("setting", [{"torch": False}, {"profiled": True}])
+def test_without_torch_or_under_a_profiler_the_exit_is_pythons(setting):
+    """A light command has little to tear down, and a profiler (cProfile, coverage) writes its
+    results in the teardown."""
+    done = console(**setting)
+    assert done.returncode == 0, done.stderr
+    assert "every setting, file, model and dependency is in place" in done.stdout
+    assert "teardown ran" in done.stderr
