@@ -853,18 +853,16 @@ def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[f
     (``bench_jobs.py``), and where it comes from."""
     if args.job_seconds is not None:
         return args.job_seconds, "given (--job-seconds)"
-    from bench_jobs import SNAKEMAKE_STARTS_PER_JOB, job_seconds, snakemake_start_seconds  # on sys.path
+    from bench_jobs import SNAKEMAKE_STARTS_PER_JOB, group_start_seconds, job_seconds  # on sys.path
 
     seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
+    commands = sum(seconds.values())
     parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
     source = f"the job's commands on a one-sentence shard, measured: {parts}"
-    start = snakemake_start_seconds(args.repeats)
-    if start is None:
-        return sum(seconds.values()), source + "; Snakemake's start-ups not counted (snakemake is not installed here)"
-    snakemake = SNAKEMAKE_STARTS_PER_JOB * start
-    return sum(
-        seconds.values()
-    ) + snakemake, source + f", Snakemake's {SNAKEMAKE_STARTS_PER_JOB} start-ups {snakemake:.1f} s"
+    snakemake = group_start_seconds(args.repeats)
+    if snakemake is None:
+        return commands, source + "; Snakemake's start-ups not counted (snakemake is not installed here)"
+    return commands + snakemake, source + f", Snakemake's {SNAKEMAKE_STARTS_PER_JOB} start-ups {snakemake:.1f} s"
 
 
 if __name__ == "__main__":

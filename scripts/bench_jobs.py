@@ -176,6 +176,13 @@ def snakemake_start_seconds(repeats: int = 3) -> float | None:
     return statistics.median(times)
 
 
+def group_start_seconds(repeats: int = 3) -> float | None:
+    """The Snakemake start-ups a group job pays: ``SNAKEMAKE_STARTS_PER_JOB`` x
+    :func:`snakemake_start_seconds` (None where Snakemake is not installed)."""
+    start = snakemake_start_seconds(repeats)
+    return None if start is None else SNAKEMAKE_STARTS_PER_JOB * start
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
@@ -189,17 +196,17 @@ def main() -> None:
     seconds = job_seconds(device, args.sentences, args.repeats, args.max_new_tokens)
     for rule, s in seconds.items():
         print(f"job seconds, {rule:<20} {s:6.2f} s  [{name}]")
-    print(f"job seconds, the two commands      {sum(seconds.values()):6.2f} s  [{name}]")
-    start = snakemake_start_seconds(args.repeats)
-    if start is None:
+    commands = sum(seconds.values())
+    print(f"job seconds, the two commands      {commands:6.2f} s  [{name}]")
+    snakemake = group_start_seconds(args.repeats)
+    if snakemake is None:
         print("job seconds, Snakemake's start-ups not measured: snakemake is not installed here")
     else:
         print(
-            f"job seconds, Snakemake's start-ups  {SNAKEMAKE_STARTS_PER_JOB * start:6.2f} s "
-            f"({SNAKEMAKE_STARTS_PER_JOB} x {start:.2f} s)  [{name}]"
+            f"job seconds, Snakemake's start-ups  {snakemake:6.2f} s "
+            f"({SNAKEMAKE_STARTS_PER_JOB} x {snakemake / SNAKEMAKE_STARTS_PER_JOB:.2f} s)  [{name}]"
         )
-        total = sum(seconds.values()) + SNAKEMAKE_STARTS_PER_JOB * start
-        print(f"job seconds, in all                 {total:6.2f} s  [{name}]")
+        print(f"job seconds, in all                 {commands + snakemake:6.2f} s  [{name}]")
 
 
 if __name__ == "__main__":

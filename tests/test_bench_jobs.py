@@ -35,6 +35,7 @@ def test_without_snakemake_its_start_ups_are_not_measured(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "snakemake" else real(name, *a))
     assert bench_jobs.snakemake_start_seconds() is None
+    assert bench_jobs.group_start_seconds() is None
 
 
 def test_the_benchmarked_job_is_the_profiles_group(tmp_path):
