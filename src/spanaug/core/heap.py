@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+#: How many :func:`long_lived_objects_frozen` blocks are open. The nesting is counted here, not read
+#: from :func:`gc.get_freeze_count`: Python 3.12 reports some 375 objects of its own as frozen from
+#: start-up on (and again after any collection that follows an unfreeze), so "nothing frozen yet"
+#: cannot tell the outermost block there.
+_open_blocks = 0
+_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -23,10 +31,14 @@ def long_lived_objects_frozen() -> Iterator[None]:
     duration. They are unfrozen afterwards, so that the interpreter's shutdown frees them as usual
     (extension modules report frozen objects as leaks: triton's nanobind bindings print a page of
     them). A nested block leaves the unfreezing to the outermost."""
-    outermost = gc.get_freeze_count() == 0
-    gc.freeze()
+    global _open_blocks
+    with _lock:
+        _open_blocks += 1
+        gc.freeze()
     try:
         yield
     finally:
-        if outermost:
-            gc.unfreeze()
+        with _lock:
+            _open_blocks -= 1
+            if not _open_blocks:
+                gc.unfreeze()
