@@ -14,7 +14,8 @@ It runs the two commands of one shard's iteration job as the workflow's rules ru
 fresh process, on a shard of ``--sentences`` FrameNet dev sentences (default 1), with
 production-sized random models saved to a temporary folder (a T5-base-sized paraphraser on the
 static engine where CUDA is present, a cross aligner with a MiniLM-sized encoder), and prints each
-command's wall seconds (median of ``--repeats``) and their sum, then the start-ups of the three
+command's wall seconds (median of ``--repeats``) and their sum, the part of it that is importing the
+libraries (:func:`library_import_seconds`), then the start-ups of the three
 Snakemake processes a group job runs (its own and one a rule), each timed as a fresh Snakemake
 reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is installed.
 
@@ -147,6 +148,25 @@ def job_seconds(
     return {rule: statistics.median(ts) for rule, ts in times.items()}
 
 
+#: What each command's process imports before its work: the CLI, torch, and transformers' model
+#: classes of the paraphraser (T5) and the cross aligner's encoder (BERT), whose import brings in
+#: transformers' generation, masking and distributed code (and torch's compiler and sympy with them).
+LIBRARY_IMPORTS = "import spanaug.cli.main, torch\nfrom transformers import BertModel, T5ForConditionalGeneration"
+
+
+def library_import_seconds(repeats: int = 3) -> float:
+    """Median wall seconds of a fresh Python importing :data:`LIBRARY_IMPORTS`: the floor under each
+    command of a job, whatever the shard and the device (on the H100 image, 13 of the 16 s of each
+    command). ``bench_gpu.py``'s projection counts it through the commands' seconds, not again."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", LIBRARY_IMPORTS], env=env, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 #: Snakemake processes a shard's iteration job starts under ``profiles/slurm``: the group job's own,
 #: then one for each of its two rules (the SLURM jobstep executor runs a rule through ``srun`` in a
 #: Snakemake of its own, in remote mode, which reads the workflow again: ``make demo-slurm``'s group
@@ -198,6 +218,11 @@ def main() -> None:
         print(f"job seconds, {rule:<20} {s:6.2f} s  [{name}]")
     commands = sum(seconds.values())
     print(f"job seconds, the two commands      {commands:6.2f} s  [{name}]")
+    imports = library_import_seconds(args.repeats)
+    print(
+        f"job seconds, of which imports       {2 * imports:6.2f} s (2 x {imports:.2f} s: "
+        f"the CLI, torch, transformers' T5 and BERT)  [{name}]"
+    )
     snakemake = group_start_seconds(args.repeats)
     if snakemake is None:
         print("job seconds, Snakemake's start-ups not measured: snakemake is not installed here")

@@ -2,6 +2,8 @@
 its output, each command in a fresh process."""
 
 import importlib.util
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -24,6 +26,16 @@ def test_the_commands_of_an_iteration_job_run_in_turn_and_are_timed():
     )
     assert list(seconds) == ["paraphrase", "align"]
     assert all(s > 0 for s in seconds.values())
+
+
+def test_the_timed_imports_are_the_commands_libraries():
+    """The import floor loads what the commands load before their work: the model classes of the
+    paraphraser and the cross aligner's encoder, through the CLI."""
+    wanted = ["spanaug.cli.main", "transformers.models.t5.modeling_t5", "transformers.models.bert.modeling_bert"]
+    code = bench_jobs.LIBRARY_IMPORTS + f"\nimport sys\nprint([m for m in {wanted!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == repr(wanted)
+    assert bench_jobs.library_import_seconds(repeats=1) > 0
 
 
 def test_a_snakemake_start_reads_this_workflow():
