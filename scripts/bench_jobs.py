@@ -121,6 +121,11 @@ def commands(folder: Path, paraphraser: Path, aligner: Path, device: str, max_ne
     }  # fmt: skip
 
 
+def command_env() -> dict[str, str]:
+    """The environment of the timed processes: this checkout's ``src`` first on the path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+
+
 def job_seconds(
     device: str, sentences: int = 1, repeats: int = 3, max_new: int = 8, models: dict | None = None
 ) -> dict[str, float]:
@@ -131,7 +136,7 @@ def job_seconds(
         folder = Path(tmp)
         paraphraser, aligner = save_models(framenet_rows(), folder, **(models or {}))
         write_requests(rows, folder / "requests.parquet")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+        env = command_env()
         # The first round is not timed: it converts the paraphraser for the ct2 backend (CPU), which
         # a run does once into its cache, compiles the Triton kernel into Triton's cache (GPU), and
         # reads the models into the page cache.
@@ -157,8 +162,9 @@ LIBRARY_IMPORTS = "import spanaug.cli.main, torch\nfrom transformers import Bert
 def library_import_seconds(repeats: int = 3) -> float:
     """Median wall seconds of a fresh Python importing :data:`LIBRARY_IMPORTS`: the floor under each
     command of a job, whatever the shard and the device (on the H100 image, 13 of the 16 s of each
-    command). ``bench_gpu.py``'s projection counts it through the commands' seconds, not again."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    command; align loads no T5, whose modeling module is a small part of it). ``bench_gpu.py``'s
+    projection counts it through the commands' seconds, not again."""
+    env = command_env()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
