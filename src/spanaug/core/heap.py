@@ -30,7 +30,9 @@ def long_lived_objects_frozen() -> Iterator[None]:
     """Freeze the objects alive now (the imported modules, the loaded models) for the block's
     duration. They are unfrozen afterwards, so that the interpreter's shutdown frees them as usual
     (extension modules report frozen objects as leaks: triton's nanobind bindings print a page of
-    them). A nested block leaves the unfreezing to the outermost."""
+    them). A nested block leaves the unfreezing to the outermost, which unfreezes everything, also
+    what was frozen before it: :func:`gc.unfreeze` cannot tell whose objects are whose, and making
+    them collectable again costs a host nothing but a longer full collection."""
     global _open_blocks
     with _lock:
         _open_blocks += 1
