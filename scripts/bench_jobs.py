@@ -126,6 +126,22 @@ def command_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
 
 
+def run_seconds(cmd: list[str], what: str, **run: object) -> float:
+    """Wall seconds of one run of ``cmd`` (``run``: subprocess.run's keywords); a failed run stops the
+    benchmark with its error, naming ``what`` ran."""
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, **run)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"{what} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def median_run_seconds(cmd: list[str], repeats: int, what: str, **run: object) -> float:
+    """Median of ``repeats`` :func:`run_seconds`."""
+    return statistics.median(run_seconds(cmd, what, **run) for _ in range(repeats))
+
+
 def job_seconds(
     device: str, sentences: int = 1, repeats: int = 3, max_new: int = 8, models: dict | None = None
 ) -> dict[str, float]:
@@ -144,12 +160,9 @@ def job_seconds(
         times: dict[str, list[float]] = {}
         for r in range(repeats + 1):
             for rule, cmd in commands(folder, paraphraser, aligner, device, max_new).items():
-                start = time.perf_counter()
-                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                seconds = run_seconds(cmd, rule, env=env)
                 if r:
-                    times.setdefault(rule, []).append(time.perf_counter() - start)
-                if done.returncode:
-                    sys.exit(f"{rule} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+                    times.setdefault(rule, []).append(seconds)
     return {rule: statistics.median(ts) for rule, ts in times.items()}
 
 
@@ -164,13 +177,7 @@ def library_import_seconds(repeats: int = 3) -> float:
     command of a job, whatever the shard and the device (on the H100 image, 13 of the 16 s of each
     command; align loads no T5, whose modeling module is a small part of it). ``bench_gpu.py``'s
     projection counts it through the commands' seconds, not again."""
-    env = command_env()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", LIBRARY_IMPORTS], env=env, check=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_run_seconds([sys.executable, "-c", LIBRARY_IMPORTS], repeats, "the imports", env=command_env())
 
 
 #: Snakemake processes a shard's iteration job starts under ``profiles/slurm``: the group job's own,
@@ -192,14 +199,7 @@ def snakemake_start_seconds(repeats: int = 3) -> float | None:
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
         "--configfile", str(REPO / "config" / "demo.yaml"), "--list-rules",
     ]  # fmt: skip
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if done.returncode:
-            sys.exit(f"snakemake --list-rules failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-    return statistics.median(times)
+    return median_run_seconds(cmd, repeats, "snakemake --list-rules", cwd=REPO)
 
 
 def group_start_seconds(repeats: int = 3) -> float | None:
@@ -226,7 +226,7 @@ def main() -> None:
     print(f"job seconds, the two commands      {commands:6.2f} s  [{name}]")
     imports = library_import_seconds(args.repeats)
     print(
-        f"job seconds, of which imports       {2 * imports:6.2f} s (2 x {imports:.2f} s: "
+        f"job seconds, of which imports       {len(seconds) * imports:6.2f} s ({len(seconds)} x {imports:.2f} s: "
         f"the CLI, torch, transformers' T5 and BERT)  [{name}]"
     )
     snakemake = group_start_seconds(args.repeats)
