@@ -107,6 +107,25 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(out)
 
 
+@pytest.fixture(scope="session")
+def tiny_aligner(tiny_encoder: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A paper-kind span aligner on the tiny encoder, trained for an epoch on a copy task, saved to disk
+    (tests that damage it copy it first)."""
+    from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
+    from spanaug.pipeline.aligner.training import train_aligner
+
+    out = tmp_path_factory.mktemp("tiny_aligner") / "aligner"
+    aligner, _ = train_aligner(
+        copy_task(40, 0),
+        AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
+        AlignerTrainSettings(epochs=1),
+        device="cpu",
+        progress=False,
+    )
+    aligner.save_pretrained(out)
+    return out
+
+
 # ---------------------------------------------------------------- shared test data
 
 
@@ -399,15 +418,27 @@ def production_workdir(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def production_dry_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
-    """The production config's dry run through profiles/slurm, its data stand-ins (production_workdir);
-    one run for every test that reads its plan."""
+def production_plan(root: Path, *config: str) -> subprocess.CompletedProcess:
+    """The production config's dry run through profiles/slurm, its data stand-ins (production_workdir),
+    with ``--config`` overrides ``config``."""
     if SNAKEMAKE is None:
         pytest.skip("snakemake is not installed")
-    work = production_workdir(tmp_path_factory.mktemp("production"))
+    work = production_workdir(root)
     env = dict(os.environ, SPANAUG_PREFLIGHT="warn", HF_HUB_OFFLINE="1")
     cmd = [SNAKEMAKE, "-n", "--profile", str(REPO / "profiles/slurm"), "-s", str(REPO / "workflow/Snakefile")]
-    proc = subprocess.run([*cmd, "--directory", str(work)], capture_output=True, text=True, env=env)
+    overrides = ["--config", *config] if config else []
+    proc = subprocess.run([*cmd, "--directory", str(work), *overrides], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+@pytest.fixture(scope="session")
+def production_dry_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """The production config's dry run (:func:`production_plan`): one run for every test that reads its plan."""
+    return production_plan(tmp_path_factory.mktemp("production"))
+
+
+@pytest.fixture(scope="session")
+def per_stage_dry_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """The production config's dry run with a job per stage of each shard's iteration (shard_jobs: iteration)."""
+    return production_plan(tmp_path_factory.mktemp("production-per-stage"), "shard_jobs=iteration")

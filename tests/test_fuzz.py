@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, copy_task, output, seed
+from conftest import REPO, output, seed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -928,7 +928,7 @@ def test_stages_on_mutated_rows(name: str) -> None:
 
 @FEW
 @given(rows=mutated_rows("paraphrases"))
-def test_align_stage_on_mutated_rows(rows: list[dict[str, Any]], trained_aligner: Path) -> None:
+def test_align_stage_on_mutated_rows(rows: list[dict[str, Any]], tiny_aligner: Path) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     with scratch() as tmp:
@@ -937,29 +937,12 @@ def test_align_stage_on_mutated_rows(rows: list[dict[str, Any]], trained_aligner
             outcome(
                 path,
                 lambda: align_stage(
-                    trained_aligner, path, tmp / "al.parquet", device="cpu", stats_path=tmp / "stats.json"
+                    tiny_aligner, path, tmp / "al.parquet", device="cpu", stats_path=tmp / "stats.json"
                 ),
             )
             is not None
         ):
             _outputs_valid((tmp / "al.parquet", artifacts.ALIGNED))
-
-
-@pytest.fixture(scope="module")
-def trained_aligner(tiny_encoder: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
-    from spanaug.pipeline.aligner.training import train_aligner
-
-    out = tmp_path_factory.mktemp("fuzz_aligner") / "aligner"
-    aligner, _ = train_aligner(
-        copy_task(40, 0),
-        AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
-        AlignerTrainSettings(epochs=1),
-        device="cpu",
-        progress=False,
-    )
-    aligner.save_pretrained(out)
-    return out
 
 
 @pytest.mark.parametrize("name", ["sentences", "chain", "aligned"])

@@ -5,14 +5,11 @@ import json
 import shutil
 
 import pytest
-from conftest import copy_task
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts, modeldir
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.errors import InputError
 from spanaug.pipeline.aligner.model import SpanAligner
-from spanaug.pipeline.aligner.training import train_aligner
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 
 
@@ -23,36 +20,27 @@ def flip_byte(path, offset=None):
     path.write_bytes(bytes(data))
 
 
-@pytest.fixture(scope="module")
-def saved_aligner(tiny_encoder, tmp_path_factory):
-    cfg = AlignerConfig(encoder=tiny_encoder, k=2, hidden=16)
-    aligner, _ = train_aligner(copy_task(40, 0), cfg, AlignerTrainSettings(epochs=1), device="cpu", progress=False)
-    out = tmp_path_factory.mktemp("aligner") / "al"
-    aligner.save_pretrained(out)
-    return out
-
-
-def test_every_model_folder_spanaug_writes_has_a_manifest(saved_aligner):
-    manifest = json.loads((saved_aligner / modeldir.MANIFEST_FILE).read_text())
+def test_every_model_folder_spanaug_writes_has_a_manifest(tiny_aligner):
+    manifest = json.loads((tiny_aligner / modeldir.MANIFEST_FILE).read_text())
     listed = set(manifest["files"])
-    on_disk = {p.relative_to(saved_aligner).as_posix() for p in saved_aligner.rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(tiny_aligner).as_posix() for p in tiny_aligner.rglob("*") if p.is_file()}
     assert "model.safetensors" in listed and "config.json" in listed
     assert listed == on_disk - {modeldir.MANIFEST_FILE}
-    assert modeldir.verify_manifest(saved_aligner) is True
+    assert modeldir.verify_manifest(tiny_aligner) is True
 
 
-def test_one_flipped_byte_in_the_weights_is_refused(saved_aligner, tmp_path):
+def test_one_flipped_byte_in_the_weights_is_refused(tiny_aligner, tmp_path):
     """safetensors checks the header, not the data: the manifest's sha256 catches the rest."""
     damaged = tmp_path / "al"
-    shutil.copytree(saved_aligner, damaged)
+    shutil.copytree(tiny_aligner, damaged)
     flip_byte(damaged / "model.safetensors")
     with pytest.raises(InputError, match=r"model\.safetensors: its sha256 differs from the model's manifest"):
         SpanAligner.from_pretrained(damaged, device="cpu")
 
 
-def test_a_missing_or_truncated_file_is_named(saved_aligner, tmp_path):
+def test_a_missing_or_truncated_file_is_named(tiny_aligner, tmp_path):
     damaged = tmp_path / "al"
-    shutil.copytree(saved_aligner, damaged)
+    shutil.copytree(tiny_aligner, damaged)
     weights = damaged / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
     with pytest.raises(InputError, match=r"model\.safetensors: 100 bytes where the model's manifest says"):
@@ -62,10 +50,10 @@ def test_a_missing_or_truncated_file_is_named(saved_aligner, tmp_path):
         modeldir.verify_manifest(damaged)
 
 
-def test_a_folder_without_manifest_is_loaded_unchecked(saved_aligner, tmp_path):
+def test_a_folder_without_manifest_is_loaded_unchecked(tiny_aligner, tmp_path):
     """Hub models and folders of older versions have none: nothing to check them against."""
     old = tmp_path / "al"
-    shutil.copytree(saved_aligner, old)
+    shutil.copytree(tiny_aligner, old)
     (old / modeldir.MANIFEST_FILE).unlink()
     assert modeldir.verify_manifest(old) is False
     assert SpanAligner.from_pretrained(old, device="cpu").config.k == 2
@@ -160,11 +148,11 @@ def test_config_check_runs_the_stage_checks_on_a_paraphraser_folder(tiny_paraphr
     assert [p.key for p in check_run(_config_with(tiny_paraphraser, data={"max_tokens": None}))] == ["data.max_tokens"]
 
 
-def test_config_check_verifies_a_trained_aligner_folder(saved_aligner, tiny_paraphraser, tmp_path):
+def test_config_check_verifies_a_trained_aligner_folder(tiny_aligner, tiny_paraphraser, tmp_path):
     from spanaug.workflow.preflight import check_run
 
     damaged = tmp_path / "al"
-    shutil.copytree(saved_aligner, damaged)
+    shutil.copytree(tiny_aligner, damaged)
     given = {"model": str(damaged), "train": None, "evaluation": None}
     off = {"baselines": None, "human_eval": None, "augmenters": None, "frameid": None, "argid": None}
     assert check_run(_config_with(tiny_paraphraser, aligner=given, **off)) == []
