@@ -29,12 +29,13 @@ demo: $(STAMP)
 # Debian 12, root; it installs SLURM when missing). Results go to results/demo-slurm/. Status checks
 # every 5 s instead of 40 s: the demo's jobs are short. SLURM's own job logs are kept in
 # results/demo-slurm/slurm_logs/ (rule_*/<SLURM job id>.log), and the last lines check that there are some
-# and, after `make demo`, that the augmented rows are the local run's.
+# and, after `make demo`, that the augmented rows are the local run's. It runs the iterations as production
+# does, one job per shard (shard_jobs: chain), where `make demo` runs a job per stage: the rows must agree.
 SLURM_RES := results/demo-slurm
 demo-slurm: $(STAMP)
 	command -v slurmctld >/dev/null || scripts/slurm/cluster.sh install
 	scripts/slurm/cluster.sh start
-	$(SNAKEMAKE) --profile profiles/slurm --configfile config/demo.yaml --config run_name=demo-slurm \
+	$(SNAKEMAKE) --profile profiles/slurm --configfile config/demo.yaml --config run_name=demo-slurm shard_jobs=chain \
 		--jobs 4 --slurm-init-seconds-before-status-checks 5 --seconds-between-status-checks 5 \
 		--slurm-logdir $(SLURM_RES)/slurm_logs --slurm-keep-successful-logs
 	@n=$$(find $(SLURM_RES)/slurm_logs -name '[0-9]*.log' | wc -l); \

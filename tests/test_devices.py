@@ -143,8 +143,9 @@ def test_spanaug_paraphrase_without_a_gpu_runs_on_the_cpu_and_names_it(tiny_para
         ["align", "predict", "--model", "{tmp}/aligner", "--instances", "{tmp}/i.jsonl", "--out", "{tmp}/p.jsonl"],
         ["align", "paraphrases", "--paraphrases", "{tmp}/p.parquet", "--model", "{tmp}/al", "--out", "{tmp}/a.parquet"],
         ["frameid", "train", "--train", "{tmp}/train.conll", "--out", "{tmp}/frameid"],
+        ["iterate", "--chain", "{tmp}/c.parquet", "--iterations-dir", "{tmp}/it", "--shard", "0", "--align=--model m"],
     ],
-    ids=["paraphraser-train", "align-predict", "align-paraphrases", "frameid-train"],
+    ids=["paraphraser-train", "align-predict", "align-paraphrases", "frameid-train", "iterate"],
 )
 def test_every_model_command_given_a_gpu_it_cannot_use_stops_before_writing(tmp_path, capsys, no_cuda, command):
     """The device is chosen when the command starts (cli.options), before it reads or writes a file."""

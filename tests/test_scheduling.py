@@ -1,5 +1,6 @@
 """How the production run is scheduled: rule priorities (the critical path before evaluations and
-reports) and, in profiles/slurm, each shard's iterations grouped into fewer SLURM jobs."""
+reports) and, in profiles/slurm, one GPU job per shard for all its iterations (``shard_jobs: chain``,
+the production config's) or, with a job per stage, each shard's iteration grouped into one SLURM job."""
 
 import os
 import re
@@ -31,9 +32,9 @@ CRITICAL_PATH = {
 
 
 @pytest.fixture(scope="module")
-def planned(production_dry_run):
-    """The production config's dry run through profiles/slurm: what it prints."""
-    return production_dry_run.stdout
+def planned(per_stage_dry_run):
+    """The production config's dry run through profiles/slurm with a job per stage: what it prints."""
+    return per_stage_dry_run.stdout
 
 
 def _jobs(printed: str) -> list[tuple[str, str]]:
@@ -83,6 +84,26 @@ def test_each_shards_iteration_is_one_slurm_job(planned):
     head = set(ITERATION_RULES) - set(GPU_JOB_RULES)
     assert head <= rehearsal.local_rules()
     assert {rule: ungrouped.count(rule) for rule in head} == dict.fromkeys(head, shards * iterations)
+
+
+def test_production_runs_one_gpu_job_per_shard_for_every_iteration(production_dry_run, planned):
+    """shard_jobs: chain (config/config.yaml): n_shards GPU jobs where a job per stage makes n_shards x
+    iterations grouped ones, each asking for the GPU rules' resources, on the critical path, in no
+    group; no rule of a stage runs on its own."""
+    production = production_config()
+    assert production.shard_jobs == "chain"
+    printed = production_dry_run.stdout
+    jobs = _jobs(printed)
+    chains = [block for rule, block in jobs if rule == "iterate_shard"]
+    assert len(chains) == production.n_shards
+    assert not {rule for rule, _ in jobs} & set(ITERATION_RULES) and "Group job" not in printed
+    for block in chains:
+        assert "gres=gpu:1" in block and "mem_mb=32000" in block and "runtime=240" in block
+        assert "iter10/" in block and "--iterations 10" in block
+    priority = {rule: re.search(r"^\s+priority: (\d+)$", block, re.M) for rule, block in jobs}
+    assert int(priority["iterate_shard"].group(1)) == int(
+        re.search(r"^\s+priority: (\d+)$", dict(_jobs(planned))["paraphrase"], re.M).group(1)
+    )
 
 
 def test_an_iterations_rules_never_remake_the_seeds(tmp_path):

@@ -274,11 +274,10 @@ def test_production_config_dry_runs_with_gpu_resources(production_dry_run):
     assert (told in proc.stdout + proc.stderr) == (build.cuda is None)
     counts = _job_counts(proc.stdout)
     production = production_config()
-    jobs = production.n_shards * production.iterations  # one of each a shard's iteration
-    assert counts["paraphrase"] == jobs and counts["align"] == jobs
+    assert counts["iterate_shard"] == production.n_shards  # shard_jobs: chain (test_scheduling)
     assert counts["frameid_point"] == 4 * 10 * 5  # (none + 3 augmenters) x 10 fractions x 5 seeds
     assert counts["argid_point"] == 3 * 4 * 3  # (none + paraphrastic + lexsub) x 4 fractions x 3 seeds
-    block = proc.stdout.split("rule paraphrase:")[1].split("Shell command")[0]
+    block = proc.stdout.split("rule iterate_shard:")[1].split("Shell command")[0]
     assert "gres=gpu:1" in block and "mem_mb=32000" in block
     # the cross aligner, pre-trained on synthetic rewrites of the imported sentences
     assert counts["make_synthetic_instances"] == 1 and counts["train_aligner"] == 1
@@ -440,11 +439,14 @@ def _killed_then_rerun(tmp_path, reference, config, when):
     return rerun.stdout + rerun.stderr
 
 
-def test_kill_9_then_the_documented_rerun_gives_the_same_rows(run, tmp_path):
+@pytest.mark.parametrize("shard_jobs", ["iteration", "chain"])
+def test_kill_9_then_the_documented_rerun_gives_the_same_rows(run, tmp_path, shard_jobs):
     """kill -9 of the whole process group mid-run (iteration 1 half paraphrased, jobs running), then the
-    README's command again: the stale lock goes, incomplete outputs are redone, the rows are the same."""
+    README's command again: the stale lock goes, incomplete outputs are redone, the rows are the same,
+    with a job per stage as in the reference run or one job per shard (shard_jobs: chain)."""
     _, config, res = run
     killed = yaml.safe_load(Path(config).read_text())
+    killed["shard_jobs"] = shard_jobs
     # The augmented rows depend on the pipeline only: the evaluation sections are off to save time.
     killed["augmenters"] = killed["frameid"] = killed["argid"] = killed["baselines"] = killed["human_eval"] = None
     killed["aligner"]["evaluation"] = None

@@ -105,32 +105,32 @@ rule train_aligner:
         " {params.options} --device {params.device} > {log:q} 2>&1"
 
 
-rule align:
-    input:
-        paraphrases=rules.paraphrase.output.paraphrases,
-        model=planned("aligner_model_input"),
-    output:
-        aligned=f"{RES}/iterations/iter{{i}}/shard{{j}}.aligned.parquet",
-        stats=f"{RES}/iterations/iter{{i}}/shard{{j}}.align_stats.json",
-    log:
-        f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
-    benchmark:
-        f"{BENCH}/iter{{i}}/align.shard{{j}}.tsv"
-    conda:
-        "../../envs/gpu.yaml"
-    threads: GPU_THREADS
-    resources:
-        **GPU,
-    params:
-        model=planned("aligner_model"),
-        batch_size=config["aligner"]["batch_size"],
-        dtype=config["aligner"]["dtype"],
-        frame_elements=flags(
-            config["frame_elements"], keys=("mode", "select", "require", "candidates")
-        ),
-        device=config["device"],
-    shell:
-        "spanaug align paraphrases --model {params.model:q} --paraphrases {input.paraphrases:q} --out {output.aligned:q}"
-        " --stats {output.stats:q}"
-        " --batch-size {params.batch_size} --dtype {params.dtype} {params.frame_elements} --device {params.device}"
-        " > {log:q} 2>&1"
+# shard_jobs: chain runs this stage inside iterate_shard (iterations.smk).
+if PLAN.per_stage_jobs():
+
+    rule align:
+        input:
+            paraphrases=rules.paraphrase.output.paraphrases,
+            model=planned("aligner_model_input"),
+        output:
+            aligned=PLAN.shard_pattern("aligned"),
+            stats=PLAN.shard_pattern("align_stats"),
+        log:
+            f"{LOGS}/iter{{i}}/align.shard{{j}}.log",
+        benchmark:
+            f"{BENCH}/iter{{i}}/align.shard{{j}}.tsv"
+        conda:
+            "../../envs/gpu.yaml"
+        threads: GPU_THREADS
+        resources:
+            **GPU,
+        params:
+            model=planned("aligner_model"),
+            options=STAGE["align"],
+            frame_elements=STAGE["align_frame_elements"],
+            device=config["device"],
+        shell:
+            "spanaug align paraphrases --model {params.model:q} --paraphrases {input.paraphrases:q} --out {output.aligned:q}"
+            " --stats {output.stats:q}"
+            " {params.options} {params.frame_elements} --device {params.device}"
+            " > {log:q} 2>&1"

@@ -142,6 +142,8 @@ LOGS = f"{RES}/logs"
 BENCH = f"{RES}/benchmarks"
 SHARDS = PLAN.shards()
 flags, opt, tagger_env = plan.flags, plan.opt, plan.tagger_env
+# The iteration stages' settings as options, for the per-stage rules and iterate_shard alike.
+STAGE = plan.stage_options(RUN)
 
 
 # -- input and params functions: each calls the plan (or reads the job's inputs back as options)
@@ -243,8 +245,9 @@ def out_dir(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def run_folder(wildcards, output):
-    """The run's folder, from an output of report/ (sources on the warnings page are relative to it)."""
+def two_levels_up(wildcards, output):
+    """The folder two levels above a rule's first output: the run's, from an output of report/ (sources
+    on the warnings page are relative to it); the iterations', from one of iterations/iter1/."""
     return os.path.dirname(os.path.dirname(output[0]))
 
 
@@ -264,7 +267,8 @@ def set_priorities():
     Through ``rules``, so the names are this workflow's own also when it is used as a module.
     """
     for name, priority in plan.PRIORITIES.items():
-        getattr(rules, name).rule.priority = priority
+        if rules.has(name):  # shard_jobs picks the iteration's rules
+            getattr(rules, name).rule.priority = priority
     for each in workflow.rules:
         if plan.nice(each.priority):
             each.resources.setdefault(

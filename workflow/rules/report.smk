@@ -69,7 +69,7 @@ rule report_warnings:
     params:
         width=PLAN.decode_width(),
         optional=input_options("aligner", "comparison", "curves", "simulated_judgments"),
-        base=run_folder,
+        base=two_levels_up,
         demo=PLAN.is_demo(CHECKOUT),
         max_rows=config["report"]["max_rows"],
     shell:

@@ -182,7 +182,6 @@ def evaluate(options: EvalOptions) -> None:
 
 @settings
 class AlignStageOptions:
-    model: str = setting(help="a trained aligner directory")
     paraphrases: str = setting(help="a PARAPHRASES shard")
     out: str = setting(help="the ALIGNED shard to write")
     stats: str | None = setting(
@@ -190,24 +189,33 @@ class AlignStageOptions:
         "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
         "limit, whether the shard is empty",
     )
+
+
+@settings
+class AlignStageSettings:
+    """The aligner the align stage runs, and how (``spanaug iterate --align`` takes them too)."""
+
+    model: str = setting(help="a trained aligner directory")
     encoder: str | None = setting(None, "override the encoder saved with the model")
     batch_size: int = inherit(AlignerSection, "batch_size")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = inherit(AlignerSection, "dtype")
 
 
 @command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard (and its FEs)")
-def align_paraphrases(options: AlignStageOptions, runtime: Runtime, frame_elements: FrameElementSettings) -> None:
+def align_paraphrases(
+    options: AlignStageOptions, aligner: AlignStageSettings, runtime: Runtime, frame_elements: FrameElementSettings
+) -> None:
     from spanaug.pipeline.aligner.stage import align_stage
 
     align_stage(
-        options.model,
+        aligner.model,
         options.paraphrases,
         options.out,
         frame_elements,
-        encoder=options.encoder,
+        encoder=aligner.encoder,
         device=runtime.device,
-        dtype=options.dtype,
-        batch_size=options.batch_size,
+        dtype=aligner.dtype,
+        batch_size=aligner.batch_size,
         stats_path=options.stats,
     )
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from spanaug.cli.options import command
-from spanaug.core.config import ConstraintSettings, FrameElementSettings
-from spanaug.core.settings import setting, settings
+from spanaug.cli.options import command, parse_settings
+from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings, RunConfig, Runtime
+from spanaug.core.settings import inherit, setting, settings
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,41 @@ def constraints(options: ConstraintOptions, constraints: ConstraintSettings) -> 
 
     n = expand_stage(options.chain, options.out, options.iteration, constraints)
     log.info("iteration %d: %d requests", options.iteration, n)
+
+
+@settings
+class IterateOptions:
+    chain: str = setting(help="the shard's seeds (iteration 0's CHAIN shard)")
+    iterations_dir: str = setting(help="the run's iterations folder: iteration i goes to ITERATIONS_DIR/iter{i}/")
+    shard: str = setting(help="the shard's name in its files' names (shard{SHARD}.*: 000, 001, ...)")
+    iterations: int = inherit(RunConfig, "iterations")
+    constraints: str = setting("", "spanaug constraints' settings, as its options")
+    paraphrase: str = setting("", "spanaug paraphrase's settings, as its options (--model M --beam-size 20 ...)")
+    align: str = setting(help="spanaug align paraphrases' settings, as its options (--model M --batch-size 64 ...)")
+    frame_elements: str = setting("", "the frame-element settings align paraphrases and select take, as options")
+
+
+@command("iterate", help="every iteration of one shard, each model loaded once (shard_jobs: chain)")
+def iterate(options: IterateOptions, runtime: Runtime) -> None:
+    from spanaug.cli.align import AlignStageSettings
+    from spanaug.pipeline.shard_chain import AlignerArgs, ShardModels, iterate_shard
+
+    # Every setting is read and checked before any model loads or any file is written.
+    (constraints,) = parse_settings(options.constraints, [ConstraintSettings], "--constraints")
+    (decode,) = parse_settings(options.paraphrase, [DecodeSettings], "--paraphrase")
+    (aligner,) = parse_settings(options.align, [AlignStageSettings], "--align")
+    (frame_elements,) = parse_settings(options.frame_elements, [FrameElementSettings], "--frame-elements")
+    args = AlignerArgs(aligner.model, aligner.encoder, aligner.batch_size, aligner.dtype)
+    rows = iterate_shard(
+        options.chain,
+        options.iterations_dir,
+        options.shard,
+        options.iterations,
+        constraints,
+        ShardModels(decode, args, runtime.device),
+        frame_elements,
+    )
+    log.info("shard %s: chains going on after each iteration: %s", options.shard, rows)
 
 
 @settings

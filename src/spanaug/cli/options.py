@@ -15,9 +15,9 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from spanaug.core.config import Runtime
 from spanaug.core.errors import ConfigError
@@ -103,10 +103,7 @@ class Command:
         return {name: hints[name] for name in inspect.signature(self.run).parameters}
 
     def invoke(self, namespace: argparse.Namespace) -> Any:
-        kwargs = {}
-        for name, cls in self.settings.items():
-            values = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init}
-            kwargs[name] = cls(**values)
+        kwargs = {name: settings_from(namespace, cls) for name, cls in self.settings.items()}
         for value in kwargs.values():
             if isinstance(value, Runtime):
                 # The device first, before the command opens or creates any output: a job that was given
@@ -115,6 +112,11 @@ class Command:
 
                 choose_device(value.device)
         return self.run(**kwargs)
+
+
+def settings_from(namespace: argparse.Namespace, cls: type) -> Any:
+    """The settings dataclass ``cls`` made (and checked) from the parsed options of its fields."""
+    return cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
 
 
 COMMANDS: list[Command] = []
@@ -159,6 +161,30 @@ def build_parser(commands: list[Command], description: str) -> argparse.Argument
         )
         p.set_defaults(_command=cmd)
     return root
+
+
+def parse_settings(text: str, classes: Sequence[type], option: str) -> tuple[Any, ...]:
+    """Settings given to a command as another command's options, in one string: ``spanaug iterate
+    --paraphrase="--beam-size 20 --mode beam"`` reads ``spanaug paraphrase``'s settings with their
+    own names, defaults and checks. A bad one is an error that names ``option``."""
+    import shlex
+
+    class StrictParser(_parser_class()):  # type: ignore[misc]
+        def error(self, message: str) -> NoReturn:  # argparse's own would exit with its usage
+            raise ConfigError(f"{option}: {message}")
+
+    parser = StrictParser(list(classes), prog=option)
+    try:
+        words = shlex.split(text)
+        namespace, unknown = parser.parse_known_args(words)
+    except ValueError as exc:  # shlex: an unclosed quote
+        raise ConfigError(f"{option}: {exc}") from None
+    if unknown:
+        raise ConfigError(f"{option}: unknown option(s): {' '.join(unknown)}")
+    try:
+        return tuple(settings_from(namespace, cls) for cls in classes)
+    except ConfigError as exc:
+        raise ConfigError(f"{option}: {settings_error(exc)}") from None
 
 
 def emit(obj: Any, path: str | None) -> None:

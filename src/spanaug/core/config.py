@@ -286,6 +286,13 @@ class RunConfig(Settings):
     n_shards: int = setting(
         8, "shards per iteration (one job each): as many as the GPUs your jobs hold at once", minimum=1
     )
+    # A job per stage lets a single rule rerun for an ablation; a job per shard pays the start-up (about
+    # 13 s of imports on a GPU node, docs/gpus.md) and the model loading once for all its iterations.
+    shard_jobs: Literal["iteration", "chain"] = setting(
+        "iteration",
+        "iteration: each shard's iteration is a paraphrase and an align job (single rules rerun); chain: one job "
+        "per shard runs all its iterations with each model loaded once (spanaug iterate; fewer GPU-hours)",
+    )
     device: str = inherit(
         Runtime, "device", help="device of every model job: auto (CUDA when present), cpu, cuda, cuda:N or mps"
     )

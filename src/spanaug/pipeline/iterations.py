@@ -27,6 +27,27 @@ from spanaug.pipeline.seeds import shard_table
 log = logging.getLogger(__name__)
 
 
+#: What one shard's iteration leaves in ``iterations/iter{i}/``, in the order the stages write it:
+#: name -> the file's suffix after ``shard{j}.``. Both ways of running the iterations (a job per
+#: stage, or one process per shard: :mod:`spanaug.pipeline.shard_chain`) write these same files.
+SHARD_FILES = {
+    "requests": "requests.parquet",
+    "paraphrases": "paraphrases.parquet",
+    "paraphrase_stats": "paraphrase_stats.json",
+    "aligned": "aligned.parquet",
+    "align_stats": "align_stats.json",
+    "chain": "chain.parquet",
+    "select_stats": "select_stats.json",
+}
+
+
+def shard_file(iterations_dir: Path | str, i: int | str, j: str, name: str) -> str:
+    """Shard ``j``'s file ``name`` (a key of :data:`SHARD_FILES`) of iteration ``i``; ``i`` and ``j``
+    may be wildcards (``{i}``), for a rule's output patterns."""
+    i = i if isinstance(i, str) and i.startswith("{") else int(i)
+    return f"{iterations_dir}/iter{i}/shard{j}.{SHARD_FILES[name]}"
+
+
 def _span_fields(tokens: list[str], start: int | None, end: int | None, lexical_unit: str) -> dict[str, Any]:
     if start is None:
         return {"aligned_start": None, "aligned_end": None, "aligned_text": None, "aligned_lemma": None}

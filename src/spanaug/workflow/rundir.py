@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 
 #: The recorded config, in the run's results folder.
 RECORD = "config.effective.yaml"
-#: Settings that do not change results (what a job asks the scheduler for) and are not recorded.
-UNRECORDED = ("resources",)
+#: Settings that do not change results and are not recorded: what a job asks the scheduler for, and
+#: whether a shard's iterations run as a job per stage or one job (the same rows either way).
+UNRECORDED = ("resources", "shard_jobs")
 #: Where a running Snakemake of this workflow registers itself (host, pid), under ``.snakemake``.
 OWNERS = "spanaug-owners"
 

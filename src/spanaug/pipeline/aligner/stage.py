@@ -39,8 +39,10 @@ def align_stage(
     chunk_rows: int = 4096,
     batch_size: int = 64,
     stats_path: Path | str | None = None,
+    aligner: SpanAlignerModel | None = None,
 ) -> int:
-    """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam).
+    """CLI stage: a PARAPHRASES shard -> an ALIGNED shard (one prediction per beam), with ``aligner``
+    (loaded by the caller for several shards) or the one in ``model``.
 
     Its statistics count the beams aligned and not, the sentence pairs too long for the encoder,
     which were encoded one sentence at a time (see ``PairEncoder.encode_batch``), and with FEs on,
@@ -50,7 +52,8 @@ def align_stage(
     fe = fe or FrameElementSettings()
     # The input is checked (its columns, and that it holds paraphrases) before the model loads.
     batches = artifacts.iter_batches(paraphrases_path, artifacts.PARAPHRASES, chunk_rows)
-    aligner = AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)  # either kind
+    if aligner is None:
+        aligner = load_aligner(model, encoder, device, dtype)
     stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
     with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
@@ -78,6 +81,11 @@ def align_stage(
     if stats_path:
         files.write_json(summary, stats_path)
     return writer.rows
+
+
+def load_aligner(model: Path | str, encoder: str | None, device: str | None, dtype: str | None) -> SpanAlignerModel:
+    """The trained aligner in ``model``, of either kind, as the stage runs it."""
+    return AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)
 
 
 def align_rows(

@@ -60,11 +60,13 @@ def paraphrase_stage(
     device: str = "auto",
     stats_path: Path | str | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    paraphraser: Paraphraser | None = None,
 ) -> DecodeStats:
-    """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks."""
+    """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks, with ``paraphraser``
+    (loaded by the caller for several shards) or the model ``cfg`` names."""
     # The input is checked (its columns, and that it holds requests) before the model loads.
     batches = artifacts.iter_batches(requests_path, artifacts.REQUESTS, chunk_rows)
-    paraphraser = load_paraphraser(cfg, device)
+    paraphraser = paraphraser or load_paraphraser(cfg, device)
     stats = DecodeStats()
     provenance = artifacts.derived(requests_path, "paraphrases")
     with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:

@@ -15,7 +15,16 @@ it while it builds the DAG.
 """
 
 from spanaug.workflow.plan.files import ExternalFile, local_model, make_stand_ins
-from spanaug.workflow.plan.options import PRIORITIES, files_option, flags, job_resources, nice, opt, tagger_env
+from spanaug.workflow.plan.options import (
+    PRIORITIES,
+    files_option,
+    flags,
+    job_resources,
+    nice,
+    opt,
+    stage_options,
+    tagger_env,
+)
 from spanaug.workflow.plan.results import (
     AUGMENTER_WILDCARD,
     AUGMENTERS,
@@ -45,5 +54,6 @@ __all__ = [
     "make_stand_ins",
     "nice",
     "opt",
+    "stage_options",
     "tagger_env",
 ]

@@ -3,6 +3,7 @@ rules' priorities (the critical path first)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,21 @@ def flags(section: Mapping[str, Any], keys: Iterable[str] | None = None, skip: I
         else:
             out.append(f"{flag} {'null' if value is None else shlex.quote(str(value))}")
     return " ".join(out)
+
+
+def stage_options(run: RunConfig) -> dict[str, str]:
+    """The iteration stages' settings as their commands' options (model folders aside: the plan's). The
+    per-stage rules pass them, and ``spanaug iterate`` (``shard_jobs: chain``) takes the same strings,
+    so both ways run each stage alike."""
+    cfg = dataclasses.asdict(run)
+    fe = cfg["frame_elements"]
+    return {
+        "constraints": flags(cfg["constraints"]),
+        "paraphrase": flags(cfg["paraphraser"], skip=("model", "train")),
+        "align": flags(cfg["aligner"], keys=("batch_size", "dtype")),
+        "align_frame_elements": flags(fe, keys=("mode", "select", "require", "candidates")),
+        "select_frame_elements": flags(fe, keys=("select", "require")),
+    }
 
 
 def opt(flag: str, value: object) -> str:
@@ -80,6 +96,7 @@ PRIORITIES = {
     "paraphrase": 10,
     "align": 10,
     "select_best": 10,
+    "iterate_shard": 10,
     "gather_iteration": 10,
     "assemble": 10,
 }

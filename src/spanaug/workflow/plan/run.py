@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 from spanaug.core.aligner_settings import corpus_name
 from spanaug.core.config import RunConfig
 from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
+from spanaug.pipeline.iterations import SHARD_FILES, shard_file
 from spanaug.workflow.plan.files import ExternalFile, lexicon_file, local_model
+from spanaug.workflow.plan.options import stage_options
 from spanaug.workflow.plan.results import (
     MADE_BY,
     OPTIONAL_READS,
@@ -431,9 +434,47 @@ class Plan:
     def shards(self) -> list[str]:
         return [f"{j:03d}" for j in range(self.run.n_shards)]
 
+    def iterations_dir(self) -> str:
+        return f"{self.res}/iterations"
+
     def chain_shard(self, i: int | str, j: str) -> str:
         """Iteration i's output (CHAIN) for shard j; iteration 0 holds the seeds."""
-        return f"{self.res}/iterations/iter{int(i)}/shard{j}.chain.parquet"
+        return shard_file(self.iterations_dir(), int(i), j, "chain")
+
+    def per_stage_jobs(self) -> bool:
+        """Whether each shard's iteration runs as a job per stage (``shard_jobs: iteration``) rather than
+        one job per shard for every iteration (``chain``)."""
+        return self.run.shard_jobs == "iteration"
+
+    def iterate_options(self) -> str:
+        """``spanaug iterate``'s stage options: each stage's settings (:func:`stage_options`) with its model."""
+        each = stage_options(self.run)
+        paraphrase = f"{each['paraphrase']} --model {shlex.quote(self.paraphraser_model())}"
+        align = f"{each['align']} --model {shlex.quote(self.aligner_model())}"
+        return " ".join(
+            f"--{name}={shlex.quote(value)}"
+            for name, value in [
+                ("constraints", each["constraints"]),
+                ("paraphrase", paraphrase),
+                ("align", align),
+                ("frame-elements", each["align_frame_elements"]),
+            ]
+        )
+
+    def shard_pattern(self, name: str) -> str:
+        """A per-stage rule's file ``name`` (a key of SHARD_FILES) of shard ``{j}``'s iteration ``{i}``."""
+        return shard_file(self.iterations_dir(), "{i}", "{j}", name)
+
+    def shard_chain_outputs(self) -> list[str]:
+        """What a ``shard_jobs: chain`` job writes: every file of every iteration of shard ``{j}``."""
+        return [
+            shard_file(self.iterations_dir(), i, "{j}", name)
+            for i in range(1, self.run.iterations + 1)
+            for name in SHARD_FILES
+        ]
+
+    def seeds_chain(self, j: str) -> str:
+        return self.chain_shard(0, j)
 
     def previous_chain(self, i: str, j: str) -> str:
         return self.chain_shard(int(i) - 1, j)
@@ -442,12 +483,12 @@ class Plan:
         return [self.chain_shard(i, j) for j in self.shards()]
 
     def iteration_outputs(self) -> list[str]:
-        return [f"{self.res}/iterations/iter{i}.chain.parquet" for i in range(1, self.run.iterations + 1)]
+        return [f"{self.iterations_dir()}/iter{i}.chain.parquet" for i in range(1, self.run.iterations + 1)]
 
     def shard_stats_files(self, stage: str) -> list[str]:
         """Every shard's statistics of ``stage`` (paraphrase, align, select) over the iterations."""
         return [
-            f"{self.res}/iterations/iter{i}/shard{j}.{stage}_stats.json"
+            shard_file(self.iterations_dir(), i, j, f"{stage}_stats")
             for i in range(1, self.run.iterations + 1)
             for j in self.shards()
         ]

@@ -1,0 +1,110 @@
+"""Every iteration of one shard in one process (``shard_jobs: chain``, ``spanaug iterate``).
+
+A shard's iteration ``i`` reads only the same shard's iteration ``i - 1`` (:mod:`spanaug.pipeline.iterations`),
+so one process can run a shard's whole chain: constraint expansion, paraphrasing, alignment and
+selection, ten times over, with the paraphraser and the aligner loaded once. Run as a job per stage
+instead, every iteration pays two processes' imports and model loads on the GPU node (about 16 s each
+on an H100 node, docs/gpus.md) while the GPU waits.
+
+Each stage is the one the per-stage jobs run, writing the same files (:data:`SHARD_FILES`), with the
+same record of the command that wrote them, so both ways give the same rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from spanaug.core import artifacts
+from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings
+from spanaug.pipeline.aligner.interface import SpanAlignerModel
+from spanaug.pipeline.aligner.stage import align_stage, load_aligner
+from spanaug.pipeline.constraints import expand_stage
+from spanaug.pipeline.iterations import select_stage, shard_file
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.stage import load_paraphraser, paraphrase_stage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AlignerArgs:
+    """How the align stage loads and runs the aligner (``spanaug align paraphrases``' settings)."""
+
+    model: str
+    encoder: str | None = None
+    batch_size: int = 64
+    dtype: str = "auto"
+
+
+@dataclass
+class ShardModels:
+    """The shard's two models, each loaded when first needed and then kept for every iteration."""
+
+    decode: DecodeSettings
+    aligner_args: AlignerArgs
+    device: str
+    paraphraser: Paraphraser | None = None
+    aligner: SpanAlignerModel | None = None
+
+    def loaded_paraphraser(self) -> Paraphraser:
+        if self.paraphraser is None:
+            self.paraphraser = load_paraphraser(self.decode, self.device)
+        return self.paraphraser
+
+    def loaded_aligner(self) -> SpanAlignerModel:
+        if self.aligner is None:
+            a = self.aligner_args
+            self.aligner = load_aligner(a.model, a.encoder, self.device, a.dtype)
+        return self.aligner
+
+
+def iterate_shard(
+    seeds: Path | str,
+    iterations_dir: Path | str,
+    shard: str,
+    iterations: int,
+    constraints: ConstraintSettings,
+    models: ShardModels,
+    fe: FrameElementSettings,
+) -> list[int]:
+    """Iterations 1..``iterations`` of shard ``shard``, from its seeds (iteration 0's CHAIN shard);
+    returns each iteration's chain rows. Each file appears whole when its stage ends (core.files), so
+    a killed process leaves the iterations it finished."""
+    chain_rows = []
+    previous: Path | str = seeds
+    for i in range(1, iterations + 1):
+        path = {name: shard_file(iterations_dir, i, shard, name) for name in ("requests", "paraphrases", "aligned")}
+        with artifacts.writing_stage("constraints"):
+            expand_stage(previous, path["requests"], i, constraints)
+        with artifacts.writing_stage("paraphrase"):
+            paraphrase_stage(
+                path["requests"],
+                path["paraphrases"],
+                models.decode,
+                models.device,
+                stats_path=shard_file(iterations_dir, i, shard, "paraphrase_stats"),
+                paraphraser=models.loaded_paraphraser(),
+            )
+        a = models.aligner_args
+        with artifacts.writing_stage("align paraphrases"):
+            align_stage(
+                a.model,
+                path["paraphrases"],
+                path["aligned"],
+                fe,
+                encoder=a.encoder,
+                device=models.device,
+                dtype=a.dtype,
+                batch_size=a.batch_size,
+                stats_path=shard_file(iterations_dir, i, shard, "align_stats"),
+                aligner=models.loaded_aligner(),
+            )
+        previous = shard_file(iterations_dir, i, shard, "chain")
+        with artifacts.writing_stage("select"):
+            chain_rows.append(
+                select_stage(path["aligned"], previous, fe, shard_file(iterations_dir, i, shard, "select_stats"))
+            )
+        log.info("shard %s, iteration %d of %d: %d chains go on", shard, i, iterations, chain_rows[-1])
+    return chain_rows
