@@ -773,10 +773,17 @@ def main() -> None:
         "the decoding benchmark",
     )
     ap.add_argument(
+        "--shard-jobs",
+        choices=["iteration", "chain"],
+        default=config.shard_jobs,
+        help=f"how the shards' iterations run as jobs (default: {PRODUCTION_CONFIG.name}'s, {config.shard_jobs})",
+    )
+    ap.add_argument(
         "--job-seconds",
         type=non_negative_seconds,
-        help="fixed seconds of a shard's iteration job (default: measured with scripts/bench_jobs.py, "
-        "the job's two commands on a one-sentence shard and its Snakemake start-ups)",
+        help="fixed seconds of one job: a shard's iteration's (--shard-jobs iteration) or a shard's chain's "
+        "(chain) (default: measured with scripts/bench_jobs.py, the job's commands on a one-sentence shard "
+        "and its Snakemake start-ups)",
     )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -826,17 +833,29 @@ def main() -> None:
         f"{config.aligner.encoder!r}; decode rate {decode_source}):{note}"
     )
     compute = project_hours(decode_rate, pairs_rates[kind, size], inputs, SEEDS, ITERATIONS, kind, name)
+    chain = args.shard_jobs == "chain"
+    if chain:
+        # The CPU stages run inside the GPU job (per stage, the head runs them as local rules).
+        per_request = cpu_stage_seconds_per_request(rows)
+        compute += SEEDS * ITERATIONS * per_request / 3600
+        print(
+            f"  constraint expansion and selection in the GPU job (shard_jobs: chain): {per_request * 1e6:,.0f} us "
+            f"a request ({ALIGNED_BEAMS} beams), measured on this host = "
+            f"{SEEDS * ITERATIONS * per_request / 3600:,.2f} h  [{name}]"
+        )
     job_s, job_source = job_fixed_seconds(args, device)
     shards = config.n_shards
-    fixed = shards * ITERATIONS * job_s / 3600
+    per_shard = 1 if chain else ITERATIONS
+    fixed = shards * per_shard * job_s / 3600
+    what = "1 chain job" if chain else f"{ITERATIONS} iterations"
     print(
-        f"  jobs: n_shards {shards} x {ITERATIONS} iterations = {shards * ITERATIONS:,} jobs x {job_s:.1f} s each "
-        f"before the first sentence and after the last ({job_source}) = {fixed:,.2f} h  [{name}]"
+        f"  jobs (shard_jobs: {args.shard_jobs}): n_shards {shards} x {what} = {shards * per_shard:,} jobs x "
+        f"{job_s:.1f} s each before the first sentence and after the last ({job_source}) = {fixed:,.2f} h  [{name}]"
     )
     print(f"projected hours: {compute + fixed:,.1f}  [{name}]")
     print(
         f"projected hours by n_shards (decoding and aligning {compute:,.2f} h, plus the jobs' fixed cost): "
-        + ", ".join(f"{n}: {compute + n * ITERATIONS * job_s / 3600:,.1f} h" for n in SHARD_CHOICES)
+        + ", ".join(f"{n}: {compute + n * per_shard * job_s / 3600:,.1f} h" for n in SHARD_CHOICES)
         + f"  [{name}]"
     )
     if kind == "cross":  # the other encoder size, for comparison
@@ -848,21 +867,68 @@ def main() -> None:
 
 
 def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[float, str]:
-    """The fixed seconds of a shard's iteration job: ``--job-seconds``, or its two commands (paraphrase,
-    align) timed on a one-sentence shard in fresh processes and the group job's Snakemake start-ups
-    (``bench_jobs.py``), and where it comes from."""
+    """The fixed seconds of one job: ``--job-seconds``, or its commands timed on a one-sentence shard in
+    fresh processes (a shard's iteration: paraphrase and align; a shard's chain: ``spanaug iterate`` over
+    every iteration) and the job's Snakemake start-ups (``bench_jobs.py``), and where it comes from."""
     if args.job_seconds is not None:
         return args.job_seconds, "given (--job-seconds)"
-    from bench_jobs import SNAKEMAKE_STARTS_PER_JOB, group_start_seconds, job_seconds  # on sys.path
+    from bench_jobs import (  # on sys.path
+        CHAIN_SNAKEMAKE_STARTS,
+        SNAKEMAKE_STARTS_PER_JOB,
+        chain_seconds,
+        group_start_seconds,
+        job_seconds,
+    )
 
-    seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
-    commands = sum(seconds.values())
-    parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
-    source = f"the job's commands on a one-sentence shard, measured: {parts}"
-    snakemake = group_start_seconds(args.repeats)
+    if args.shard_jobs == "chain":
+        chain = chain_seconds(device.type, sentences=1, repeats=args.repeats)
+        commands = chain.over(ITERATIONS)
+        source = (
+            f"spanaug iterate on a one-sentence shard, measured: the first iteration {chain.first:.1f} s, "
+            f"each later {chain.each_later:.2f} s"
+        )
+        starts = CHAIN_SNAKEMAKE_STARTS
+    else:
+        seconds = job_seconds(device.type, sentences=1, repeats=args.repeats)
+        commands = sum(seconds.values())
+        parts = ", ".join(f"{rule} {s:.1f} s" for rule, s in seconds.items())
+        source = f"the job's commands on a one-sentence shard, measured: {parts}"
+        starts = SNAKEMAKE_STARTS_PER_JOB
+    snakemake = group_start_seconds(args.repeats, starts)
     if snakemake is None:
         return commands, source + "; Snakemake's start-ups not counted (snakemake is not installed here)"
-    return commands + snakemake, source + f", Snakemake's {SNAKEMAKE_STARTS_PER_JOB} start-ups {snakemake:.1f} s"
+    return commands + snakemake, source + f", Snakemake's {starts} start-ups {snakemake:.1f} s"
+
+
+def cpu_stage_seconds_per_request(rows: list[dict], n: int = 4000) -> float:
+    """Seconds of constraint expansion and best-beam selection per request (``ALIGNED_BEAMS`` beams
+    each), timed on ``n`` FrameNet dev seeds through the stages' own functions: the CPU work a chain
+    job does inside its GPU job."""
+    import tempfile
+
+    from bench_scale import fake_aligned  # on sys.path
+
+    from spanaug.core import artifacts
+    from spanaug.core.config import ConstraintSettings
+    from spanaug.pipeline.constraints import expand_stage
+    from spanaug.pipeline.iterations import init_shards, select_stage
+
+    seeds = (rows * (n // len(rows) + 1))[:n]
+    seeds = [{**r, "sentence_id": f"{r['sentence_id']}#{i}"} for i, r in enumerate(seeds)]
+    with tempfile.TemporaryDirectory(prefix="spanaug-bench-cpu-stages-") as tmp:
+        folder = Path(tmp)
+        artifacts.write_table(seeds, folder / "seeds.parquet", artifacts.SENTENCES)
+        init_shards(folder / "seeds.parquet", [folder / "iter0.parquet"])
+        # Loading lemminflect's tables is once per process, counted in the job's fixed cost.
+        expand(["bought"], "VERB")
+        start = time.perf_counter()
+        expand_stage(folder / "iter0.parquet", folder / "requests.parquet", 1, ConstraintSettings())
+        expanded = time.perf_counter() - start
+        fake_aligned(folder / "requests.parquet", folder / "aligned.parquet", ALIGNED_BEAMS, seed=0)
+        start = time.perf_counter()
+        select_stage(folder / "aligned.parquet", folder / "chain.parquet", production_config().frame_elements)
+        selected = time.perf_counter() - start
+    return (expanded + selected) / n
 
 
 if __name__ == "__main__":

@@ -26,13 +26,18 @@ reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is insta
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import importlib.util
+import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,12 +47,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
-from bench_gpu import ENCODER_SHAPES, framenet_rows, positive
+from bench_gpu import ENCODER_SHAPES, ITERATIONS, framenet_rows, positive
 
 from spanaug.core import artifacts
 from spanaug.core.devices import device_name
 from spanaug.demo.standins import T5_BASE, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
+from spanaug.pipeline.iterations import init_shards, shard_file
 
 #: The MiniLM-sized encoder of the production cross aligner (all-MiniLM-L6-v2's shape).
 MINILM = ENCODER_SHAPES["minilm"]
@@ -72,7 +78,9 @@ def save_models(
     encoder = BertModel(BertConfig(vocab_size=30522, max_position_embeddings=512, **encoder_shape))
     aligner = folder / "aligner"
     CrossAligner(
-        CrossAlignerConfig(encoder="random-minilm"),
+        # Threshold 1: never null, so the chain job's shard goes on through every iteration, as most
+        # production chains do (random weights would end it at once, leaving cheap empty iterations).
+        CrossAlignerConfig(encoder="random-minilm", threshold=1.0),
         encoder=encoder,
         tokenizer=bert_tokenizer(texts, vocab_size=8000),
         device=torch.device("cpu"),
@@ -142,21 +150,27 @@ def median_run_seconds(cmd: list[str], repeats: int, what: str, **run: object) -
     return statistics.median(run_seconds(cmd, what, **run) for _ in range(repeats))
 
 
+@contextlib.contextmanager
+def bench_folder(models: dict | None = None) -> Iterator[tuple[Path, Path, Path, dict[str, str]]]:
+    """A temporary folder with the models saved (``models``: :func:`save_models`' sizes; tests make tiny
+    ones): the folder, the paraphraser, the aligner and the commands' environment."""
+    with tempfile.TemporaryDirectory(prefix="spanaug-bench-jobs-") as tmp:
+        folder = Path(tmp)
+        paraphraser, aligner = save_models(framenet_rows(), folder, **(models or {}))
+        # A run converts the paraphraser for the ct2 backend (CPU) once, into this cache.
+        yield folder, paraphraser, aligner, {**command_env(), "SPANAUG_CT2_CACHE": str(folder / "ct2")}
+
+
 def job_seconds(
     device: str, sentences: int = 1, repeats: int = 3, max_new: int = 8, models: dict | None = None
 ) -> dict[str, float]:
     """Median wall seconds of each rule's command on a shard of ``sentences``, in fresh processes;
     ``models``: :func:`save_models`' sizes (tests make tiny ones)."""
-    rows = framenet_rows()[:sentences]
-    with tempfile.TemporaryDirectory(prefix="spanaug-bench-jobs-") as tmp:
-        folder = Path(tmp)
-        paraphraser, aligner = save_models(framenet_rows(), folder, **(models or {}))
-        write_requests(rows, folder / "requests.parquet")
-        env = command_env()
+    with bench_folder(models) as (folder, paraphraser, aligner, env):
+        write_requests(framenet_rows()[:sentences], folder / "requests.parquet")
         # The first round is not timed: it converts the paraphraser for the ct2 backend (CPU), which
         # a run does once into its cache, compiles the Triton kernel into Triton's cache (GPU), and
         # reads the models into the page cache.
-        env["SPANAUG_CT2_CACHE"] = str(folder / "ct2")
         times: dict[str, list[float]] = {}
         for r in range(repeats + 1):
             for rule, cmd in commands(folder, paraphraser, aligner, device, max_new).items():
@@ -164,6 +178,61 @@ def job_seconds(
                 if r:
                     times.setdefault(rule, []).append(seconds)
     return {rule: statistics.median(ts) for rule, ts in times.items()}
+
+
+def chain_command(
+    folder: Path, paraphraser: Path, aligner: Path, device: str, max_new: int, iterations: int
+) -> list[str]:
+    """``spanaug iterate`` on the shard in ``folder`` (shard_jobs: chain's one command per shard), with
+    the settings :func:`commands` gives the per-stage commands."""
+    spanaug = [sys.executable, "-m", "spanaug.cli.main"]
+    return [
+        *spanaug, "iterate", "--chain", str(folder / "iter0.chain.parquet"),
+        "--iterations-dir", str(folder / "iterations"), "--shard", "000", "--iterations", str(iterations),
+        f"--paraphrase=--model {shlex.quote(str(paraphraser))} --beam-size 20 --return-top 3"
+        f" --max-new-tokens {max_new}",
+        f"--align=--model {shlex.quote(str(aligner))}", "--device", device,
+    ]  # fmt: skip
+
+
+@dataclasses.dataclass
+class ChainSeconds:
+    """A chain job's command, timed: its first iteration (the process, the models and one iteration),
+    each later iteration's added seconds, and the shard's chains going on after the first (0: the
+    second iteration ran on an empty shard, and the figure is too low)."""
+
+    first: float
+    each_later: float
+    going_on: int
+
+    def over(self, iterations: int) -> float:
+        """The command's seconds over ``iterations``."""
+        return self.first + (iterations - 1) * self.each_later
+
+
+def chain_seconds(
+    device: str, sentences: int = 1, repeats: int = 3, max_new: int = 8, models: dict | None = None
+) -> ChainSeconds:
+    """A shard's chain job's command (``spanaug iterate``, every iteration in one process) on a shard of
+    ``sentences`` seeds, in fresh processes: medians over ``repeats`` of one and of two iterations.
+
+    Ten iterations are not timed as such: a random paraphraser soon decodes nothing the constraints
+    allow, and the shard's later iterations would run empty, and cheaper than a production shard's.
+    The second iteration's added seconds stand for each later one's instead."""
+    with bench_folder(models) as (folder, paraphraser, aligner, env):
+        sentences_path = folder / "seeds.parquet"
+        artifacts.write_table(framenet_rows()[:sentences], sentences_path, artifacts.SENTENCES)
+        init_shards(sentences_path, [folder / "iter0.chain.parquet"])
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for r in range(repeats + 1):  # the first round untimed, as in job_seconds
+            for n in times:
+                cmd = chain_command(folder, paraphraser, aligner, device, max_new, n)
+                seconds = run_seconds(cmd, "spanaug iterate", env=env)
+                if r:
+                    times[n].append(seconds)
+        stats = json.loads(Path(shard_file(folder / "iterations", 1, "000", "select_stats")).read_text())
+    one, two = statistics.median(times[1]), statistics.median(times[2])
+    return ChainSeconds(first=one, each_later=max(two - one, 0.0), going_on=stats["outputs"])
 
 
 #: What each command's process imports before its work: the CLI, torch, and transformers' model
@@ -187,6 +256,10 @@ def library_import_seconds(repeats: int = 3) -> float:
 SNAKEMAKE_STARTS_PER_JOB = 1 + 2
 
 
+#: Snakemake processes a shard's chain job (shard_jobs: chain, one rule) starts: its own and its rule's.
+CHAIN_SNAKEMAKE_STARTS = 1 + 1
+
+
 def snakemake_start_seconds(repeats: int = 3) -> float | None:
     """Median wall seconds of a fresh Snakemake reading this workflow (``--list-rules`` with the demo
     config): its start-up and the workflow's parse, which each of a group job's Snakemake processes
@@ -202,11 +275,12 @@ def snakemake_start_seconds(repeats: int = 3) -> float | None:
     return median_run_seconds(cmd, repeats, "snakemake --list-rules", cwd=REPO)
 
 
-def group_start_seconds(repeats: int = 3) -> float | None:
-    """The Snakemake start-ups a group job pays: ``SNAKEMAKE_STARTS_PER_JOB`` x
-    :func:`snakemake_start_seconds` (None where Snakemake is not installed)."""
+def group_start_seconds(repeats: int = 3, starts: int = SNAKEMAKE_STARTS_PER_JOB) -> float | None:
+    """The Snakemake start-ups a job pays: ``starts`` (a group job's, ``SNAKEMAKE_STARTS_PER_JOB``, or
+    a chain job's, ``CHAIN_SNAKEMAKE_STARTS``) x :func:`snakemake_start_seconds` (None where Snakemake
+    is not installed)."""
     start = snakemake_start_seconds(repeats)
-    return None if start is None else SNAKEMAKE_STARTS_PER_JOB * start
+    return None if start is None else starts * start
 
 
 def main() -> None:
@@ -215,6 +289,7 @@ def main() -> None:
     ap.add_argument("--sentences", type=positive, default=1, help="sentences in the shard (default 1)")
     ap.add_argument("--repeats", type=positive, default=3)
     ap.add_argument("--max-new-tokens", type=positive, default=8, help="each beam's length (random weights)")
+    ap.add_argument("--iterations", type=positive, default=ITERATIONS, help="the chain job's iterations")
     args = ap.parse_args()
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
     device = "cpu" if device == "auto" else device
@@ -238,6 +313,24 @@ def main() -> None:
             f"({SNAKEMAKE_STARTS_PER_JOB} x {snakemake / SNAKEMAKE_STARTS_PER_JOB:.2f} s)  [{name}]"
         )
         print(f"job seconds, in all                 {commands + snakemake:6.2f} s  [{name}]")
+    # shard_jobs: chain: one process per shard for every iteration, against the jobs per iteration.
+    chain = chain_seconds(device, args.sentences, args.repeats, args.max_new_tokens)
+    n = args.iterations
+    print(
+        f"chain job seconds, spanaug iterate   {chain.over(n):6.2f} s for {n} iterations: the first "
+        f"{chain.first:.2f} s, each later {chain.each_later:.2f} s (chains going on after the first: "
+        f"{chain.going_on})  [{name}]"
+    )
+    print(
+        f"the same iterations as per-stage jobs {n * commands:6.2f} s ({n} x the two commands): "
+        f"{n * commands / chain.over(n):.1f} x the chain job's command  [{name}]"
+    )
+    chain_starts = group_start_seconds(args.repeats, CHAIN_SNAKEMAKE_STARTS)
+    if chain_starts is not None and snakemake is not None:
+        print(
+            f"chain job seconds, in all           {chain.over(n) + chain_starts:6.2f} s, with {CHAIN_SNAKEMAKE_STARTS} "
+            f"Snakemake start-ups; per-stage jobs, in all {n * (commands + snakemake):6.2f} s  [{name}]"
+        )
 
 
 if __name__ == "__main__":

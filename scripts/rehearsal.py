@@ -5,7 +5,7 @@
 production config (config/config.yaml with config/rehearsal.yaml on top: 10 iterations, 16 shards,
 stand-in models made here) through ``profiles/slurm``, and while it runs the script
 
-1. cancels (``scancel``) one running SLURM job that paraphrases or aligns;
+1. cancels (``scancel``) one running SLURM job that paraphrases or aligns (or runs a shard's chain);
 2. kills the Snakemake head with SIGKILL in the middle of an iteration, then resumes as docs/running.md
    says (``scancel --name`` of the killed head's SLURM run ID, then the same command again);
 3. restarts slurmd (``cluster.sh restart-slurmd``).
@@ -41,8 +41,12 @@ SHARED = REPO.parent / "shared" / "data"
 CONLL = SHARED / "fn1.7.dev.syntaxnet.conll"
 MODELS = REPO / "results" / "rehearsal-models"
 CONFIGS = ["config/config.yaml", "config/rehearsal.yaml"]
-#: The rules of one iteration of one shard (the jobs grouping merges).
+#: The rules of one iteration of one shard (the jobs grouping merges), and the one job of a shard's
+#: every iteration instead (shard_jobs: chain).
 ITERATION_RULES = ("expand_constraints", "paraphrase", "align", "select_best")
+CHAIN_RULE = "iterate_shard"
+#: The SLURM comment of a job that paraphrases or aligns: a rule's own, a group's, or a shard's chain.
+GPU_JOB_COMMENT = r"rule_(paraphrase|align|iterate_shard)_wildcards_|rule_iter\d+_.*(paraphrase|align)"
 #: Full FrameNet 1.7 (scripts/bench_gpu.py's count of seeds) under the production config.
 FULL_SEEDS, FULL_ITERATIONS = 198_368, 10
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -136,7 +140,8 @@ def local_rules() -> set[str]:
     (report.smk) whose names start with report_table_."""
     local = {"all"}
     for smk in (REPO / "workflow" / "rules").glob("*.smk"):
-        for name, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)+)", smk.read_text(), re.M):
+        # A rule may sit in an `if` (shard_jobs picks the iteration's rules): its body is indented deeper.
+        for _, name, body in re.findall(r"^([ \t]*)rule (\w+):\n((?:\1[ \t]+.*\n|\n)+)", smk.read_text(), re.M):
             if re.search(r"^\s+localrule: True", body, re.M):
                 local.add(name)
     return local
@@ -152,7 +157,7 @@ def count_submissions(printed: str) -> dict[str, int]:
         if rule not in local and not rule.startswith("report_table_")
     ]
     groups = re.findall(r"^.*Group job (\S+) \(", printed, re.M)
-    iteration = sum(rule in ITERATION_RULES for rule in ungrouped) + len(groups)
+    iteration = sum(rule in (*ITERATION_RULES, CHAIN_RULE) for rule in ungrouped) + len(groups)
     return {"all": len(ungrouped) + len(groups), "iterations": iteration}
 
 
@@ -277,7 +282,7 @@ class Faults:
         rid = run_id(self.logs / f"head{self.heads}.log")
         if self.cancelled is None and rid:
             for job in squeue(rid, "running"):
-                if re.match(r"rule_(paraphrase|align)_wildcards_|rule_iter\d+_.*(paraphrase|align)", job["comment"]):
+                if re.match(GPU_JOB_COMMENT, job["comment"]):
                     subprocess.run(["scancel", job["id"]], check=True)
                     self.cancelled = f"{job['id']} ({job['comment']})"
                     say(f"fault 1: scancel of running job {self.cancelled}")

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.integration
 
 spec = importlib.util.spec_from_file_location("bench_jobs", REPO / "scripts" / "bench_jobs.py")
 bench_jobs = importlib.util.module_from_spec(spec)
+sys.modules["bench_jobs"] = bench_jobs  # as an import does: its dataclasses look their module up
 spec.loader.exec_module(bench_jobs)
 
 
@@ -26,6 +27,17 @@ def test_the_commands_of_an_iteration_job_run_in_turn_and_are_timed():
     )
     assert list(seconds) == ["paraphrase", "align"]
     assert all(s > 0 for s in seconds.values())
+
+
+def test_a_shards_chain_job_runs_every_iteration_in_one_timed_process():
+    shared_file("fn1.7.dev.syntaxnet.conll")
+    tiny_encoder = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+    chain = bench_jobs.chain_seconds(
+        "cpu", sentences=2, repeats=1, max_new=2, models={"size": TINY, "encoder_shape": tiny_encoder}
+    )
+    assert chain.first > 0 and chain.each_later >= 0 and 0 <= chain.going_on <= 2
+    assert chain.over(10) == pytest.approx(chain.first + 9 * chain.each_later)
+    assert bench_jobs.CHAIN_SNAKEMAKE_STARTS == 2  # iterate_shard is one rule: no group
 
 
 def test_the_timed_imports_are_the_commands_libraries():
