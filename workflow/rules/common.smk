@@ -247,7 +247,8 @@ def out_dir(wildcards, output):
 
 def two_levels_up(wildcards, output):
     """The folder two levels above a rule's first output: the run's, from an output of report/ (sources
-    on the warnings page are relative to it); the iterations', from one of iterations/iter1/."""
+    on the warnings page are relative to it); the iterations', from one of iterations/iter1/.
+    """
     return os.path.dirname(os.path.dirname(output[0]))
 
 
