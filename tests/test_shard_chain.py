@@ -226,3 +226,18 @@ def test_a_seeds_file_that_is_not_a_chain_is_one_line_and_nothing_is_written(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"spanaug: error: {seeds}") and "\n" not in err, err
     assert sorted(p.name for p in (tmp_path / "iterations").iterdir()) == ["iter0"]
+
+
+def test_a_shard_without_seeds_writes_every_iterations_files_empty(tmp_path, tiny_paraphraser, tiny_aligner):
+    """More shards than seeds (the per-stage jobs run on empty shards too): every file, every iteration."""
+    settings = _settings(tiny_paraphraser, tiny_aligner)
+    sentences = tmp_path / "seeds.parquet"
+    artifacts.write_table([], sentences, artifacts.SENTENCES)
+    chain = tmp_path / "iterations" / "iter0" / "shard000.chain.parquet"
+    chain.parent.mkdir(parents=True)
+    init_shards(sentences, [chain])
+    assert main(_iterate_argv(tmp_path, settings)) == 0
+    for i in range(1, ITERATIONS + 1):
+        chain_i = artifacts.read_table(shard_file(tmp_path / "iterations", i, "000", "chain"), artifacts.CHAIN)
+        stats = json.loads(Path(shard_file(tmp_path / "iterations", i, "000", "align_stats")).read_text())
+        assert chain_i.num_rows == 0 and stats["empty_shard"] is True
