@@ -28,3 +28,14 @@ spec.loader.exec_module(bench_gpu)
 def test_inputs_per_request_are_what_the_align_stage_encodes(kind, settings, inputs):
     fe = FrameElementSettings(**settings)
     assert bench_gpu.encoder_inputs_per_request(kind, 1.5, fe, 3) == inputs
+
+
+def test_the_cpu_stages_of_a_chain_job_are_timed_per_request():
+    """What a chain job runs on its host while its GPU waits: constraint expansion and selection,
+    through the stages' own functions, on FrameNet rows (seed ids made unique when they repeat)."""
+    from conftest import seed
+
+    rows = [seed(f"s{n}", "Abby bought a car from Robin".split(), 1, 1, "Commerce_buy", "buy.v") for n in range(3)]
+    for row in rows:
+        row["frame_elements"] = None
+    assert 0 < bench_gpu.cpu_stage_seconds_per_request(rows, n=10) < 1
