@@ -111,19 +111,25 @@ def tiny_paraphraser(tmp_path_factory: pytest.TempPathFactory) -> str:
 def tiny_aligner(tiny_encoder: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A paper-kind span aligner on the tiny encoder, trained for an epoch on a copy task, saved to disk
     (tests that damage it copy it first)."""
+    out = tmp_path_factory.mktemp("tiny_aligner") / "aligner"
+    save_copy_aligner(tiny_encoder, out)
+    return out
+
+
+def save_copy_aligner(tiny_encoder: str, path: Path, pairs: int = 40, epochs: int = 1) -> None:
+    """A paper-kind aligner on ``tiny_encoder`` trained to copy spans (``pairs`` of :func:`copy_task`),
+    saved to ``path``."""
     from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
     from spanaug.pipeline.aligner.training import train_aligner
 
-    out = tmp_path_factory.mktemp("tiny_aligner") / "aligner"
     aligner, _ = train_aligner(
-        copy_task(40, 0),
+        copy_task(pairs, 0),
         AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
-        AlignerTrainSettings(epochs=1),
+        AlignerTrainSettings(epochs=epochs),
         device="cpu",
         progress=False,
     )
-    aligner.save_pretrained(out)
-    return out
+    aligner.save_pretrained(path)
 
 
 # ---------------------------------------------------------------- shared test data

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from conftest import CORPUS
-from test_stages import requests_table, save_copy_aligner, write_paraphrases
+from test_stages import requests_table, write_paraphrases
 
 from spanaug.core import artifacts
 from spanaug.core.config import DecodeSettings
@@ -107,10 +107,9 @@ def test_the_paraphrase_stage_decodes_with_the_loaded_model_frozen(tiny_paraphra
     assert unfrozen()
 
 
-def test_the_align_stage_aligns_with_the_loaded_model_frozen(tiny_encoder, tmp_path, monkeypatch):
+def test_the_align_stage_aligns_with_the_loaded_model_frozen(tiny_aligner, tmp_path, monkeypatch):
     from spanaug.pipeline.aligner import stage
 
-    save_copy_aligner(tiny_encoder, tmp_path / "aligner")
     write_paraphrases([("a", 0, 0.0, None)], tmp_path / "para.parquet")
     frozen = []
     align = stage.align_rows
@@ -120,6 +119,6 @@ def test_the_align_stage_aligns_with_the_loaded_model_frozen(tiny_encoder, tmp_p
         return align(*args, **kwargs)
 
     monkeypatch.setattr(stage, "align_rows", recording)
-    stage.align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "out.parquet", device="cpu")
+    stage.align_stage(tiny_aligner, tmp_path / "para.parquet", tmp_path / "out.parquet", device="cpu")
     assert frozen and min(frozen) > INTERPRETER_FROZEN + 1000
     assert unfrozen()

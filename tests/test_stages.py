@@ -3,10 +3,9 @@
 import json
 
 import pytest
-from conftest import CORPUS, copy_task, output, seed
+from conftest import CORPUS, output, save_copy_aligner, seed
 
 from spanaug.core import artifacts
-from spanaug.core.aligner_settings import AlignerConfig, AlignerTrainSettings
 from spanaug.core.config import ConstraintSettings, DecodeSettings
 from spanaug.pipeline.constraints import expand_stage
 from spanaug.pipeline.iterations import assemble, init_shards, select_stage
@@ -160,20 +159,6 @@ def test_paraphrase_stage_writes_ranked_beams_and_its_counts(tiny_paraphraser, t
         assert [b["paraphrase_score"] for b in beams] == sorted(b["paraphrase_score"] for b in beams)
 
 
-def save_copy_aligner(tiny_encoder, path):
-    """A paper-kind aligner trained briefly to copy spans, saved to ``path``."""
-    from spanaug.pipeline.aligner.training import train_aligner
-
-    aligner, _ = train_aligner(
-        copy_task(60, 0),
-        AlignerConfig(encoder=tiny_encoder, k=2, hidden=16),
-        AlignerTrainSettings(epochs=2),
-        device="cpu",
-        progress=False,
-    )
-    aligner.save_pretrained(path)
-
-
 def write_paraphrases(beams, path):
     """A PARAPHRASES file of ``beams`` (as :func:`aligned_rows` takes them), not aligned yet."""
     rows = aligned_rows(beams)
@@ -186,7 +171,7 @@ def write_paraphrases(beams, path):
 def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
     from spanaug.pipeline.aligner.stage import align_stage
 
-    save_copy_aligner(tiny_encoder, tmp_path / "aligner")
+    save_copy_aligner(tiny_encoder, tmp_path / "aligner", pairs=60, epochs=2)
     write_paraphrases([("a", 0, 0.0, None), ("a", 1, 0.0, None), ("b", 0, 0.0, None)], tmp_path / "para.parquet")
     assert align_stage(tmp_path / "aligner", tmp_path / "para.parquet", tmp_path / "aligned.parquet", device="cpu") == 3
     out = artifacts.read_table(tmp_path / "aligned.parquet", artifacts.ALIGNED).to_pylist()
