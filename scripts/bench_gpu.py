@@ -34,12 +34,13 @@ config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype thro
 size is projected), and for the cross kind one encoder pass per (pair, span), so every aligned beam
 costs the trigger plus the frame elements the align stage places (overt and not the trigger: the
 mean per annotated FN1.7 dev sentence, measured here). ``--decode-rate`` projects with a decode rate
-measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every shard's
-iteration is a job that pays a fixed cost (processes, models, checks) whatever its size, so the
-projection adds ``n_shards`` (config/config.yaml's) x 10 jobs x that cost, measured by running the
-job's two commands (paraphrase, align) on a one-sentence shard, with the job's Snakemake start-ups
-(``scripts/bench_jobs.py``), or given with ``--job-seconds``, and prints the projection for 4 to 64
-shards beside it.
+measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every job pays a
+fixed cost (processes, models, checks) whatever its shard's size, so the projection adds it per job
+(``scripts/bench_jobs.py`` measures it on a one-sentence shard with the job's Snakemake start-ups, or
+``--job-seconds`` gives it): with ``--shard-jobs chain`` (config/config.yaml's ``shard_jobs``) one job
+a shard, ``spanaug iterate`` over every iteration, whose constraint expansion and selection (timed
+here) also hold its GPU; with ``iteration``, ``n_shards`` x 10 jobs of two commands (paraphrase, align).
+It prints the projection for 4 to 64 shards beside it.
 
     .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
     .venv/bin/python scripts/bench_gpu.py --device cpu

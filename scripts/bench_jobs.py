@@ -17,7 +17,9 @@ static engine where CUDA is present, a cross aligner with a MiniLM-sized encoder
 command's wall seconds (median of ``--repeats``) and their sum, the part of it that is importing the
 libraries (:func:`library_import_seconds`), then the start-ups of the three
 Snakemake processes a group job runs (its own and one a rule), each timed as a fresh Snakemake
-reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is installed.
+reading this workflow (:func:`snakemake_start_seconds`) where Snakemake is installed. Then it times
+the job that replaces a shard's ten (``shard_jobs: chain``): ``spanaug iterate``, every iteration in
+one process with each model loaded once (:func:`chain_seconds`), with its two Snakemake start-ups.
 
     .venv/bin/python scripts/bench_jobs.py                # the device torch sees
     .venv/bin/python scripts/bench_jobs.py --device cpu --repeats 3
