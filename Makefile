@@ -44,7 +44,7 @@ demo-slurm: $(STAMP)
 		$(BIN)/python scripts/same_rows.py results/demo/augmented.parquet $(SLURM_RES)/augmented.parquet; \
 	else echo "demo-slurm: no results/demo/augmented.parquet (make demo) to compare the rows with"; fi
 
-# A FrameNet-scale dress rehearsal on the same one-node cluster (not in CI; about 65 minutes on 2 cores):
+# A FrameNet-scale dress rehearsal on the same one-node cluster (not in CI; 5 minutes on 2 cores):
 # the FN1.7 dev CoNLL's frame annotations as seeds, 10 iterations, 16 shards, stand-in models, three
 # faults injected, then the same config run locally and compared row for row (scripts/rehearsal.py).
 rehearsal: $(STAMP)
