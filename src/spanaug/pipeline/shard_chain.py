@@ -21,7 +21,7 @@ from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElement
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.stage import align_stage, load_aligner
 from spanaug.pipeline.constraints import expand_stage
-from spanaug.pipeline.iterations import select_stage, shard_file
+from spanaug.pipeline.iterations import SHARD_FILES, select_stage, shard_file
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 from spanaug.pipeline.paraphraser.stage import load_paraphraser, paraphrase_stage
 
@@ -75,7 +75,7 @@ def iterate_shard(
     chain_rows = []
     previous: Path | str = seeds
     for i in range(1, iterations + 1):
-        path = {name: shard_file(iterations_dir, i, shard, name) for name in ("requests", "paraphrases", "aligned")}
+        path = {name: shard_file(iterations_dir, i, shard, name) for name in SHARD_FILES}
         with artifacts.writing_stage("constraints"):
             expand_stage(previous, path["requests"], i, constraints)
         with artifacts.writing_stage("paraphrase"):
@@ -84,7 +84,7 @@ def iterate_shard(
                 path["paraphrases"],
                 models.decode,
                 models.device,
-                stats_path=shard_file(iterations_dir, i, shard, "paraphrase_stats"),
+                stats_path=path["paraphrase_stats"],
                 paraphraser=models.loaded_paraphraser(),
             )
         a = models.aligner_args
@@ -98,13 +98,11 @@ def iterate_shard(
                 device=models.device,
                 dtype=a.dtype,
                 batch_size=a.batch_size,
-                stats_path=shard_file(iterations_dir, i, shard, "align_stats"),
+                stats_path=path["align_stats"],
                 aligner=models.loaded_aligner(),
             )
-        previous = shard_file(iterations_dir, i, shard, "chain")
         with artifacts.writing_stage("select"):
-            chain_rows.append(
-                select_stage(path["aligned"], previous, fe, shard_file(iterations_dir, i, shard, "select_stats"))
-            )
+            chain_rows.append(select_stage(path["aligned"], path["chain"], fe, path["select_stats"]))
+        previous = path["chain"]
         log.info("shard %s, iteration %d of %d: %d chains go on", shard, i, iterations, chain_rows[-1])
     return chain_rows
