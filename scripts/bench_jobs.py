@@ -306,13 +306,15 @@ def main() -> None:
         f"job seconds, of which imports       {len(seconds) * imports:6.2f} s ({len(seconds)} x {imports:.2f} s: "
         f"the CLI, torch, transformers' T5 and BERT)  [{name}]"
     )
-    snakemake = group_start_seconds(args.repeats)
+    # One Snakemake start-up, measured once, counted for each job's processes.
+    start = snakemake_start_seconds(args.repeats)
+    snakemake = None if start is None else SNAKEMAKE_STARTS_PER_JOB * start
     if snakemake is None:
         print("job seconds, Snakemake's start-ups not measured: snakemake is not installed here")
     else:
         print(
             f"job seconds, Snakemake's start-ups  {snakemake:6.2f} s "
-            f"({SNAKEMAKE_STARTS_PER_JOB} x {snakemake / SNAKEMAKE_STARTS_PER_JOB:.2f} s)  [{name}]"
+            f"({SNAKEMAKE_STARTS_PER_JOB} x {start:.2f} s)  [{name}]"
         )
         print(f"job seconds, in all                 {commands + snakemake:6.2f} s  [{name}]")
     # shard_jobs: chain: one process per shard for every iteration, against the jobs per iteration.
@@ -327,8 +329,8 @@ def main() -> None:
         f"the same iterations as per-stage jobs {n * commands:6.2f} s ({n} x the two commands): "
         f"{n * commands / chain.over(n):.1f} x the chain job's command  [{name}]"
     )
-    chain_starts = group_start_seconds(args.repeats, CHAIN_SNAKEMAKE_STARTS)
-    if chain_starts is not None and snakemake is not None:
+    if start is not None:
+        chain_starts = CHAIN_SNAKEMAKE_STARTS * start
         print(
             f"chain job seconds, in all           {chain.over(n) + chain_starts:6.2f} s, with {CHAIN_SNAKEMAKE_STARTS} "
             f"Snakemake start-ups; per-stage jobs, in all {n * (commands + snakemake):6.2f} s  [{name}]"
