@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU path on one GPU node, in one command that fetches nothing (about 6 minutes on one H100):
+# The GPU path on one GPU node, in one command that fetches nothing (about 10 minutes on one H100):
 #
 #   scripts/gpu_check.sh [OUT_DIR]        # default OUT_DIR: results/gpu_check
 #
