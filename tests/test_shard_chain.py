@@ -187,8 +187,8 @@ def test_the_rules_stage_options_read_back_as_the_configs_settings(shard_jobs):
 
     from conftest import production_config
 
-    from spanaug.cli.align import AlignStageSettings
     from spanaug.cli.options import parse_settings
+    from spanaug.core.aligner_settings import AlignStageSettings
     from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings
     from spanaug.workflow.plan import Plan
 

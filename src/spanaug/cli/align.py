@@ -15,6 +15,7 @@ from spanaug.core.aligner_settings import (
     AlignerSection,
     AlignerSystemsSettings,
     AlignerTrainSection,
+    AlignStageSettings,
     CrossDomainSettings,
     CrossTrainSection,
     LongSpanSettings,
@@ -189,16 +190,6 @@ class AlignStageOptions:
         "alignment statistics (JSON): beams aligned and not, pairs over the encoder's "
         "limit, whether the shard is empty",
     )
-
-
-@settings
-class AlignStageSettings:
-    """The aligner the align stage runs, and how (``spanaug iterate --align`` takes them too)."""
-
-    model: str = setting(help="a trained aligner directory")
-    encoder: str | None = setting(None, "override the encoder saved with the model")
-    batch_size: int = inherit(AlignerSection, "batch_size")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = inherit(AlignerSection, "dtype")
 
 
 @command("align", "paraphrases", help="pipeline stage: align every beam of a paraphrases shard (and its FEs)")

@@ -7,6 +7,7 @@ import logging
 from typing import Literal
 
 from spanaug.cli.options import command, parse_settings
+from spanaug.core.aligner_settings import AlignStageSettings
 from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings, RunConfig, Runtime
 from spanaug.core.settings import inherit, setting, settings
 
@@ -42,22 +43,20 @@ class IterateOptions:
 
 @command("iterate", help="every iteration of one shard, each model loaded once (shard_jobs: chain)")
 def iterate(options: IterateOptions, runtime: Runtime) -> None:
-    from spanaug.cli.align import AlignStageSettings
-    from spanaug.pipeline.shard_chain import AlignerArgs, ShardModels, iterate_shard
+    from spanaug.pipeline.shard_chain import ShardModels, iterate_shard
 
     # Every setting is read and checked before any model loads or any file is written.
     (constraints,) = parse_settings(options.constraints, [ConstraintSettings], "--constraints")
     (decode,) = parse_settings(options.paraphrase, [DecodeSettings], "--paraphrase")
     (aligner,) = parse_settings(options.align, [AlignStageSettings], "--align")
     (frame_elements,) = parse_settings(options.frame_elements, [FrameElementSettings], "--frame-elements")
-    args = AlignerArgs(aligner.model, aligner.encoder, aligner.batch_size, aligner.dtype)
     rows = iterate_shard(
         options.chain,
         options.iterations_dir,
         options.shard,
         options.iterations,
         constraints,
-        ShardModels(decode, args, runtime.device),
+        ShardModels(decode, aligner, runtime.device),
         frame_elements,
     )
     log.info("shard %s: chains going on after each iteration: %s", options.shard, rows)

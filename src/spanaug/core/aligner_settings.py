@@ -431,6 +431,18 @@ class AlignerSection(Settings):
             self.cross_domain.inherit_phrases(self.train or AlignerTrainSection())
 
 
+@settings
+class AlignStageSettings:
+    """The aligner the align stage runs, and how: ``spanaug align paraphrases``' options, which
+    ``spanaug iterate --align`` takes too. A plain dataclass, as the command's options were: the
+    command checks nothing the section's schema would add."""
+
+    model: str = setting(help="a trained aligner directory")
+    encoder: str | None = setting(None, "override the encoder saved with the model")
+    batch_size: int = inherit(AlignerSection, "batch_size")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = inherit(AlignerSection, "dtype")
+
+
 # ---------------------------------------------------------------- word-alignment baselines
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spanaug.core import artifacts
+from spanaug.core.aligner_settings import AlignStageSettings
 from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.stage import align_stage, load_aligner
@@ -28,22 +29,12 @@ from spanaug.pipeline.paraphraser.stage import load_paraphraser, paraphrase_stag
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class AlignerArgs:
-    """How the align stage loads and runs the aligner (``spanaug align paraphrases``' settings)."""
-
-    model: str
-    encoder: str | None = None
-    batch_size: int = 64
-    dtype: str = "auto"
-
-
 @dataclass
 class ShardModels:
     """The shard's two models, each loaded when first needed and then kept for every iteration."""
 
     decode: DecodeSettings
-    aligner_args: AlignerArgs
+    aligner_settings: AlignStageSettings
     device: str
     paraphraser: Paraphraser | None = None
     aligner: SpanAlignerModel | None = None
@@ -55,7 +46,7 @@ class ShardModels:
 
     def loaded_aligner(self) -> SpanAlignerModel:
         if self.aligner is None:
-            a = self.aligner_args
+            a = self.aligner_settings
             self.aligner = load_aligner(a.model, a.encoder, self.device, a.dtype)
         return self.aligner
 
@@ -87,7 +78,7 @@ def iterate_shard(
                 stats_path=path["paraphrase_stats"],
                 paraphraser=models.loaded_paraphraser(),
             )
-        a = models.aligner_args
+        a = models.aligner_settings
         with artifacts.writing_stage("align paraphrases"):
             align_stage(
                 a.model,
