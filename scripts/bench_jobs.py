@@ -112,19 +112,23 @@ def write_requests(rows: list[dict], path: Path) -> None:
     artifacts.write_table(requests, path, artifacts.REQUESTS)
 
 
+#: The console script, run as the rules run it, from this checkout.
+SPANAUG = [sys.executable, "-m", "spanaug.cli.main"]
+#: The decoding settings of every timed command: paraphraser.beam_size and return_top as configured by default.
+DECODE_OPTIONS = ["--beam-size", "20", "--return-top", "3"]
+
+
 def commands(folder: Path, paraphraser: Path, aligner: Path, device: str, max_new: int) -> dict[str, list[str]]:
     """The commands of the shard's grouped job in ``folder`` (paraphrase, then align), as
     workflow/rules/*.smk call them."""
-    spanaug = [sys.executable, "-m", "spanaug.cli.main"]
     return {
         "paraphrase": [
-            *spanaug, "paraphrase", "--requests", str(folder / "requests.parquet"),
+            *SPANAUG, "paraphrase", "--requests", str(folder / "requests.parquet"),
             "--out", str(folder / "paraphrases.parquet"), "--stats", str(folder / "paraphrase_stats.json"),
-            "--model", str(paraphraser), "--beam-size", "20", "--return-top", "3",
-            "--max-new-tokens", str(max_new), "--device", device,
+            "--model", str(paraphraser), *DECODE_OPTIONS, "--max-new-tokens", str(max_new), "--device", device,
         ],
         "align": [
-            *spanaug, "align", "paraphrases", "--model", str(aligner),
+            *SPANAUG, "align", "paraphrases", "--model", str(aligner),
             "--paraphrases", str(folder / "paraphrases.parquet"), "--out", str(folder / "aligned.parquet"),
             "--stats", str(folder / "align_stats.json"), "--device", device,
         ],
@@ -187,12 +191,10 @@ def chain_command(
 ) -> list[str]:
     """``spanaug iterate`` on the shard in ``folder`` (shard_jobs: chain's one command per shard), with
     the settings :func:`commands` gives the per-stage commands."""
-    spanaug = [sys.executable, "-m", "spanaug.cli.main"]
     return [
-        *spanaug, "iterate", "--chain", str(folder / "iter0.chain.parquet"),
+        *SPANAUG, "iterate", "--chain", str(folder / "iter0.chain.parquet"),
         "--iterations-dir", str(folder / "iterations"), "--shard", "000", "--iterations", str(iterations),
-        f"--paraphrase=--model {shlex.quote(str(paraphraser))} --beam-size 20 --return-top 3"
-        f" --max-new-tokens {max_new}",
+        f"--paraphrase=--model {shlex.quote(str(paraphraser))} {shlex.join(DECODE_OPTIONS)} --max-new-tokens {max_new}",
         f"--align=--model {shlex.quote(str(aligner))}", "--device", device,
     ]  # fmt: skip
 
