@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
 
-.PHONY: venv demo demo-slurm rehearsal test test-fast schema envs lint dag clean-demo bench aligner-production
+.PHONY: venv venv-gpu demo demo-slurm rehearsal test test-fast schema envs lint dag clean-demo bench aligner-production
 
 venv: $(STAMP)
 
@@ -16,6 +16,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[workflow,test,lint,offline-encoder,ct2]"
 	touch $(STAMP)
+
+# The GPU environment (docs/gpus.md#environment): .venv-gpu with a CUDA build of torch, the GPU rules'
+# extras, Snakemake with its SLURM plugin and what scripts/gpu_check.sh runs; `.venv-gpu/bin/snakemake`
+# runs every rule with it. PyPI's torch for Linux x86_64 is a CUDA build; for an older driver, take
+# another from TORCH_INDEX (https://download.pytorch.org/whl/cu126, with TORCH=torch if it lacks .venv's
+# version). It stops when pip gave a CPU-only torch; a login node without a GPU can build it.
+VENV_GPU := .venv-gpu
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+venv-gpu: $(VENV_GPU)/.installed
+
+$(VENV_GPU)/.installed: pyproject.toml
+	test -x $(VENV_GPU)/bin/python || $(PYTHON) -m venv $(VENV_GPU)
+	$(VENV_GPU)/bin/pip install -q --upgrade pip
+	$(VENV_GPU)/bin/pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(VENV_GPU)/bin/python -c 'import sys, torch; c = torch.version.cuda; print("torch", torch.__version__, "CUDA", c); sys.exit(0 if c else "venv-gpu: pip installed a CPU-only torch: set TORCH_INDEX")'
+	$(VENV_GPU)/bin/pip install -q -e ".[gpu,workflow,gpu-check]"
+	touch $@
 
 # Rules call the `spanaug` installed beside this Snakemake (see workflow/rules/common.smk).
 SNAKEMAKE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/snakemake

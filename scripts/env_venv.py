@@ -10,11 +10,11 @@ fetch a CUDA wheel for `torch>=...` (run it with the project's .venv, whose torc
 
     .venv/bin/python scripts/env_venv.py envs/cpu.yaml /tmp/env-cpu [-- PIP_OPTIONS...]
 
-Then run a rule with it: put its bin first on PATH (what activating a conda environment does) and
-call Snakemake; the rule's `spanaug` is the venv's:
+Then run a rule with it: rules call the `spanaug` beside the Snakemake that runs them
+(workflow/rules/common.smk), so add Snakemake to the venv and run that one:
 
-    PATH=/tmp/env-cpu/bin:$PATH .venv/bin/snakemake --configfile config/demo.yaml --cores 1 \\
-        results/demo/data/sentences.parquet
+    .venv/bin/python scripts/env_venv.py envs/cpu.yaml /tmp/env-cpu -- 'snakemake>=9,<10'
+    /tmp/env-cpu/bin/snakemake --configfile config/demo.yaml --cores 1 results/demo/data/sentences.parquet
 """
 
 from __future__ import annotations

