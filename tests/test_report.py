@@ -175,6 +175,33 @@ def test_curves_equal_to_none_are_found():
     assert same_as_baseline(rows) == {"geca": True, "lexsub": False}
 
 
+def test_a_curve_point_whose_model_predicts_nothing_is_a_warning(tmp_path):
+    """Read from the curves' prediction counts: every seed silent is empty, some degraded, none (or an
+    F1 of 0 from a model that predicts) is no warning; argument ID's curves have their own stage."""
+    rows = [
+        {"augmenter": a, "fraction": f, "seeds": 3, "f1_mean": m, "f1_std": 0.0, "augmented_examples": e}
+        | ({"seeds_predicting_nothing": silent} if silent is not None else {})
+        for a, f, m, e, silent in [
+            ("none", 0.5, 0.0, 0, 3),
+            ("none", 1.0, 0.0, 0, 0),
+            ("paraphrastic", 0.5, 0.31, 40, 1),
+            ("paraphrastic", 1.0, 0.33, 80, None),
+        ]
+    ]
+    files.write_csv(rows, tmp_path / "argid/curves.csv")
+    out = tmp_path / "w.json"
+    args = ["report", "warnings", "--argid-curves", str(tmp_path / "argid/curves.csv"), "--out-json", str(out)]
+    assert main([*args, "--out-html", str(tmp_path / "w.html"), "--base", str(tmp_path)]) == 0
+    records = json.loads(out.read_text())["warnings"]
+    assert [(r["stage"], r["kind"], r["source"]) for r in records] == [
+        ("argument ID", "empty", "argid/curves.csv"),
+        ("argument ID", "degraded", "argid/curves.csv"),
+    ]
+    assert records[0]["message"].startswith("no augmentation at 50% of the training sentences: 3 of 3 seeds' models")
+    assert "paraphrastic at 50%" in records[1]["message"] and "F1 of 0.310 measures no model" in records[1]["message"]
+    assert "predicted nothing on the test set" in (tmp_path / "w.html").read_text()
+
+
 def _shard_stats(root, iteration, shard, **stats):
     path = root / "iterations" / f"iter{iteration}" / f"shard{shard:03d}.paraphrase_stats.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +272,9 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
     assert any("iteration 1: 2 of 20 requests (10%) got no output" in m for m in paraphrase)
     assert any("iteration 2: no requests" in m for m in paraphrase)
     assert "never predicts 'no counterpart'" in by_stage["span aligner"][0]["message"]
-    assert any("equals 'none' at every fraction" in r["message"] for r in by_stage["Frame ID (Figure 8)"])
+    assert any(
+        "equals the no augmentation curve at every fraction" in r["message"] for r in by_stage["Frame ID (Figure 8)"]
+    )
     assert "SIMULATED" in by_stage["human evaluation"][0]["message"]
     page = warnings.warnings_page(records)
     assert f"{len(records)} warning(s)" in page and page.count("<tr><td>") == len(records)

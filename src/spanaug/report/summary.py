@@ -17,6 +17,7 @@ from spanaug.core import files
 from spanaug.core.modeldir import TRAINING_SUMMARY
 from spanaug.core.provenance import ModelOrigin, toy_models
 from spanaug.core.settings import setting, settings
+from spanaug.downstream.curve_checks import label
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json, toy_descriptions
 
@@ -208,15 +209,18 @@ def frameid_rows(curves: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[st
     top = max(float(r["fraction"]) for r in curves)
     rows = [
         {
-            "augmenter": r["augmenter"],
+            "augmenter": label(r["augmenter"]),
             "F1 (mean)": r["f1_mean"],
             "s.d.": r["f1_std"],
             "seeds": r["seeds"],
             "augmented examples": int(float(r["augmented_examples"])),
+            "note": r.get("note") or "",
         }
         for r in curves
         if float(r["fraction"]) == top
     ]
+    if not any(r["note"] for r in rows):
+        rows = [{k: v for k, v in r.items() if k != "note"} for r in rows]
     return f"{top:.0%}", rows
 
 
