@@ -4,6 +4,7 @@ import base64
 import json
 import re
 
+import numpy as np
 import pytest
 from conftest import output, seed, write_augmented
 
@@ -383,6 +384,28 @@ def test_warnings_and_summary_commands(run, tmp_path):
     )
     page = (tmp_path / "s.html").read_text()
     assert "Demo run." in page and "<strong>simulated</strong>" in page
+    assert "Toy models" not in page  # the demo corpus alone says nothing of the models
+
+    # The paraphraser by name and size (its weights' headers); the toy banner, with its rule, only for
+    # one trained from scratch on few pairs, not for a pretrained model fine-tuned on as few.
+    from safetensors.numpy import save_file
+
+    para = tmp_path / "paraphraser"
+    para.mkdir()
+    save_file({"w": np.zeros((4, 8), np.float32), "b": np.zeros(8, np.float32)}, str(para / "model.safetensors"))
+    record = {"steps": 9, "pairs": 80, "config": {"bitext": "pairs.tsv"}, "initial_model": "gemma-3-270m.gguf"}
+    (para / "training_summary.json").write_text(json.dumps(record))
+    assert main([*args, "--paraphraser", str(para)]) == 0
+    page = (tmp_path / "s.html").read_text()
+    assert f"The paraphraser <code>{para}</code> has 40 parameters" in page and "Toy models" not in page
+    assert " and was fine-tuned from gemma-3-270m.gguf on 80 sentence pairs of pairs.tsv." in page
+    assert json.loads((tmp_path / "s.json").read_text())["paraphraser"]["parameters"] == 40
+    del record["initial_model"]
+    (para / "training_summary.json").write_text(json.dumps(record))
+    assert main([*args, "--paraphraser", str(para)]) == 0
+    page = (tmp_path / "s.html").read_text()
+    assert "Toy models" in page and "trained from scratch on 80 sentence pairs" in page
+    assert "mechanics, not paraphrase quality" in page and "fewer than 1,000 sentence pairs" in page
 
 
 def test_warn_logs_and_records(caplog):

@@ -273,6 +273,14 @@ def curves_stage(
 ) -> list[dict[str, Any]]:
     """CLI stage: point results (Frame ID's or the argument identifier's) -> the curve table (CSV) and figure."""
     rows = curves(read_points(point_paths))
+    for row in rows:
+        if row["note"]:
+            log.warning(
+                "%s at %.0f%% of the training sentences: %s",
+                label(row["augmenter"]),
+                100 * row["fraction"],
+                row["note"],
+            )
     files.write_csv(rows, table)
     plot_curves(rows, plot, ylabel)
     return rows
