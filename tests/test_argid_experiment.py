@@ -114,6 +114,10 @@ def test_cli_points_and_curves(tiny_encoder, tmp_path):
         ("paraphrastic", 1.0),
     ]
     assert plot.stat().st_size > 0
+    # Each row counts its point's predictions (one seed each), so the report can tell a silent model.
+    for row, point in zip(rows, (json.loads(p.read_text()) for p in points)):
+        assert float(row["n_pred"]) == point["n_pred"]
+        assert int(row["seeds_predicting_nothing"]) == (point["n_pred"] == 0)
 
 
 def test_paraphrastic_point_without_its_files_is_refused(tmp_path, capsys):

@@ -7,10 +7,17 @@ from conftest import fe, output, seed, toy, write_augmented, write_conll
 
 from spanaug.cli.main import main
 from spanaug.core import artifacts
-from spanaug.core.errors import ConfigError
+from spanaug.core.errors import ConfigError, InputError
 from spanaug.core.evaluation_settings import GecaSettings, SplitSettings
 from spanaug.core.validation import LOST
-from spanaug.downstream.augmenter_comparison import curves, curves_stage, examples_for, sample_sentences
+from spanaug.downstream.augmenter_comparison import (
+    curves,
+    curves_stage,
+    examples_for,
+    plot_curves,
+    read_points,
+    sample_sentences,
+)
 from spanaug.downstream.augmenters import chain_members, geca_examples, lexsub_examples, paraphrastic_examples
 from spanaug.downstream.frameid.data import Sentence, read_training_file, sentence_key, split_sentences
 from spanaug.pipeline.aligner.training_data import graph_instances
@@ -253,6 +260,44 @@ def test_curves_average_over_seeds(tmp_path):
         paths[-1].write_text(json.dumps(p))
     curves_stage(paths, tmp_path / "c.csv", tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 0 and len((tmp_path / "c.csv").read_text().splitlines()) == 3
+
+
+def test_points_whose_model_predicts_nothing_are_counted_noted_and_marked(tmp_path, monkeypatch):
+    """F1 0 from a model with no prediction is no figure of its augmenter: the curve table counts such
+    seeds from the points' prediction counts (not from F1), notes them, and the figure marks them."""
+    points = [
+        {"augmenter": a, "fraction": f, "seed": s, "f1": f1, "n_pred": n, "n_gold": 9}
+        for a, f, s, f1, n in [
+            ("none", 0.5, 0, 0.0, 0),
+            ("none", 0.5, 1, 0.0, 0),
+            ("none", 1.0, 0, 0.0, 4),  # wrong on every prediction: F1 0, but a model that predicts
+            ("none", 1.0, 1, 0.2, 6),
+            ("paraphrastic", 0.5, 0, 0.3, 7),
+            ("paraphrastic", 0.5, 1, 0.0, 0),
+        ]
+    ]
+    points.append({"augmenter": "paraphrastic", "fraction": 1.0, "seed": 0, "f1": 0.0})  # written before n_pred
+    rows = {(r["augmenter"], r["fraction"]): r for r in curves(points)}
+    silent = {k: r["seeds_predicting_nothing"] for k, r in rows.items()}
+    assert silent == {("none", 0.5): 2, ("none", 1.0): 0, ("paraphrastic", 0.5): 1, ("paraphrastic", 1.0): None}
+    assert rows[("none", 1.0)]["n_pred"] == 5 and rows[("paraphrastic", 1.0)]["n_pred"] is None
+    assert "2 of 2 seeds' models predicted nothing" in rows[("none", 0.5)]["note"]
+    assert "1 of 2 seeds'" in rows[("paraphrastic", 0.5)]["note"]
+    assert rows[("none", 1.0)]["note"] == rows[("paraphrastic", 1.0)]["note"] == ""
+    drawn = {}
+    from spanaug.core import plotting
+
+    monkeypatch.setattr(plotting, "save", lambda fig, path: drawn.setdefault("ax", fig.axes[0]))
+    plot_curves(list(rows.values()), tmp_path / "c.png")
+    ax = drawn["ax"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sorted(legend) == ["model predicts nothing", "no augmentation", "paraphrastic"]
+    notes = sorted(t.get_text() for t in ax.texts)
+    assert notes == ["no augmentation: 2/2 predict nothing", "paraphrastic: 1/2 predict nothing"]
+    for bad in (-1, 2.5, "0", True):
+        (tmp_path / "bad.json").write_text(json.dumps({**points[0], "n_pred": bad}))
+        with pytest.raises(InputError, match="n_pred"):
+            read_points([tmp_path / "bad.json"])
 
 
 def test_cli_point_trains_with_an_augmenters_examples(tiny_encoder, tmp_path):

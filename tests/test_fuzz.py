@@ -238,7 +238,15 @@ RESULTS = (
     "item00000,w2,70,85,5\n"
 )
 JUDGMENTS = "output_id,score\ns1#1,80\ns1#2,0\n"
-POINT = {"augmenter": "none", "fraction": 0.5, "seed": 0, "f1": 0.4, "train_sentences": 3, "augmented_examples": 0}
+POINT = {
+    "augmenter": "none",
+    "fraction": 0.5,
+    "seed": 0,
+    "f1": 0.4,
+    "train_sentences": 3,
+    "augmented_examples": 0,
+    "n_pred": 3,
+}
 SPEC = """frames:
   Commerce_buy:
     definition: A Buyer acquires Goods.

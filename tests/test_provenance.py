@@ -94,3 +94,68 @@ def test_the_card_of_a_run_with_toy_models_says_so(tmp_path):
     cmd[cmd.index("--paraphraser-model") + 1] = real
     subprocess.run([*cmd, "--out-dir", str(tmp_path / "real-card")], check=True, capture_output=True)
     assert "Toy models" not in (tmp_path / "real-card/README.md").read_text()
+
+
+def _safetensors(path, **shapes):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({name: np.zeros(shape, dtype=np.float32) for name, shape in shapes.items()}, str(path))
+
+
+def _gguf(path, tensors):
+    """A GGUF file by the format's layout: metadata of each kind the skipper meets, then tensor infos."""
+    import struct
+
+    def text(s):
+        return struct.pack("<Q", len(s)) + s.encode()
+
+    meta = [
+        text("general.architecture") + struct.pack("<I", 8) + text("gemma3"),
+        text("gemma3.context_length") + struct.pack("<II", 4, 32768),
+        text("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + text("<pad>") + text("a") + text("b"),
+        text("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 3) + struct.pack("<3f", 0, 1, 2),
+    ]
+    infos = [
+        text(name) + struct.pack(f"<I{len(dims)}Q", len(dims), *dims) + struct.pack("<IQ", 0, 0)
+        for name, dims in tensors
+    ]
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta)) + b"".join(meta + infos)
+    path.write_bytes(body + b"\0" * 64)
+
+
+def test_a_models_parameters_are_counted_from_its_weight_headers(tmp_path):
+    from spanaug.core.model_size import describe_count, parameter_count
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    _safetensors(folder / "model-00001-of-00002.safetensors", a=(3, 4), b=(5,))
+    _safetensors(folder / "model-00002-of-00002.safetensors", c=(2, 2, 2))
+    (folder / "checkpoints").mkdir()  # a trainer's checkpoints are not the model
+    _safetensors(folder / "checkpoints/model.safetensors", d=(100,))
+    assert parameter_count(folder) == 12 + 5 + 8
+    assert parameter_count(folder / "model-00002-of-00002.safetensors") == 8
+    _gguf(tmp_path / "m.gguf", [("token_embd.weight", (640, 262144)), ("output_norm.weight", (640,))])
+    assert parameter_count(tmp_path / "m.gguf") == 640 * 262144 + 640
+    (tmp_path / "bad.gguf").write_bytes(b"GGUF\x03\x00")  # cut short: unknown, not a failure
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/pytorch_model.bin").write_bytes(b"\0" * 8)
+    (tmp_path / "bad.safetensors").write_bytes(b"\xff" * 16)
+    for unknown in ("bad.gguf", "bin", "bad.safetensors", "missing"):
+        assert parameter_count(tmp_path / unknown) is None, unknown
+    assert parameter_count("nobody-here/no-such-model-xyz") is None  # not in the cache: nothing downloaded
+    assert [describe_count(n) for n in (999, 14_200, 268_098_176, 1_543_714_304)] == ["999", "14.2K", "268M", "1.54B"]
+
+
+def test_a_paraphraser_fine_tuned_on_few_pairs_is_no_toy_but_one_trained_from_scratch_is(tmp_path):
+    """The toy rule counts pairs only for a paraphraser trained from scratch: a pretrained model fine-tuned
+    on 80 pairs (its training summary names the model it started from) keeps its pretraining's language."""
+    from spanaug.core.provenance import paraphraser_training
+
+    tuned = _model(tmp_path / "tuned", {**_paraphraser_summary(80, "data/pairs.tsv"), "initial_model": "gemma.gguf"})
+    scratch = _model(tmp_path / "scratch", _paraphraser_summary(80, "data/pairs.tsv"))
+    assert model_origin("paraphraser", tuned).toy is None
+    assert "from scratch on 80 sentence pairs" in model_origin("paraphraser", scratch).toy
+    assert paraphraser_training(tuned) == "fine-tuned from `gemma.gguf` on 80 sentence pairs of `data/pairs.tsv`"
+    assert paraphraser_training(scratch) == "trained from scratch on 80 sentence pairs of `data/pairs.tsv`"
+    assert paraphraser_training("humarin/chatgpt_paraphraser_on_T5_base") is None

@@ -4,6 +4,7 @@ import base64
 import json
 import re
 
+import numpy as np
 import pytest
 from conftest import output, seed, write_augmented
 
@@ -175,6 +176,33 @@ def test_curves_equal_to_none_are_found():
     assert same_as_baseline(rows) == {"geca": True, "lexsub": False}
 
 
+def test_a_curve_point_whose_model_predicts_nothing_is_a_warning(tmp_path):
+    """Read from the curves' prediction counts: every seed silent is empty, some degraded, none (or an
+    F1 of 0 from a model that predicts) is no warning; argument ID's curves have their own stage."""
+    rows = [
+        {"augmenter": a, "fraction": f, "seeds": 3, "f1_mean": m, "f1_std": 0.0, "augmented_examples": e}
+        | ({"seeds_predicting_nothing": silent} if silent is not None else {})
+        for a, f, m, e, silent in [
+            ("none", 0.5, 0.0, 0, 3),
+            ("none", 1.0, 0.0, 0, 0),
+            ("paraphrastic", 0.5, 0.31, 40, 1),
+            ("paraphrastic", 1.0, 0.33, 80, None),
+        ]
+    ]
+    files.write_csv(rows, tmp_path / "argid/curves.csv")
+    out = tmp_path / "w.json"
+    args = ["report", "warnings", "--argid-curves", str(tmp_path / "argid/curves.csv"), "--out-json", str(out)]
+    assert main([*args, "--out-html", str(tmp_path / "w.html"), "--base", str(tmp_path)]) == 0
+    records = json.loads(out.read_text())["warnings"]
+    assert [(r["stage"], r["kind"], r["source"]) for r in records] == [
+        ("argument ID", "empty", "argid/curves.csv"),
+        ("argument ID", "degraded", "argid/curves.csv"),
+    ]
+    assert records[0]["message"].startswith("no augmentation at 50% of the training sentences: 3 of 3 seeds' models")
+    assert "paraphrastic at 50%" in records[1]["message"] and "F1 of 0.310 measures no model" in records[1]["message"]
+    assert "predicted nothing on the test set" in (tmp_path / "w.html").read_text()
+
+
 def _shard_stats(root, iteration, shard, **stats):
     path = root / "iterations" / f"iter{iteration}" / f"shard{shard:03d}.paraphrase_stats.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +273,9 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
     assert any("iteration 1: 2 of 20 requests (10%) got no output" in m for m in paraphrase)
     assert any("iteration 2: no requests" in m for m in paraphrase)
     assert "never predicts 'no counterpart'" in by_stage["span aligner"][0]["message"]
-    assert any("equals 'none' at every fraction" in r["message"] for r in by_stage["Frame ID (Figure 8)"])
+    assert any(
+        "equals the no augmentation curve at every fraction" in r["message"] for r in by_stage["Frame ID (Figure 8)"]
+    )
     assert "SIMULATED" in by_stage["human evaluation"][0]["message"]
     page = warnings.warnings_page(records)
     assert f"{len(records)} warning(s)" in page and page.count("<tr><td>") == len(records)
@@ -354,6 +384,28 @@ def test_warnings_and_summary_commands(run, tmp_path):
     )
     page = (tmp_path / "s.html").read_text()
     assert "Demo run." in page and "<strong>simulated</strong>" in page
+    assert "Toy models" not in page  # the demo corpus alone says nothing of the models
+
+    # The paraphraser by name and size (its weights' headers); the toy banner, with its rule, only for
+    # one trained from scratch on few pairs, not for a pretrained model fine-tuned on as few.
+    from safetensors.numpy import save_file
+
+    para = tmp_path / "paraphraser"
+    para.mkdir()
+    save_file({"w": np.zeros((4, 8), np.float32), "b": np.zeros(8, np.float32)}, str(para / "model.safetensors"))
+    record = {"steps": 9, "pairs": 80, "config": {"bitext": "pairs.tsv"}, "initial_model": "gemma-3-270m.gguf"}
+    (para / "training_summary.json").write_text(json.dumps(record))
+    assert main([*args, "--paraphraser", str(para)]) == 0
+    page = (tmp_path / "s.html").read_text()
+    assert f"The paraphraser <code>{para}</code> has 40 parameters" in page and "Toy models" not in page
+    assert " and was fine-tuned from gemma-3-270m.gguf on 80 sentence pairs of pairs.tsv." in page
+    assert json.loads((tmp_path / "s.json").read_text())["paraphraser"]["parameters"] == 40
+    del record["initial_model"]
+    (para / "training_summary.json").write_text(json.dumps(record))
+    assert main([*args, "--paraphraser", str(para)]) == 0
+    page = (tmp_path / "s.html").read_text()
+    assert "Toy models" in page and "trained from scratch on 80 sentence pairs" in page
+    assert "mechanics, not paraphrase quality" in page and "fewer than 1,000 sentence pairs" in page
 
 
 def test_warn_logs_and_records(caplog):

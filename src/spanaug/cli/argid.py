@@ -157,7 +157,9 @@ class PointOptions:
     out: str = setting(help="the point's result (JSON)")
     fraction: float = setting(help="share of the pool's sentences", exclusiveMinimum=0, maximum=1)
     augmenter: Literal["none", "paraphrastic", "lexsub"] = setting(
-        "none", "whose examples of the sampled sentences are added, with the FEs they carry (--examples)"
+        "none",
+        "whose examples of the sampled sentences are added, with the FEs they carry "
+        "(--examples; none: no augmentation)",
     )
     dev: str | None = setting(None, "dev annotations for early stopping (default: --holdout-share of the sample)")
     examples: str | None = setting(

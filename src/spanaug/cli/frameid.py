@@ -127,7 +127,9 @@ class PointOptions:
     out: str = setting(help="the point's result (JSON)")
     fraction: float = setting(help="share of the training sentences", exclusiveMinimum=0, maximum=1)
     seed: int = setting(0, "the sample's and the training's seed")
-    augmenter: Literal["none", "paraphrastic", "lexsub", "geca"] = setting("none", "whose examples are added")
+    augmenter: Literal["none", "paraphrastic", "lexsub", "geca"] = setting(
+        "none", "whose examples are added (none: no augmentation)"
+    )
     dev: str | None = setting(None, "dev sentences for early stopping (default: --holdout-share of the sample)")
     examples: str | None = setting(None, "the augmenter's EXAMPLES Parquet (paraphrastic, lexsub)")
     geca_window: int = inherit(GecaSettings, "window")

@@ -104,6 +104,7 @@ class WarningsOptions:
     aligner: str | None = setting(None, "the pipeline's aligner directory (its null threshold is checked)")
     per_iteration: str | None = setting(None, "outputs per iteration (CSV of spanaug stats)")
     curves: str | None = setting(None, "the Frame ID curves (CSV)")
+    argid_curves: str | None = setting(None, "the argument ID curves (CSV)")
     comparison: str | None = setting(None, "the word-aligner comparison (JSON): the span aligner below a word aligner")
     simulated_judgments: str | None = setting(None, "the human-evaluation summary, when its judgments are simulated")
     base: str | None = setting(None, "the run's folder: sources are shown relative to it")
@@ -129,6 +130,7 @@ def warnings_page(options: WarningsOptions) -> None:
         options.base,
         options.comparison,
         options.select_stats,
+        options.argid_curves,
     )
     w.write_warnings(records, options.out_json, options.out_html, options.demo)
     if options.out_paraphrase_csv:

@@ -183,7 +183,9 @@ class FrameIdSection(SplitSettings):
     )
     seeds: list[int] = setting(factory=lambda: [0, 1, 2, 3, 4], help="samples per share", minItems=1, uniqueItems=True)
     augmenters: list[Literal["paraphrastic", "lexsub", "geca"]] = setting(
-        factory=lambda: ["paraphrastic", "lexsub", "geca"], help="augmenters compared with none", uniqueItems=True
+        factory=lambda: ["paraphrastic", "lexsub", "geca"],
+        help="augmenters compared with no augmentation (always run)",
+        uniqueItems=True,
     )
 
 
@@ -212,8 +214,9 @@ class ArgIdSection(Settings):
     seeds: list[int] = setting(factory=lambda: [0, 1, 2], help="samples per share", minItems=1, uniqueItems=True)
     augmenters: list[Literal["paraphrastic", "lexsub"]] = setting(
         factory=lambda: ["paraphrastic", "lexsub"],
-        help="augmenters compared with none: paraphrastic, the run's outputs with their aligned FEs; lexsub, "
-        "the aligned trigger put back into its seed, the seed's FEs moved (needs the augmenters section)",
+        help="augmenters compared with no augmentation (always run): paraphrastic, the run's outputs with their "
+        "aligned FEs; lexsub, the aligned trigger put back into its seed, the seed's FEs moved (needs the "
+        "augmenters section)",
         uniqueItems=True,
     )
     # Measured on FN1.7 dev with the stand-in models (docs/argid.md): keeping such examples scored the

@@ -6,9 +6,11 @@ the demo in its path that a reader could trust. So the records the model was sav
 
 * ``spanaug-standin.json``, which :mod:`spanaug.demo.standins` writes beside a model with random
   weights (a stand-in for tests, benchmarks and rehearsals); an aligner whose encoder is one is one too;
-* ``training_summary.json``, which training writes: a paraphraser trained on the bundled demo bitext
-  or on fewer than :data:`TOY_PAIRS` sentence pairs, an aligner trained on fewer than
-  :data:`TOY_INSTANCES` span instances, is a toy (the demo recipe trains both on 76 pairs).
+* ``training_summary.json``, which training writes: a paraphraser trained from scratch (no
+  :data:`INITIAL_MODEL` recorded) on the bundled demo bitext or on fewer than :data:`TOY_PAIRS`
+  sentence pairs, an aligner trained on fewer than :data:`TOY_INSTANCES` span instances, is a toy
+  (the demo recipe trains both on 76 pairs). A pretrained model fine-tuned on a small bitext is no
+  toy by that count: its pretraining, not the bitext, makes its language.
 
 A hub name or a folder without records says nothing: its own model card speaks for it.
 """
@@ -30,6 +32,15 @@ TOY_PAIRS = 1_000
 TOY_INSTANCES = 1_000
 #: The bundled demo data, as its records name it.
 DEMO_DATA = "resources/demo/"
+#: The rule above, as the report's toy-models banner states it.
+TOY_RULE = (
+    f"a paraphraser trained from scratch on the bundled demo bitext or on fewer than {TOY_PAIRS:,} sentence "
+    f"pairs, an aligner trained on fewer than {TOY_INSTANCES:,} span instances, and a model with random "
+    "weights count as toys"
+)
+#: The key under which a fine-tuned paraphraser's training summary (or its ``config``, the training
+#: settings) names the pretrained model it started from; absent or null: trained from scratch.
+INITIAL_MODEL = "initial_model"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,14 +74,39 @@ def _standin(folder: Path) -> str | None:
     return f"a stand-in with random weights ({record.get('what', 'spanaug.demo.standins')})" if record else None
 
 
+def initial_model(summary: dict[str, Any]) -> str | None:
+    """The pretrained model a paraphraser was fine-tuned from, as its training summary records it."""
+    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
+    value = summary.get(INITIAL_MODEL) or config.get(INITIAL_MODEL)
+    return str(value) if value else None
+
+
 def _paraphraser_toy(summary: dict[str, Any]) -> str | None:
+    if initial_model(summary):
+        return None
     pairs = summary.get("pairs")
     bitext = str((summary.get("config") or {}).get("bitext") or "")
     if DEMO_DATA in Path(bitext).as_posix() + "/":
-        return f"a toy trained by the demo recipe ({summary.get('steps', '?')} steps on {pairs} pairs of `{bitext}`)"
+        return (
+            f"a toy trained from scratch by the demo recipe ({summary.get('steps', '?')} steps on {pairs} pairs "
+            f"of `{bitext}`)"
+        )
     if isinstance(pairs, int) and pairs < TOY_PAIRS:
-        return f"a toy: trained on {pairs} sentence pairs of `{bitext}`"
+        return f"a toy: trained from scratch on {pairs} sentence pairs of `{bitext}` (fewer than {TOY_PAIRS:,})"
     return None
+
+
+def paraphraser_training(path: str | None) -> str | None:
+    """How the paraphraser at ``path`` was trained, by its training summary: from scratch or fine-tuned
+    from a pretrained model, on how many pairs of which bitext (None: no record, e.g. a hub model)."""
+    summary = _read(Path(path) / TRAINING_SUMMARY) if path and Path(path).is_dir() else None
+    if not summary:
+        return None
+    pairs, bitext = summary.get("pairs"), (summary.get("config") or {}).get("bitext")
+    on = f" on {pairs:,} sentence pairs" if isinstance(pairs, int) else ""
+    on += f" of `{bitext}`" if bitext else ""
+    start = initial_model(summary)
+    return f"fine-tuned from `{start}`{on}" if start else f"trained from scratch{on}"
 
 
 def _aligner_toy(folder: Path, summary: dict[str, Any] | None) -> str | None:

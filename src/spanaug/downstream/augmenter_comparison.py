@@ -19,7 +19,7 @@ from typing import Any
 from spanaug.core import files, plotting
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.downstream.augmenters import AUGMENTERS, GecaSettings, geca_examples
-from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
+from spanaug.downstream.curve_checks import BASELINE, label, predicted_nothing, same_as_baseline, silence_note
 from spanaug.downstream.frameid.baseline import triple_scores
 from spanaug.downstream.frameid.data import Sentence, examples_to_sentences, sentence_key
 from spanaug.downstream.frameid.training import FrameIdTrainSettings, train_frameid
@@ -69,7 +69,8 @@ def examples_for(
 
 @dataclasses.dataclass(frozen=True)
 class Point:
-    """One point of Figure 8: an augmenter (or none) on a sample of the training sentences."""
+    """One point of Figure 8: an augmenter (or :data:`BASELINE`, no augmentation) on a sample of the
+    training sentences."""
 
     augmenter: str
     fraction: float
@@ -170,12 +171,18 @@ def read_points(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
         for key in ("train_sentences", "augmented_examples"):
             if not isinstance(point.get(key, 0), (int, float)) or isinstance(point.get(key, 0), bool):
                 raise InputError(path, None, f"{key} is {point[key]!r} (expected a number)")
+        # The model's predictions on the test set (points written before it was checked lack it).
+        n_pred = point.get("n_pred", 0)
+        if not isinstance(n_pred, int) or isinstance(n_pred, bool) or n_pred < 0:
+            raise InputError(path, None, f"n_pred is {n_pred!r} (expected a count of predictions)")
         points.append(point)
     return points
 
 
 def curves(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and standard deviation of F1 per (augmenter, fraction), over seeds."""
+    """Mean and standard deviation of F1 per (augmenter, fraction), over seeds, with the mean count of
+    the models' predictions on the test set, how many seeds' models predicted nothing, and a note
+    saying so (blank where the points did not record their predictions)."""
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = defaultdict(list)
     for p in points:
         groups[(p["augmenter"], float(p["fraction"]))].append(p)
@@ -193,38 +200,72 @@ def curves(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "f1_std": round(std, 4),
                 "train_sentences": round(sum(g.get("train_sentences", 0) for g in group) / len(group), 1),
                 "augmented_examples": round(sum(g.get("augmented_examples", 0) for g in group) / len(group), 1),
+                **_predictions(group),
             }
         )
     return rows
 
 
+def _predictions(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A curve point's predictions columns (see :func:`curves`)."""
+    counts = [g["n_pred"] for g in group if g.get("n_pred") is not None]
+    silent = predicted_nothing(group)
+    return {
+        "n_pred": round(sum(counts) / len(counts), 1) if counts else None,
+        "seeds_predicting_nothing": silent,
+        "note": silence_note(silent, len(group)),
+    }
+
+
 def plot_curves(rows: Sequence[Mapping[str, Any]], path: Path | str, ylabel: str = "Frame ID F1 (test)") -> None:
     """F1 against the share of training sentences, one line per augmenter, error bars = 1 s.d."""
-    fig, ax = plotting.subplots(figsize=(6, 4))
+    fig, ax = plotting.subplots(figsize=(8, 4))
     by_augmenter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_augmenter[row["augmenter"]].append(row)
     same = same_as_baseline(rows)
     for augmenter, group in by_augmenter.items():
         group = sorted(group, key=lambda r: r["fraction"])
-        label = "no augmentation" if augmenter == BASELINE else augmenter
+        name = label(augmenter)
         style: dict[str, Any] = {"marker": "o"}
         if augmenter in same:
-            # Drawn on top of 'none': say so, and keep the line under it visible.
-            label += f" (= no augmentation{': 0 examples' if same[augmenter] else ''})"
+            # Drawn on top of the baseline: say so, and keep the line under it visible.
+            name += f" (= {label(BASELINE)}{': 0 examples' if same[augmenter] else ''})"
             style = {"marker": "o", "linestyle": "--", "markerfacecolor": "none", "markersize": 9}
         ax.errorbar(
             [100 * r["fraction"] for r in group],
             [r["f1_mean"] for r in group],
             yerr=[r["f1_std"] for r in group],
             capsize=3,
-            label=label,
+            label=name,
             **style,
         )
+    _mark_silent_points(ax, rows)
     ax.set_xlabel("training sentences sampled (%)")
     ax.set_ylabel(ylabel)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside: the notes need the axes
     plotting.save(fig, path)
+
+
+def _mark_silent_points(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A red cross and a note on each point where a seed's model predicted nothing: its F1 of 0 is no
+    measurement of the augmenter, and would otherwise read as one."""
+    silent = [r for r in rows if r.get("seeds_predicting_nothing")]
+    right = max((float(r["fraction"]) for r in rows), default=1.0)
+    for n, r in enumerate(silent):
+        x, y = 100 * r["fraction"], r["f1_mean"]
+        first = "model predicts nothing" if n == 0 else None
+        ax.plot([x], [y], marker="x", markersize=12, color="red", linestyle="none", zorder=5, label=first)
+        at_right = float(r["fraction"]) == right  # written leftwards there, inside the axes
+        ax.annotate(
+            f"{label(r['augmenter'])}: {r['seeds_predicting_nothing']}/{r['seeds']} predict nothing",
+            (x, y),
+            textcoords="offset points",
+            xytext=(-6 if at_right else 6, 6 + 10 * (n % 3)),
+            ha="right" if at_right else "left",
+            fontsize=7,
+            color="red",
+        )
 
 
 def curves_stage(
@@ -232,6 +273,14 @@ def curves_stage(
 ) -> list[dict[str, Any]]:
     """CLI stage: point results (Frame ID's or the argument identifier's) -> the curve table (CSV) and figure."""
     rows = curves(read_points(point_paths))
+    for row in rows:
+        if row["note"]:
+            log.warning(
+                "%s at %.0f%% of the training sentences: %s",
+                label(row["augmenter"]),
+                100 * row["fraction"],
+                row["note"],
+            )
     files.write_csv(rows, table)
     plot_curves(rows, plot, ylabel)
     return rows

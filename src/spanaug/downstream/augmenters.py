@@ -21,6 +21,7 @@ from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.evaluation_settings import GecaSettings
 from spanaug.core.text import detokenize
+from spanaug.downstream.curve_checks import BASELINE, label
 from spanaug.downstream.frameid.data import Sentence, sentence_key
 from spanaug.evaluation.filtering import heuristic_mask
 from spanaug.pipeline.constraints import head_positions, lu_upos
@@ -259,5 +260,10 @@ def empty_warnings(augmenter: str, counts: Mapping[str, Any]) -> list[dict[str, 
             f"{counts.get('fragment_pairs', 0)} fragment pairs share an environment "
             f"({counts.get('fragments', 0)} fragments, {counts.get('environments', 0)} environments)"
         )
-    warn(warnings, "empty", f"augmenter {augmenter}: 0 examples ({why}): its Frame ID curve can only equal 'none'", log)
+    warn(
+        warnings,
+        "empty",
+        f"augmenter {augmenter}: 0 examples ({why}): its Frame ID curve can only equal the {label(BASELINE)} curve",
+        log,
+    )
     return warnings

@@ -25,6 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from spanaug.core import files
+from spanaug.core.provenance import TOY_RULE
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 14px; color: #1f2933;
@@ -125,7 +126,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters.update(fmt=fmt, b64=b64)
     env.tests.update(number_value=is_number, rows=is_rows, list=is_list)
-    env.globals.update(STYLE=Markup(STYLE), columns_of=columns_of, attachment=attachment)
+    env.globals.update(STYLE=Markup(STYLE), columns_of=columns_of, attachment=attachment, TOY_RULE=TOY_RULE)
     return env
 
 

@@ -14,9 +14,11 @@ from typing import Any
 from markupsafe import Markup
 
 from spanaug.core import files
+from spanaug.core.model_size import describe_count, parameter_count
 from spanaug.core.modeldir import TRAINING_SUMMARY
-from spanaug.core.provenance import ModelOrigin, toy_models
+from spanaug.core.provenance import ModelOrigin, model_origin, paraphraser_training, toy_models
 from spanaug.core.settings import setting, settings
+from spanaug.downstream.curve_checks import label
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json, toy_descriptions
 
@@ -24,6 +26,23 @@ from spanaug.report.tables import read_csv, read_json, toy_descriptions
 def toy_models_banner(toys: Sequence[ModelOrigin]) -> str:
     """Says which of the run's models are toys, as their own records tell (spanaug.core.provenance)."""
     return html.macro("toy_models_banner", "summary_sections.html")(toy_descriptions(toys))
+
+
+def paraphraser_identity(path: str | None) -> dict[str, Any] | None:
+    """The paraphraser the summary names: its folder, file or hub name, its parameter count (read from
+    its weights' headers, not its weights), how its records say it was trained, and why it is a toy
+    when it is one (None: no paraphraser named)."""
+    if not path:
+        return None
+    n = parameter_count(path)
+    origin = model_origin("paraphraser", path)
+    return {
+        "name": path,
+        "parameters": n,
+        "size": describe_count(n) if n else None,
+        "training": paraphraser_training(path),
+        "toy": origin.toy if origin else None,
+    }
 
 
 def dataset_pairs(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -208,15 +227,18 @@ def frameid_rows(curves: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[st
     top = max(float(r["fraction"]) for r in curves)
     rows = [
         {
-            "augmenter": r["augmenter"],
+            "augmenter": label(r["augmenter"]),
             "F1 (mean)": r["f1_mean"],
             "s.d.": r["f1_std"],
             "seeds": r["seeds"],
             "augmented examples": int(float(r["augmented_examples"])),
+            "note": r.get("note") or "",
         }
         for r in curves
         if float(r["fraction"]) == top
     ]
+    if not any(r["note"] for r in rows):
+        rows = [{k: v for k, v in r.items() if k != "note"} for r in rows]
     return f"{top:.0%}", rows
 
 
@@ -270,9 +292,12 @@ def summary_body(
     iterations, iteration_columns = iteration_rows(iter_rows, para_rows)
     frameid_top, frameid = frameid_rows(curve_rows)
     trained = trained_aligner(results.aligner)
+    # The run's own model folder when there is one, else the name the config gives (a hub name, a .gguf file).
+    paraphraser = paraphraser_identity(results.paraphraser or run.get("paraphraser_model"))
     body = html.render(
         "summary_body.html",
         run=run,
+        paraphraser=paraphraser,
         toys=toy_descriptions(toy_models(results.paraphraser, results.aligner)),
         warnings=warnings,
         stages=sorted({r["stage"] for r in warnings}),
@@ -292,6 +317,7 @@ def summary_body(
     )
     numbers = {
         "run": dict(run),
+        **({"paraphraser": paraphraser} if paraphraser else {}),
         "warnings": len(warnings),
         "dataset": {k: v for k, v in stats_data.items() if not isinstance(v, (dict, list))},
         "per_iteration": iter_rows,

@@ -4,8 +4,9 @@ Two sources. Stages that write a JSON summary record their own warnings in it (a
 list, see :mod:`spanaug.core.degraded`): filters passing no output, augmenters with no examples,
 a chain graph with no instances, a skipped POS tagger, a trained aligner below the cosine
 baseline. The rest is checked here, from artifacts that have no summary of their own: the
-paraphrase stage's per-shard statistics, the aligner's null threshold, the Frame ID curves, and
-whether the human judgments were simulated.
+paraphrase stage's per-shard statistics, the aligner's null threshold, the Frame ID and argument ID
+curves (points equal to the baseline's, or from a model that predicts nothing), and whether the
+human judgments were simulated.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from spanaug.core import files, modeldir
 from spanaug.core.errors import InputError
-from spanaug.downstream.curve_checks import BASELINE, same_as_baseline
+from spanaug.downstream.curve_checks import BASELINE, label, same_as_baseline
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json
 
@@ -225,30 +226,61 @@ def comparison_warnings(comparison_json: Path | str) -> list[dict[str, Any]]:
     ]
 
 
-def curve_warnings(curves_csv: Path | str) -> list[dict[str, Any]]:
-    """Augmenters that added no examples to a Frame ID point, and curves equal to 'none'."""
+#: The warnings page's stage name of each experiment's curves.
+FRAMEID_CURVES = "Frame ID (Figure 8)"
+ARGID_CURVES = "argument ID"
+
+
+def curve_warnings(curves_csv: Path | str, stage: str = FRAMEID_CURVES) -> list[dict[str, Any]]:
+    """Augmenters that added no examples to a point, curves equal to the baseline's, and points whose
+    model predicted nothing on the test set (read from the curves' prediction counts, not from F1 0)."""
     _, rows = read_csv(curves_csv)
+    base = label(BASELINE)
     out = []
     for row in rows:
         if row["augmenter"] != BASELINE and not row.get("augmented_examples"):
             out.append(
                 record(
-                    "Frame ID (Figure 8)",
+                    stage,
                     "empty",
                     f"{row['augmenter']} at {row['fraction']:.0%} of the "
-                    "training sentences: 0 augmented examples, so the point is the unaugmented model",
+                    f"training sentences: 0 augmented examples, so the point is the {base} model",
                     curves_csv,
                 )
             )
+    out += silent_point_warnings(rows, stage, curves_csv)
     for augmenter, no_examples in same_as_baseline(rows).items():
         why = "it added no examples" if no_examples else "its examples left F1 unchanged"
         out.append(
             record(
-                "Frame ID (Figure 8)",
+                stage,
                 "empty",
-                f"the {augmenter} curve equals 'none' at every fraction "
-                f"({why}); the figure draws it dashed over 'none'",
+                f"the {augmenter} curve equals the {base} curve at every fraction "
+                f"({why}); the figure draws it dashed over the {base} curve",
                 curves_csv,
+            )
+        )
+    return out
+
+
+def silent_point_warnings(
+    rows: Sequence[Mapping[str, Any]], stage: str, source: Path | str | None = None
+) -> list[dict[str, Any]]:
+    """Curve points where a seed's model predicted nothing: F1 0 there is no figure of the augmenter
+    (empty when every seed's model is silent, degraded when some are)."""
+    out = []
+    for row in rows:
+        silent, seeds = row.get("seeds_predicting_nothing"), row.get("seeds") or 0
+        if not silent:
+            continue
+        out.append(
+            record(
+                stage,
+                "empty" if silent >= seeds else "degraded",
+                f"{label(row['augmenter'])} at {row['fraction']:.0%} of the training sentences: "
+                f"{silent} of {seeds} seeds' models predicted nothing on the test set (0 predictions), "
+                f"so the point's F1 of {row['f1_mean']:.3f} measures no model; the figure marks it with a red cross",
+                source,
             )
         )
     return out
@@ -297,6 +329,7 @@ def collect(
     base: Path | str | None = None,
     comparison: Path | str | None = None,
     select_stats: Sequence[Path | str] = (),
+    argid_curves: Path | str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every warning of the run, and the per-iteration paraphrase statistics they were read from."""
     records = from_summaries(summaries)
@@ -310,6 +343,8 @@ def collect(
         records += comparison_warnings(comparison)
     if curves:
         records += curve_warnings(curves)
+    if argid_curves:
+        records += curve_warnings(argid_curves, ARGID_CURVES)
     if simulated_judgments:
         records += judgment_warnings(simulated_judgments)
     return relative(records, base), para_rows

@@ -7,12 +7,14 @@ import dataclasses
 import typing
 
 from spanaug.core.evaluation_settings import FrameIdSection
+from spanaug.downstream.curve_checks import BASELINE
 
 #: The augmenters whose examples and counts the run makes (augmenters.smk has one rule each).
 AUGMENTERS = ("paraphrastic", "lexsub", "geca", "graph")
-#: The augmenters Figure 8 can compare with none (frameid.augmenters), and its ``augmenter`` wildcard.
+#: The augmenters Figure 8 can compare with no augmentation (frameid.augmenters), and its ``augmenter``
+#: wildcard (with the baseline's key).
 FRAMEID_AUGMENTERS = typing.get_args(typing.get_args(typing.get_type_hints(FrameIdSection)["augmenters"])[0])
-AUGMENTER_WILDCARD = "|".join(["none", *FRAMEID_AUGMENTERS])
+AUGMENTER_WILDCARD = "|".join([BASELINE, *FRAMEID_AUGMENTERS])
 
 #: Which optional part of the config makes which results: the first prefix (of a path in the run
 #: folder) that matches names the part; a path no prefix matches is made by every run. The targets,
@@ -165,7 +167,7 @@ TABLES = (
     Table(
         "argid/curves",
         "csv",
-        "Argument ID curves (FN against FN+Para)",
+        "Argument ID curves (with and without augmentation)",
         "argid_curves",
         "Argument identification",
         from_models=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 from spanaug.core.aligner_settings import corpus_name
 from spanaug.core.config import RunConfig
+from spanaug.downstream.curve_checks import BASELINE
 from spanaug.pipeline.aligner.threshold_plan import describe_plan, threshold_plan
 from spanaug.pipeline.iterations import SHARD_FILES, shard_file
 from spanaug.workflow.plan.files import ExternalFile, lexicon_file, local_model
@@ -352,7 +353,7 @@ class Plan:
             "dev": [dev] if dev else [],
             "encoder": local_model(encoder),
         }
-        if augmenter not in ("none", "geca"):
+        if augmenter not in (BASELINE, "geca"):
             inputs["examples"] = [f"{self.res}/augmenters/{augmenter}.parquet"]
         return inputs
 
@@ -416,6 +417,7 @@ class Plan:
             "aligner": [self.aligner_model()],
             "comparison": self._made([OPTIONAL_READS["comparison"]]),
             "curves": self._made([OPTIONAL_READS["curves"]]),
+            "argid_curves": self._made(["argid/curves.csv"]),
             # the judgments are flagged on the page when they are simulated (the demo's)
             "simulated_judgments": self._made([OPTIONAL_READS["human_eval"]]) if self.simulated_judgments() else [],
         }
@@ -516,7 +518,7 @@ class Plan:
             return []
         return [
             f"{self.res}/{experiment}/points/{augmenter}/f{float(fraction)}.s{seed}.json"
-            for augmenter in ["none", *augmenters]
+            for augmenter in [BASELINE, *augmenters]
             for fraction in section.fractions
             for seed in section.seeds
         ]
