@@ -766,6 +766,14 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
+def non_negative(text: str) -> float:
+    """A finite number, 0 or more."""
+    value = _number(text)
+    if not (0 <= value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number, 0 or more")
+    return value
+
+
 def main() -> None:
     config = production_config()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -828,7 +836,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=positive, default=SEEDS, help=f"seeds expanded (default {SEEDS:,}: see its source)")
     ap.add_argument(
         "--augmented-per-seed",
-        type=non_negative_seconds,  # a finite number, 0 or more
+        type=non_negative,
         default=float(ITERATIONS),
         help=f"examples an augmenter adds a training annotation in the Frame ID and argument-ID points (default "
         f"{ITERATIONS}: one a chain's iteration, every output kept by the lax filter, an upper bound)",
