@@ -34,7 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
-from bench_gpu import ENCODER_SHAPES, framenet_rows, frameset_instances
+from bench_common import ENCODER_SHAPES, framenet_rows
+from bench_gpu import frameset_instances
 
 from spanaug.core.aligner_settings import CrossAlignerConfig
 from spanaug.demo.standins import bert_tokenizer

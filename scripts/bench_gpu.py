@@ -1,84 +1,107 @@
 #!/usr/bin/env python
-"""Constrained decoding and alignment throughput, and the projected cost of full FrameNet expansion.
+"""Constrained decoding and alignment throughput, and the run's GPU budget: the expansion of full
+FrameNet and every other GPU rule of config/config.yaml. This module measures; the arithmetic that
+turns its rates into hours is scripts/gpu_budget.py's.
 
 On a GPU: a T5-base-sized paraphraser (random weights, vocabulary 32,128), beam 20, FrameNet dev
 sentences, each under a constraint set of the size iterations 1, 5 and 10 produce; sentences/s
 of transformers' generate (the hf backend, unconstrained and under iteration 10's constraints;
 ``--reference`` adds the host-side processor) and of the static backend (the engine backend auto
 runs on CUDA; unconstrained and under each iteration's constraints), how many top-3 outputs the
-two share, the aligners' pairs/s (random weights); and the projected GPU-hours for 198,368 seeds x
-10 iterations. Without a GPU it runs a CPU-sized version of the same comparison
-(a smaller T5 with the same vocabulary, fewer sentences) and prints the same lines.
+two share, the aligners' pairs/s (random weights), an encoder's training rates; and the run's
+GPU-hours. Without a GPU it runs a CPU-sized version of the same (a smaller T5 with the same
+vocabulary, fewer sentences) and prints the same lines; ``--quick`` makes that a few minutes.
 
 Constraint sets are measured, not assumed: ``constraints.expand`` on the FrameNet dev triggers
 (/work/shared/data/fn1.7.dev.syntaxnet.conll, or ../shared/data beside the repository), accumulated
 over simulated chains (iteration i carries the union of i triggers' forms: the seed's own, then
 triggers of other sentences of the same frame as stand-ins for the aligned rewrites).
 
-Random weights never choose EOS, so every beam runs to its length limit; the limit is set to the
-sentence's own source length in tokenizer ids (a paraphrase's usual length) rather than the
-pipeline's default ceiling of 1.5 x source + 10 (on CPU, also at most 40 tokens, to finish in
-minutes). A constrained batch's time includes the host's share of it, in turn: its phrases
-tokenized (each round with a fresh memo) and the processor's table built. Each backend decodes
-batches of its own budget, each method interleaved over ``--repeats`` rounds; the median round
-counts. Then the whole paraphrase loop (inputs, decoding, detokenizing, output checks, scoring) is
-timed as a GPU job runs it, on one of a job's chunks (``--stage-sentences``, 4,096), with the host's work
-overlapped with the decoding: unconstrained and under each iteration's constraints (and iteration
-10's with the host's work in turn; on GPUs also at other switch intervals, and with the worker never
-paused while a step's kernels are launched one by one). The projection's decode rate is that stage's, over the
-iterations.
+Output lengths: random weights never choose EOS, so every beam runs to its length limit; the limit
+is set to each sentence's own source length in tokenizer ids, since a trained paraphraser's outputs
+are about as long as their sources (on CPU, also at most 40 tokens, to finish in minutes). Beam
+search runs one step per output token, so the stage's rate is counted in new tokens/s and the
+projection decodes each seed's own length: the sum of the outputs' lengths, over the dev seeds'
+distribution (the exemplars assumed as long). A constrained batch's time includes the host's share
+of it, in turn: its phrases tokenized (each round with a fresh memo) and the processor's table
+built. Each backend decodes batches of its own budget, each method interleaved over ``--repeats``
+rounds; the median round counts. Then the whole paraphrase loop (inputs, decoding, detokenizing,
+output checks, scoring) is timed as a GPU job runs it, on one of a job's chunks
+(``--stage-sentences``, 4,096), with the host's work overlapped with the decoding: unconstrained and
+under each iteration's constraints (and iteration 10's with the host's work in turn; on GPUs also at
+other switch intervals, and with the worker never paused while a step's kernels are launched one by
+one). The projection's decode rate is that stage's over the iterations: the harmonic mean, since
+each iteration decodes as many tokens and their times add.
 
-The projection counts what production runs: the configured aligner kind (``aligner.kind`` of
+The expansion counts what production runs: the configured aligner kind (``aligner.kind`` of
 config/config.yaml, cross; ``--aligner-kind``), timed in the device's dtype through its ``predict``
 (the cross kind with a MiniLM-sized and a BERT-base-sized random encoder; the configured encoder's
 size is projected), and for the cross kind one encoder pass per (pair, span), so every aligned beam
 costs the trigger plus the frame elements the align stage places (overt and not the trigger: the
-mean per annotated FN1.7 dev sentence, measured here). ``--decode-rate`` projects with a decode rate
-measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every job pays a
-fixed cost (processes, models, checks) whatever its shard's size, so the projection adds it per job
-(``scripts/bench_jobs.py`` measures it on a one-sentence shard with the job's Snakemake start-ups, or
-``--job-seconds`` gives it): with ``--shard-jobs chain`` (config/config.yaml's ``shard_jobs``) one job
-a shard, ``spanaug iterate`` over every iteration, whose constraint expansion and selection (timed
-here) also hold its GPU; with ``iteration``, ``n_shards`` x 10 jobs of two commands (paraphrase, align).
-It prints the projection for 4 to 64 shards beside it.
+mean per annotated FN1.7 dev sentence, measured here). ``--decode-tokens-per-s`` projects with a
+decode rate measured elsewhere (a new decoding backend's) and skips the decoding benchmark. Every
+job pays a fixed cost (processes, models, checks) whatever its shard's size, so the projection adds
+it per job (``scripts/bench_jobs.py`` measures it on a one-sentence shard with the job's Snakemake
+start-ups, or ``--job-seconds`` gives it): with ``--shard-jobs chain`` (config/config.yaml's
+``shard_jobs``) one job a shard, ``spanaug iterate`` over every iteration, whose constraint
+expansion and selection (timed here) also hold its GPU; with ``iteration``, ``n_shards`` x 10 jobs
+of two commands (paraphrase, align). It prints the expansion for 4 to 64 shards beside it.
+
+The other GPU rules (those of workflow/rules/*.smk with GPU resources, their jobs from the run's
+plan): aligner training and pre-training, the aligner evaluations, the Frame ID and argument-ID
+points. Each is estimated from its work under the config's settings (instances, epochs, fractions x
+seeds x augmenters) and an encoder's rates timed here: a few training steps of a random encoder of
+the configured size, scaled to the configured epochs. The seed count is printed with its source.
 
     .venv/bin/python scripts/bench_gpu.py                 # GPU when present, else the CPU-sized run
-    .venv/bin/python scripts/bench_gpu.py --device cpu
-    .venv/bin/python scripts/bench_gpu.py --decode-rate 350   # the aligners and the projection only
+    .venv/bin/python scripts/bench_gpu.py --device cpu --quick   # the whole budget in a few minutes
+    .venv/bin/python scripts/bench_gpu.py --decode-tokens-per-s 9000   # skip the decoding benchmark
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import logging
 import math
-import os
 import random
 import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
 import torch
+from bench_common import ENCODER_SHAPES, PRODUCTION_CONFIG, encoder_size, framenet_rows, positive, production_config
+from gpu_budget import (
+    ALIGNED_BEAMS,
+    FULLTEXT_ANNOTATIONS,
+    SEEDS,
+    SEEDS_SOURCE,
+    ExpansionHours,
+    RuleHours,
+    TrainingRates,
+    encoder_inputs_per_request,
+    gpu_rules,
+    harmonic_mean,
+    hours_by_shards,
+    planned_jobs,
+    project_hours,
+    rule_hours,
+    run_hours,
+    uncosted,
+    with_jobs,
+)
 
-from spanaug.core.config import DecodeSettings, FrameElementSettings, RunConfig
+from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_dtype, device_name
 from spanaug.core.heap import long_lived_objects_frozen
-from spanaug.core.overrides import read_run_config
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
-from spanaug.pipeline.aligner.loading import aligner_class
-from spanaug.pipeline.aligner.stage import fes_on_chosen_beams_only
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.frame_elements import has_span, to_place
-from spanaug.pipeline.importers import read_conll
 from spanaug.pipeline.paraphraser import hf_backend, step_runner
 from spanaug.pipeline.paraphraser.banned import PhraseBans, banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
@@ -94,27 +117,9 @@ from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 from spanaug.pipeline.paraphraser.stage import CHUNK_ROWS
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
-SEEDS, ITERATIONS, ALIGNED_BEAMS = 198_368, 10, 3
-#: The shard counts the projection prints side by side (config/config.yaml's n_shards is projected).
-SHARD_CHOICES = (4, 8, 16, 32, 64)
-PRODUCTION_CONFIG = REPO / "config" / "config.yaml"
-#: Random BERT encoders the aligners are timed with (vocabulary 30,522, as bert-base-uncased and MiniLM).
-ENCODER_SHAPES = {
-    "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
-    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
-    "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024},
-}
-CONLL_CANDIDATES = [
-    Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
-    REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
-]
-
-
-def framenet_rows() -> list[dict]:
-    for path in CONLL_CANDIDATES:
-        if path.is_file():
-            return list(read_conll(path))
-    sys.exit("no FrameNet dev CoNLL found (looked in " + ", ".join(map(str, CONLL_CANDIDATES)) + ")")
+REPO = Path(__file__).resolve().parents[1]
+#: The iterations the production config runs (config/config.yaml's ``iterations``).
+ITERATIONS = production_config().iterations
 
 
 def chain_constraints(rows: list[dict], iterations: list[int], seed: int = 0) -> dict[int, list[list[str]]]:
@@ -306,15 +311,17 @@ def bench_stage(
     repeats: int,
     rng: random.Random,
     max_new: int | None,
-) -> dict[str, float]:
+) -> tuple[dict[str, float], float]:
     """Sentences/s of the whole paraphrase loop (``paraphrase_chunks``, in the stage's chunks of
     CHUNK_ROWS: inputs, decoding, detokenizing, the output checks and the scoring pass) as GPUs run
     it, the batches' host work overlapped with the decoding, without constraints and under each
     iteration's; and under the last iteration's with the host's work in turn. Methods interleaved,
     median of ``repeats`` rounds after one warm-up round on the first 128 sentences. ``budget``
-    None: the engine's own batches. Every sentence decodes the median source length (random weights
-    never end a beam). The objects alive before the rounds are frozen, as in the stage (core.heap),
-    but in the round "heap not frozen"; each method's full garbage collections are counted."""
+    None: the engine's own batches. Each sentence decodes as many new tokens as its own source has
+    ids (at most ``max_new``): random weights never end a beam, and a trained paraphraser's outputs
+    are about as long as their sources (:func:`outputs_as_long_as_sources`). The objects alive before
+    the rounds are frozen, as in the stage (core.heap), but in the round "heap not frozen"; each
+    method's full garbage collections are counted. Returns the rates and the mean new tokens a sentence."""
     picked = draw_rows(rng, len(rows), n_sentences)
     last = max(sets)
     methods = [("unconstrained", None, True)] + [(f"iter {it}", it, True) for it in sorted(sets)]
@@ -337,15 +344,14 @@ def bench_stage(
             for i in picked[:n]
         ]
 
-    length = int(statistics.median(engine.source_lengths([rows[i]["text"] for i in picked])))
-    cfg = DecodeSettings(
-        beam_size=20, return_top=3, max_new_tokens=min(length, max_new or length), max_batch_tokens=budget
-    )
+    lengths = engine.source_lengths([rows[i]["text"] for i in picked])
+    new_tokens = [min(n, max_new or n) for n in lengths]
+    cfg = DecodeSettings(beam_size=20, return_top=3, max_batch_tokens=budget)
     batches = len(engine.batches(requests(None), cfg))
     times: dict[str, list[float]] = defaultdict(list)
     pauses: dict[str, list[tuple[int, float]]] = defaultdict(list)
     collections = FullCollections()
-    with long_lived_objects_frozen(), collections:  # as the paraphrase stage decodes
+    with long_lived_objects_frozen(), collections, outputs_as_long_as_sources(max_new):  # as the stage decodes
         for r in range(repeats + 1):  # the first round warms up
             for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
                 engine.overlap_host = overlap
@@ -372,15 +378,30 @@ def bench_stage(
                     pauses[name].append((collections.count, collections.seconds))
     engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL, WORKER_GATE.enabled = None, interval, True
     print(
-        f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, {cfg.max_new_tokens} new "
-        f"tokens each, {len(out)} outputs under iteration {last}'s constraints"
+        f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, each decoding its source's "
+        f"length in new tokens ({describe(new_tokens)}), {len(out)} outputs under iteration {last}'s constraints"
     )
     for name, seen in pauses.items():
         print(
             f"paraphrase stage, {name:<30} full garbage collections: {max(n for n, _ in seen)} at most in a "
             f"round, {statistics.median(t for _, t in seen) * 1e3:.0f} ms a round (median)"
         )
-    return {name: n_sentences / statistics.median(ts) for name, ts in times.items()}
+    rates = {name: n_sentences / statistics.median(ts) for name, ts in times.items()}
+    return rates, statistics.mean(new_tokens)
+
+
+@contextlib.contextmanager
+def outputs_as_long_as_sources(cap: int | None) -> Iterator[None]:
+    """While the block runs, each sentence may generate as many new tokens as its source has ids (at
+    most ``cap``) instead of the stage's ceiling (1.5 x source + 10). Random weights never choose EOS,
+    so every beam runs to its limit: this makes each output as long as its source, as a trained
+    paraphraser's outputs about are, and the decoding cost follow the sum of the outputs' lengths."""
+    real = hf_backend.length_limit
+    hf_backend.length_limit = lambda n, _max_new=None: min(n, cap) if cap else n
+    try:
+        yield
+    finally:
+        hf_backend.length_limit = real
 
 
 class FullCollections:
@@ -502,16 +523,6 @@ def bench_cross_aligner(
     return rate
 
 
-def production_config() -> RunConfig:
-    """config/config.yaml with every default filled in: the aligner kind, encoder and batch size to project."""
-    return read_run_config(PRODUCTION_CONFIG)
-
-
-def encoder_size(name: str) -> str:
-    """The random stand-in for a configured encoder: MiniLM-sized for MiniLM, else BERT-base-sized."""
-    return "minilm" if "minilm" in name.lower() else "base"
-
-
 def frame_element_spans(rows: list[dict]) -> tuple[float, float]:
     """Per annotated sentence, the mean number of overt FE spans, and of those the align stage places
     (overt and not the trigger itself: ``frame_elements.to_place``)."""
@@ -520,42 +531,74 @@ def frame_element_spans(rows: list[dict]) -> tuple[float, float]:
     return statistics.mean(overt), statistics.mean(placed)
 
 
-def encoder_inputs_per_request(kind: str, placed: float, fe: FrameElementSettings, aligned_beams: int) -> float:
-    """Encoder inputs the align stage spends on one request's ``aligned_beams`` beams, with ``placed``
-    FEs to place per sentence: one per beam where a pair's encoding serves all its spans (the paper
-    kind); where each span is an input of its own (the cross kind), one per beam's trigger and one
-    per FE placed, on every beam or, where selection reads the trigger alone, on the chosen beam
-    (``align_rows``)."""
-    aligner = aligner_class(kind)
-    if not aligner.encodes_each_span or fe.mode != "align":
-        return float(aligned_beams)
-    beams_with_fes = 1 if fes_on_chosen_beams_only(aligner, fe) else aligned_beams
-    return aligned_beams + placed * beams_with_fes
+def bench_training_rates(
+    device: torch.device, rows: list[dict], size: str, batch_sizes: tuple[int, int, int], tune_layers: int, steps: int
+) -> TrainingRates:
+    """Examples/s of a random BERT encoder of ``size`` (a linear head on its first token) on FrameNet dev
+    sentences of their own lengths in wordpieces: a forward pass without gradients, a training step
+    (AdamW) through every layer, and one through the top ``tune_layers`` layers on sentence pairs (a
+    sentence and a same-length stand-in for its paraphrase, as the cross aligner reads them).
+    ``batch_sizes``: the encoding's, the fully tuned and the top-tuned steps'. One warm-up step each,
+    then ``steps`` timed; bfloat16 autocast on CUDA."""
+    from transformers import BertConfig, BertModel
 
+    torch.manual_seed(0)
+    shape = ENCODER_SHAPES[size]
+    encoder = BertModel(BertConfig(vocab_size=28996, max_position_embeddings=512, **shape)).to(device)
+    head = torch.nn.Linear(shape["hidden_size"], 2).to(device)
+    tokenizer = bert_tokenizer([r["text"] for r in rows], vocab_size=8000)
+    lengths = [len(ids) for ids in tokenizer([r["text"] for r in rows])["input_ids"]]
+    rng = random.Random(0)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
 
-def project_hours(
-    decode_rate: float,
-    pairs_rate: float,
-    inputs_per_request: float,
-    seeds: int,
-    iterations: int,
-    kind: str,
-    label: str,
-) -> float:
-    """Hours for ``seeds`` x ``iterations`` paraphrase requests: decoding each at ``decode_rate``
-    sentences/s, then aligning its beams at ``pairs_rate`` encoder inputs/s, ``inputs_per_request``
-    (:func:`encoder_inputs_per_request`) a request."""
-    requests = seeds * iterations
-    decode_h = requests / decode_rate / 3600
-    align_h = requests * inputs_per_request / pairs_rate / 3600
-    print(f"  requests: {seeds:,} seeds x {iterations} iterations = {requests:,} sentences decoded  [{label}]")
-    print(f"  decoding: {requests:,} / {decode_rate:,.2f} sentences/s = {decode_h:,.2f} h  [{label}]")
+    def batch(n: int, pairs: bool) -> torch.Tensor:
+        picked = [lengths[i] for i in draw_rows(rng, len(lengths), n)]
+        longest = max(2 * k + 1 if pairs else k for k in picked)  # [CLS] a [SEP] b [SEP]: the pair's ids
+        return torch.randint(1000, 28000, (n, min(longest, 512)), device=device)
+
+    def rate(n: int, pairs: bool, step) -> float:
+        step(batch(n, pairs))  # warm-up: kernels, the allocator, the optimizer's state
+        inputs = [batch(n, pairs) for _ in range(steps)]
+        sync(device)
+        start = time.perf_counter()
+        for ids in inputs:
+            step(ids)
+        sync(device)
+        return n * steps / (time.perf_counter() - start)
+
+    def encode(ids: torch.Tensor) -> None:
+        with torch.inference_mode(), amp:
+            head(encoder(input_ids=ids).last_hidden_state[:, 0])
+
+    def trainer(params: list[torch.nn.Parameter]):
+        opt = torch.optim.AdamW(params, lr=1e-5)
+
+        def step(ids: torch.Tensor) -> None:
+            with amp:
+                logits = head(encoder(input_ids=ids).last_hidden_state[:, 0]).float()
+            loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(ids), dtype=torch.long, device=device))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return step
+
+    encode_bs, all_bs, top_bs = batch_sizes
+    encoded = rate(encode_bs, False, encode)
+    tune_all = rate(all_bs, False, trainer([*encoder.parameters(), *head.parameters()]))
+    top = [p for layer in encoder.encoder.layer[-tune_layers:] for p in layer.parameters()] if tune_layers else []
+    for p in encoder.parameters():
+        p.requires_grad_(False)
+    for p in top:
+        p.requires_grad_(True)
+    tune_top = rate(top_bs, True, trainer([*top, *head.parameters()]))
     print(
-        f"  aligning ({kind}): {requests:,} x {inputs_per_request:.2f} encoder inputs per request = "
-        f"{requests * inputs_per_request:,.0f} inputs / {pairs_rate:,.1f} pairs/s = {align_h:,.2f} h  [{label}]"
+        f"training rates: random BERT-{size}-sized encoder on FrameNet dev lengths ({steps} timed steps each): "
+        f"{encoded:,.1f} examples/s encoded (batches of {encode_bs}), {tune_all:,.1f} trained with every layer "
+        f"tuned (batches of {all_bs}), {tune_top:,.1f} sentence pairs trained with the top {tune_layers} layers "
+        f"tuned (batches of {top_bs})  [{device_name(device)}]"
     )
-    print(f"  total: {decode_h + align_h:,.2f} h  [{label}]")
-    return decode_h + align_h
+    return TrainingRates(encode=encoded, tune_all=tune_all, tune_top=tune_top)
 
 
 def prepare_time(engine: StaticParaphraser, rows: list[dict], sets: list[list[str]] | None) -> float:
@@ -580,9 +623,10 @@ def prepare_time(engine: StaticParaphraser, rows: list[dict], sets: list[list[st
 
 def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[dict], rng: random.Random) -> float:
     """The decoding benchmark: generate (hf) and the static engine, beam 20, without constraints and
-    under the constraint sets of iterations 1, 5, 10, then the whole paraphrase stage on the engine;
-    returns the projection's decode rate: the stage's sentences/s under constraints, host work
-    overlapped (mean of the iterations), what a paraphrase job with backend auto runs on CUDA."""
+    under the constraint sets of iterations 1, 5, 10 (not with ``--quick`` or ``--stage-only``), then
+    the whole paraphrase stage on the engine; returns the projection's decode rate: the stage's new
+    tokens/s under constraints, host work overlapped (the harmonic mean over the iterations, whose
+    times add), what a paraphrase job with backend auto runs on CUDA."""
     gpu = device.type == "cuda"
     iterations = [1, 5, 10]
     sets = chain_constraints(rows, iterations, args.seed)
@@ -643,7 +687,7 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
         ),
     }
     max_new = args.max_new_tokens or (None if gpu else 40)
-    if args.stage_only:
+    if args.stage_only or args.quick:
         draw_rows(rng, len(rows), n)  # the decoder rows' draw: the stage gets the sentences it gets after them
     else:
         res = bench_decoding(
@@ -652,16 +696,18 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     # On GPUs, one of a production job's chunks: a job's first batch, whose preparation nothing
     # overlaps, is a smaller share of it than of a shorter run, and its rounds move less from run to run.
     n_stage = args.stage_sentences or (CHUNK_ROWS if gpu else n)
-    stage = bench_stage(engine, rows, sets, n_stage, args.max_batch_tokens, args.repeats, rng, max_new)
+    stage, new_tokens = bench_stage(engine, rows, sets, n_stage, args.max_batch_tokens, args.repeats, rng, max_new)
     for name_, rate in stage.items():
-        print(f"paraphrase stage, {name_:<30} {rate:8.2f} sentences/s  [{name}]")
+        print(f"paraphrase stage, {name_:<30} {rate:8.2f} sentences/s, {rate * new_tokens:9.1f} new tokens/s  [{name}]")
     for it in iterations:
         print(
             f"paraphrase stage, iteration {it:>2}: constrained/unconstrained time "
             f"{stage['unconstrained'] / stage[f'iter {it}']:.2f}  [{name}]"
         )
-    if args.stage_only:
-        return statistics.mean(stage[f"iter {it}"] for it in iterations)
+    # What production runs: the whole stage, overlapped, over the iterations' constraint sets.
+    tokens_per_s = harmonic_mean(stage[f"iter {it}"] for it in iterations) * new_tokens
+    if args.stage_only or args.quick:
+        return tokens_per_s
     med = res["median"]
     for name_, t in med.items():
         print(f"{name_:<24} {n / t:8.2f} sentences/s   ({t:.2f} s, median of {args.repeats})  [{name}]")
@@ -693,16 +739,7 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     del para, model, engine
     if gpu:
         torch.cuda.empty_cache()
-    # What production runs: the whole stage, overlapped, over the iterations' constraint sets.
-    return statistics.mean(stage[f"iter {it}"] for it in iterations)
-
-
-def positive(text: str) -> int:
-    """A count option: a whole number of at least 1 (argparse reports anything else as a usage error)."""
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return value
+    return tokens_per_s
 
 
 def _number(text: str) -> float:
@@ -726,6 +763,14 @@ def non_negative_seconds(text: str) -> float:
     value = _number(text)
     if not (0 <= value < math.inf):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """A finite number, 0 or more."""
+    value = _number(text)
+    if not (0 <= value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number, 0 or more")
     return value
 
 
@@ -770,10 +815,10 @@ def main() -> None:
         help=f"the aligner kind projected (default: {PRODUCTION_CONFIG.name}'s, {config.aligner.kind})",
     )
     ap.add_argument(
-        "--decode-rate",
+        "--decode-tokens-per-s",
         type=positive_rate,
-        help="project with this decode rate (sentences/s, e.g. a new backend's measured elsewhere) and skip "
-        "the decoding benchmark",
+        help="project with this decode rate (new tokens/s of the paraphrase stage, e.g. a new backend's measured "
+        "elsewhere) and skip the decoding benchmark",
     )
     ap.add_argument(
         "--shard-jobs",
@@ -786,9 +831,25 @@ def main() -> None:
         type=non_negative_seconds,
         help="fixed seconds of one job: a shard's iteration's (--shard-jobs iteration) or a shard's chain's "
         "(chain) (default: measured with scripts/bench_jobs.py, the job's commands on a one-sentence shard "
-        "and its Snakemake start-ups)",
+        f"and its Snakemake start-ups; with --quick, {RECORDED_CHAIN_JOB_SECONDS} s, run E's chain job on an H100)",
+    )
+    ap.add_argument("--seeds", type=positive, default=SEEDS, help=f"seeds expanded (default {SEEDS:,}: see its source)")
+    ap.add_argument(
+        "--augmented-per-seed",
+        type=non_negative,
+        default=float(ITERATIONS),
+        help=f"examples an augmenter adds a training annotation in the Frame ID and argument-ID points (default "
+        f"{ITERATIONS}: one a chain's iteration, every output kept by the lax filter, an upper bound)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few minutes on a CPU: no hf/static comparison, one round, smaller aligner runs, two timed training "
+        f"steps, the chain job's fixed cost as recorded ({RECORDED_CHAIN_JOB_SECONDS} s) unless --job-seconds",
     )
     args = ap.parse_args()
+    if args.quick:
+        args.repeats = 1
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     device = torch.device(
@@ -796,29 +857,75 @@ def main() -> None:
         if args.device == "auto" and torch.cuda.is_available()
         else ("cpu" if args.device == "auto" else args.device)
     )
-    gpu = device.type == "cuda"
     name = device_name(device)
     rng = random.Random(args.seed)
     rows = framenet_rows()
     # The projection's decode rate: the static backend's as measured here, unless one is given.
     decode_source = (
-        "given (--decode-rate)"
-        if args.decode_rate
-        else "the paraphrase stage with the static backend, measured: mean of iterations 1, 5, 10"
+        "given (--decode-tokens-per-s)"
+        if args.decode_tokens_per_s
+        else "the paraphrase stage with the static backend, measured: harmonic mean of iterations 1, 5, 10"
     )
-    decode_rate = args.decode_rate or bench_decoders(args, device, rows, rng)
+    decode_rate = args.decode_tokens_per_s or bench_decoders(args, device, rows, rng)
     if args.stage_only:
         print(
-            f"paraphrase stage under constraints, mean of iterations 1, 5, 10: {decode_rate:.1f} sentences/s  [{name}]"
+            f"paraphrase stage under constraints, harmonic mean of iterations 1, 5, 10: {decode_rate:.1f} new "
+            f"tokens/s  [{name}]"
         )
         return
+    expansion, chain_note = project_expansion(args, config, device, rows, rng, decode_rate, decode_source)
+    rules = project_rules(args, config, device, rows)
+    print_budget(args, config, expansion, rules, device, chain_note)
+
+
+#: Seconds of one chain job's fixed cost as run E measured it on an H100 node (docs/benchmarks.md):
+#: ``spanaug iterate`` on a one-sentence shard, the first iteration 17.0 s, each later 1.73 s, and
+#: its two Snakemake start-ups; ``--quick`` counts it instead of timing the job on this machine.
+RECORDED_CHAIN_JOB_SECONDS = 32.6
+
+
+def mean_output_tokens(rows: list[dict], max_tokens: int | None) -> tuple[float, str]:
+    """New tokens a request decodes on average, with each output as long as its source in the timed
+    paraphraser's tokenizer ids: the mean over the FrameNet dev seeds of at most ``max_tokens``
+    words (config/config.yaml's data.max_tokens), and how it was drawn."""
+    tokenizer = train_tokenizer("unigram", [r["text"] for r in rows], vocab_size=8000)  # as bench_decoders'
+
+    kept = [r["text"] for r in rows if max_tokens is None or len(r["tokens"]) <= max_tokens]
+    lengths = [len(ids) for ids in tokenizer(kept)["input_ids"]]
+    how = (
+        f"{statistics.mean(lengths):.1f} new tokens a request: each output as long as its source (a trained "
+        f"paraphraser's outputs are about as long as their sources, and a later iteration's source is the previous "
+        f"output), over the {len(kept):,} FN1.7 dev seeds of at most {max_tokens} words (full text; exemplars, "
+        f"{SEEDS - FULLTEXT_ANNOTATIONS:,} of the seeds, are assumed to be as long: the dev split is the only FN1.7 "
+        "text here)"
+    )
+    return statistics.mean(lengths), how
+
+
+def project_expansion(
+    args: argparse.Namespace,
+    config,
+    device: torch.device,
+    rows: list[dict],
+    rng: random.Random,
+    decode_rate: float,
+    decode_source: str,
+) -> tuple[ExpansionHours, list[str]]:
+    """The expansion's hours and the lines that say how: the aligners timed, the output lengths, the
+    chain jobs' CPU stages, the jobs' fixed cost."""
+    gpu = device.type == "cuda"
+    name = device_name(device)
+    lines: list[str] = []
     paper_size = "base" if gpu else "small"
+    few = 4 if args.quick else 1
     pairs_rates = {
-        ("paper", paper_size): bench_aligner(device, rows, paper_size, 1024 if gpu else 128, args.repeats, rng)
+        ("paper", paper_size): bench_aligner(device, rows, paper_size, (1024 if gpu else 128) // few, args.repeats, rng)
     }
     batch = config.aligner.batch_size
     for size, n_pairs in (("minilm", 4096 if gpu else 256), ("base", 2048 if gpu else 64)):
-        pairs_rates["cross", size] = bench_cross_aligner(device, rows, size, n_pairs, batch, args.repeats, args.seed)
+        pairs_rates["cross", size] = bench_cross_aligner(
+            device, rows, size, max(n_pairs // few, 16), batch, args.repeats, args.seed
+        )
     overt, placed = frame_element_spans(rows)
     kind = args.aligner_kind
     fe = config.frame_elements
@@ -829,44 +936,101 @@ def main() -> None:
         f"{fe.select}, require {fe.require}: {inputs:.2f} encoder inputs per request ({ALIGNED_BEAMS} beams)"
     )
     size = paper_size if kind == "paper" else encoder_size(config.aligner.encoder)
-    note = "" if gpu else "  [CPU-sized models: not a GPU projection]"
-    print(
-        f"projected {'GPU' if gpu else 'CPU'}-hours for full FrameNet expansion ({SEEDS:,} seeds x {ITERATIONS} "
-        f"iterations, beam 20, top {ALIGNED_BEAMS} beams aligned; {kind} aligner, {size}-sized encoder as "
-        f"{config.aligner.encoder!r}; decode rate {decode_source}):{note}"
-    )
-    compute = project_hours(decode_rate, pairs_rates[kind, size], inputs, SEEDS, ITERATIONS, kind, name)
+    tokens, how = mean_output_tokens(rows, config.data.max_tokens)
+    iterations = config.iterations
+    compute = project_hours(decode_rate, tokens, pairs_rates[kind, size], inputs, args.seeds, iterations)
     chain = args.shard_jobs == "chain"
-    if chain:
-        # The CPU stages run inside the GPU job (per stage, the head runs them as local rules).
-        per_request = cpu_stage_seconds_per_request(rows)
-        compute += SEEDS * ITERATIONS * per_request / 3600
-        print(
-            f"  constraint expansion and selection in the GPU job (shard_jobs: chain): {per_request * 1e6:,.0f} us "
-            f"a request ({ALIGNED_BEAMS} beams), measured on this host = "
-            f"{SEEDS * ITERATIONS * per_request / 3600:,.2f} h  [{name}]"
-        )
+    per_request = cpu_stage_seconds_per_request(rows, 500 if args.quick else 4000) if chain else 0.0
     job_s, job_source = job_fixed_seconds(args, device)
-    shards = config.n_shards
-    per_shard = 1 if chain else ITERATIONS
-    fixed = shards * per_shard * job_s / 3600
-    what = "1 chain job" if chain else f"{ITERATIONS} iterations"
-    print(
-        f"  jobs (shard_jobs: {args.shard_jobs}): n_shards {shards} x {what} = {shards * per_shard:,} jobs x "
-        f"{job_s:.1f} s each before the first sentence and after the last ({job_source}) = {fixed:,.2f} h  [{name}]"
+    expansion = with_jobs(compute, config.n_shards, iterations, chain, job_s, per_request)
+    n = expansion.requests
+    lines.append(
+        f"  requests: {args.seeds:,} seeds x {iterations} iterations = {n:,}, beam 20, top {ALIGNED_BEAMS} aligned"
     )
-    print(f"projected hours: {compute + fixed:,.1f}  [{name}]")
-    print(
-        f"projected hours by n_shards (decoding and aligning {compute:,.2f} h, plus the jobs' fixed cost): "
-        + ", ".join(f"{n}: {compute + n * per_shard * job_s / 3600:,.1f} h" for n in SHARD_CHOICES)
-        + f"  [{name}]"
+    lines.append(
+        f"  decoding: {n:,} x {how} = {n * tokens:,.0f} tokens / {decode_rate:,.1f} new tokens/s ({decode_source}) "
+        f"= {expansion.decode:,.2f} h  [{name}]"
+    )
+    lines.append(
+        f"  aligning ({kind}, {size}-sized encoder as {config.aligner.encoder!r}): {n:,} x {inputs:.2f} encoder inputs "
+        f"= {n * inputs:,.0f} / {pairs_rates[kind, size]:,.1f} pairs/s = {expansion.align:,.2f} h  [{name}]"
+    )
+    if chain:
+        lines.append(
+            f"  constraint expansion and selection in the GPU job (shard_jobs: chain): {per_request * 1e6:,.0f} us a "
+            f"request, measured on this host = {expansion.cpu_stages:,.2f} h  [{name}]"
+        )
+    what = "1 chain job" if chain else f"{iterations} iterations"
+    lines.append(
+        f"  jobs (shard_jobs: {args.shard_jobs}): n_shards {config.n_shards} x {what} = {expansion.jobs:,} jobs x "
+        f"{job_s:.1f} s each before the first sentence and after the last ({job_source}) = {expansion.fixed:,.2f} h"
+    )
+    by_shards = hours_by_shards(expansion.compute, iterations, chain, job_s)
+    lines.append(
+        f"  by n_shards (the compute {expansion.compute:,.2f} h, plus the jobs' fixed cost): "
+        + ", ".join(f"{k}: {h:,.2f} h" for k, h in by_shards.items())
     )
     if kind == "cross":  # the other encoder size, for comparison
         other = "minilm" if size == "base" else "base"
-        alt = decode_rate, pairs_rates[kind, other], inputs, SEEDS, ITERATIONS, kind
-        print(f"with a {other}-sized encoder instead:")
-        alt_hours = project_hours(*alt, name) + fixed
-        print(f"projected hours ({other}-sized cross encoder, n_shards {shards}): {alt_hours:,.1f}  [{name}]")
+        alt = project_hours(decode_rate, tokens, pairs_rates[kind, other], inputs, args.seeds, iterations)
+        lines.append(f"  with a {other}-sized cross encoder instead, aligning takes {alt.align:,.2f} h")
+    return expansion, lines
+
+
+def project_rules(args: argparse.Namespace, config, device: torch.device, rows: list[dict]) -> list[RuleHours]:
+    """Every GPU rule of the workflow besides the expansion's, with its jobs under config/config.yaml,
+    from training rates timed here."""
+    gpu = device.type == "cuda"
+    cross = config.aligner.train.cross if config.aligner.train and config.aligner.train.cross else None
+    argid_batch = config.argid.batch_size if config.argid else 16
+    rates = bench_training_rates(
+        device,
+        rows,
+        encoder_size(config.argid.encoder if config.argid else config.aligner.encoder),
+        (64, argid_batch, cross.batch_size if cross else 16),
+        cross.tune_layers if cross else 0,
+        steps=(20 if gpu else 5) if not args.quick else 2,
+    )
+    jobs = planned_jobs(config)
+    return rule_hours(config, jobs, rates, args.seeds, args.augmented_per_seed)
+
+
+def print_budget(
+    args: argparse.Namespace,
+    config,
+    expansion: ExpansionHours,
+    rules: list[RuleHours],
+    device: torch.device,
+    lines: list[str],
+) -> None:
+    """The run's GPU-hours: the expansion with its parts, each other GPU rule, their sum, and where the
+    seed count comes from."""
+    name = device_name(device)
+    gpu = device.type == "cuda"
+    unit = "GPU" if gpu else "CPU"
+    note = "" if gpu else "  [CPU-sized decoder and CPU rates: not a GPU projection]"
+    print(f"\nthe run's {unit}-hours, {PRODUCTION_CONFIG.name} on {name}:{note}")
+    print(f"seeds: {args.seeds:,}" + (f" ({SEEDS_SOURCE})" if args.seeds == SEEDS else " (given, --seeds)"))
+    print(f"expansion (rule iterate_shard or paraphrase + align): {expansion.total:,.2f} h")
+    for line in lines:
+        print(line)
+    all_rules = gpu_rules(REPO / "workflow" / "rules")
+    jobs = planned_jobs(config)
+    for rule in rules:
+        print(
+            f"{rule.rule}: {rule.jobs} job{'s' if rule.jobs != 1 else ''} x {rule.hours_per_job:,.3f} h = "
+            f"{rule.hours:,.2f} h (estimate: {rule.basis})"
+        )
+    off = [r for r in all_rules if jobs.get(r) == 0]
+    print(f"GPU rules with no job in this config: {', '.join(off) or 'none'}")
+    missing = uncosted(all_rules, jobs, [r.rule for r in rules])
+    if missing:
+        print(f"GPU rules NOT estimated (new to the workflow?): {', '.join(missing)}")
+    total = run_hours(expansion.total, rules)
+    print(
+        f"the run's {unit}-hours: {total:,.1f} (expansion {expansion.total:,.2f} + other GPU rules "
+        f"{total - expansion.total:,.2f}; the expansion's parts are measured, the other rules' estimated)  [{name}]"
+    )
 
 
 def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[float, str]:
@@ -883,9 +1047,11 @@ def job_fixed_seconds(args: argparse.Namespace, device: torch.device) -> tuple[f
         job_seconds,
     )
 
+    if args.quick and args.shard_jobs == "chain":
+        return RECORDED_CHAIN_JOB_SECONDS, "recorded: run E's chain job on an H100 node, not measured here (--quick)"
     if args.shard_jobs == "chain":
         chain = chain_seconds(device.type, sentences=1, repeats=args.repeats)
-        commands = chain.over(ITERATIONS)
+        commands = chain.over(production_config().iterations)
         source = (
             f"spanaug iterate on a one-sentence shard, measured: the first iteration {chain.first:.1f} s, "
             f"each later {chain.each_later:.2f} s"

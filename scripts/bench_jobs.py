@@ -43,13 +43,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "scripts"))  # bench_gpu, also when a test loads this file
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+sys.path.insert(0, str(REPO / "scripts"))  # bench_common, also when a test loads this file
 
 import torch
-from bench_gpu import ENCODER_SHAPES, ITERATIONS, framenet_rows, positive
+from bench_common import ENCODER_SHAPES, framenet_rows, positive, production_config
 
 from spanaug.core import artifacts
 from spanaug.core.devices import device_name
@@ -293,7 +290,10 @@ def main() -> None:
     ap.add_argument("--sentences", type=positive, default=1, help="sentences in the shard (default 1)")
     ap.add_argument("--repeats", type=positive, default=3)
     ap.add_argument("--max-new-tokens", type=positive, default=8, help="each beam's length (random weights)")
-    ap.add_argument("--iterations", type=positive, default=ITERATIONS, help="the chain job's iterations")
+    iterations = production_config().iterations
+    ap.add_argument(
+        "--iterations", type=positive, default=iterations, help=f"the chain job's iterations (default {iterations})"
+    )
     args = ap.parse_args()
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
     device = "cpu" if device == "auto" else device

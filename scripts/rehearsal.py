@@ -47,7 +47,8 @@ ITERATION_RULES = ("expand_constraints", "paraphrase", "align", "select_best")
 CHAIN_RULE = "iterate_shard"
 #: The SLURM comment of a job that paraphrases or aligns: a rule's own, a group's, or a shard's chain.
 GPU_JOB_COMMENT = r"rule_(paraphrase|align|iterate_shard)_wildcards_|rule_iter\d+_.*(paraphrase|align)"
-#: Full FrameNet 1.7 (scripts/bench_gpu.py's count of seeds) under the production config.
+#: Full FrameNet 1.7 under the production config: the seed count of scripts/gpu_budget.py (SEEDS, whose
+#: source SEEDS_SOURCE states).
 FULL_SEEDS, FULL_ITERATIONS = 198_368, 10
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 

@@ -1,12 +1,9 @@
-"""scripts/bench_gpu.py's projection counts the encoder inputs the align stage spends per request."""
+"""scripts/bench_gpu.py's measuring: output lengths while the stage is timed, and the chain job's CPU stages."""
 
 import importlib.util
 import sys
 
-import pytest
 from conftest import REPO
-
-from spanaug.core.config import FrameElementSettings
 
 sys.path.insert(0, str(REPO / "scripts"))
 spec = importlib.util.spec_from_file_location("bench_gpu", REPO / "scripts" / "bench_gpu.py")
@@ -14,20 +11,17 @@ bench_gpu = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_gpu)
 
 
-@pytest.mark.parametrize(
-    ("kind", "settings", "inputs"),
-    [
-        ("paper", {"mode": "align"}, 3.0),  # a pair's encoding serves its trigger and FEs
-        ("cross", {"mode": "off"}, 3.0),  # the triggers alone
-        ("cross", {"mode": "keep"}, 3.0),  # FEs found by their words, not aligned
-        ("cross", {"mode": "align"}, 3.0 + 1.5),  # the chosen beam's FEs alone (align_rows)
-        ("cross", {"mode": "align", "select": "joint"}, 3.0 + 3 * 1.5),  # every beam's
-        ("cross", {"mode": "align", "require": "core"}, 3.0 + 3 * 1.5),
-    ],
-)
-def test_inputs_per_request_are_what_the_align_stage_encodes(kind, settings, inputs):
-    fe = FrameElementSettings(**settings)
-    assert bench_gpu.encoder_inputs_per_request(kind, 1.5, fe, 3) == inputs
+def test_each_output_is_as_long_as_its_source_while_the_stage_is_timed():
+    """Random weights never end a beam: each sentence's limit is its source's length (at most the cap)."""
+    real = bench_gpu.hf_backend.length_limit
+    with bench_gpu.outputs_as_long_as_sources(None):
+        assert bench_gpu.hf_backend.length_limit(30) == 30
+        assert bench_gpu.hf_backend.length_limit(30, 64) == 30  # not the stage's max_new_tokens
+    with bench_gpu.outputs_as_long_as_sources(25):
+        assert bench_gpu.hf_backend.length_limit(30) == 25
+        assert bench_gpu.hf_backend.length_limit(12) == 12
+    assert bench_gpu.hf_backend.length_limit is real
+    assert real(30) == 55  # the stage's own rule: 1.5 x 30 + 10
 
 
 def test_the_cpu_stages_of_a_chain_job_are_timed_per_request():
