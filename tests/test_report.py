@@ -225,7 +225,7 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
         json.dumps({"examples": 0, "warnings": empty_warnings("geca", {"examples": 0, "fragment_pairs": 0})})
     )
     (res / "human_eval.json").write_text("{}")
-    records, para = warnings.collect(
+    records, para, _ = warnings.collect(
         [geca],
         stats,
         width=6,
