@@ -283,8 +283,11 @@ class T5Step(DecoderStep):
         super().__init__(model)
         self._bias_module = self._layers()[0].layer[0].SelfAttention
         self._bias_cache: torch.Tensor | None = None
+        # transformers 5: T5 scales the decoder's output by d_model^-0.5 when its config says so
+        # (scale_decoder_outputs: with tied embeddings unless told); mT5 never does, tied or not.
         scale = getattr(self.config, "scale_decoder_outputs", None)
-        self.scale_output = self.config.tie_word_embeddings if scale is None else scale
+        tied = self.config.tie_word_embeddings if scale is None else scale
+        self.scale_output = tied and self.config.model_type != "mt5"
         self.qkv = [
             FusedProjections(b.layer[0].SelfAttention.q, b.layer[0].SelfAttention.k, b.layer[0].SelfAttention.v)
             for b in self._layers()
