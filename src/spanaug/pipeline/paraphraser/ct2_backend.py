@@ -70,11 +70,16 @@ class CT2Paraphraser(Paraphraser):
         self.translator = translator
         self.tokenizer = tokenizer
         self.device = torch.device("cuda" if device == "cuda" else "cpu")
-        #: CTranslate2's compute type (its dtype), as the translator reports it.
+        #: CTranslate2's compute type (its dtype), as the translator reports it, and its CPU threads.
         self.compute_type = str(getattr(translator, "compute_type", None) or "default")
+        self.cpu_threads = 1
 
     def provenance(self, cfg: DecodeSettings) -> EngineRecord:
-        return EngineRecord(self.backend, device_name(self.device), self.compute_type)
+        if self.device.type == "cpu":  # CTranslate2's own threads, not torch's
+            device = f"CPU, {self.cpu_threads} threads"
+        else:  # torch names the card where it sees it (CTranslate2 may see one that a CPU-only torch does not)
+            device = device_name(self.device) if torch.cuda.is_available() else "CUDA device"
+        return EngineRecord(self.backend, device, self.compute_type)
 
     @classmethod
     def from_pretrained(
@@ -107,6 +112,7 @@ class CT2Paraphraser(Paraphraser):
         log_device(torch.device(dev), getattr(translator, "compute_type", compute))
         paraphraser = cls(translator, tokenizer, dev)
         paraphraser.compute_type = str(getattr(translator, "compute_type", None) or compute or "default")
+        paraphraser.cpu_threads = threads.get("inter_threads", 1)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)
         return paraphraser
 
