@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import socket
 
 import pytest
@@ -166,3 +167,32 @@ def test_the_device_line_names_a_gpu_by_its_hardware_name(monkeypatch, caplog):
         devices.log_device(torch.device("cuda"), torch.bfloat16)
     lines = [r.getMessage() for r in caplog.records if r.name == "spanaug.core.devices"]
     assert len(lines) == 1 and lines[0].startswith("device: cuda (NVIDIA H100 80GB HBM3), dtype: bfloat16"), lines
+
+
+@pytest.mark.parametrize(
+    ("device", "env", "gpus", "expected"),
+    [
+        ("auto", {}, 0, "cpu"),
+        ("auto", {}, 1, "cuda"),
+        ("auto", {"SLURM_JOB_GPUS": "0"}, 1, "cuda"),
+        ("cuda", {}, 1, "cuda"),
+        ("cpu", {"SLURM_JOB_GPUS": "0"}, 1, "cpu"),  # device: cpu is honoured, as for the other backends
+        ("auto", {"SLURM_JOB_GPUS": "0"}, 0, "this job was given a GPU (SLURM_JOB_GPUS=0)"),
+        ("auto", {"CUDA_VISIBLE_DEVICES": "1"}, 0, "this job was given a GPU (CUDA_VISIBLE_DEVICES=1)"),
+        ("cuda", {}, 0, "the config names CUDA"),
+        ("mps", {}, 0, "the ct2 backend runs on cpu or cuda"),
+    ],
+)
+def test_ct2_on_a_gpu_job_decodes_on_the_gpu_or_is_refused(no_cuda, device, env, gpus, expected):
+    """An explicit backend: ct2 on a job given a GPU never decodes on the CPU: where CTranslate2
+    sees no CUDA device, the job stops with a config error, as the other backends' device check does."""
+    from spanaug.core.errors import ConfigError
+    from spanaug.pipeline.paraphraser.ct2_backend import ct2_device
+
+    for name, value in env.items():
+        no_cuda.setenv(name, value)
+    if expected in ("cpu", "cuda"):
+        assert ct2_device(device, gpus) == expected
+    else:
+        with pytest.raises(ConfigError, match=re.escape(expected)):
+            ct2_device(device, gpus)

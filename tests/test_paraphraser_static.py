@@ -1,6 +1,7 @@
 """The static backend (the GPU decoding engine) against transformers' generate (the hf backend).
 
-Random models of every family (T5, BART on byte-level BPE and on WordPiece, Pegasus, Marian),
+Random models of every family (T5, mT5, BART on byte-level BPE and on WordPiece, mBART, Pegasus,
+Marian),
 tokenizers trained on the fly, on the CPU in float32: the engine's beams and scores must be
 generate's, under per-sentence constraints and length limits, with beams that end early (EOS
 made likelier) and beams that run to their limit.
@@ -237,7 +238,7 @@ def test_chunked_selection_with_a_forced_first_token_picks_real_tokens(family_mo
     assert all(t.strip().startswith(word) for b in beams[6] for t, _ in b)
 
 
-@pytest.mark.parametrize("family", ["t5", "bart", "marian"])
+@pytest.mark.parametrize("family", ["t5", "bart", "pegasus", "marian"])
 def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, monkeypatch, family):
     """What a CUDA graph replays (device-side position, a fixed span with later positions masked,
     the beam reorder inside the step, sentences leaving only at span boundaries), run eagerly on
@@ -263,7 +264,7 @@ def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, mo
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
 
 
-@pytest.mark.parametrize("family", ["t5", "bart", "marian"])
+@pytest.mark.parametrize("family", ["t5", "bart", "pegasus", "marian"])
 @pytest.mark.parametrize("graphed", [False, True], ids=["eager", "graph-shaped"])
 def test_reading_the_cache_through_the_beam_ancestry_gives_generates_beams(
     family_models, mixed_endings, monkeypatch, family, graphed
@@ -320,7 +321,7 @@ def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkey
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("family", ["t5", "bart"])
+@pytest.mark.parametrize("family", ["t5", "mt5", "bart", "mbart", "pegasus"])
 @pytest.mark.parametrize(
     ("ancestry", "chunk"),
     [(None, None), (False, None), (None, 4)],
@@ -331,7 +332,8 @@ def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, a
     through the beam ancestry by the Triton kernel, fused constraints, two-stage selection), and
     with the cache reordered instead, in float32 against generate on the same card. The test
     vocabulary (160) is too small for chunked selection at its default width: chunks of 4 columns
-    force it."""
+    force it. The graphs must really be captured and replayed: the eager fallback of a failed
+    capture gives the same beams, so the counts say which ran."""
     model, tok = family_models(family, 1.6)
     cuda = torch.device("cuda")
     cfg = DecodeSettings(beam_size=5, return_top=5)
@@ -343,11 +345,52 @@ def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, a
 
     state = para.step.start(torch.zeros(1, 1, model.config.d_model, device=cuda), torch.ones(1, 1, device=cuda), 5, 4)
     assert isinstance(para.runner(state, cfg), GraphRunner)
-    got = para._decode_batch(_requests(), cfg, 0)
+    para.new_record()
+    try:
+        got = para._decode_batch(_requests(), cfg, 0)
+    finally:
+        model.to("cpu")
+    assert para.graph_counts.captures > 0 and para.graph_counts.fallbacks == 0
+    engine = para.provenance(cfg)
+    assert (engine.decode_path, engine.device) == ("graphs", torch.cuda.get_device_name())
     assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
     for got_beams, expected_beams in zip(got, expected):
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-3)
-    model.to("cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("ancestry", [None, False], ids=["ancestry-kernel", "reordered-cache"])
+def test_on_cuda_sentences_leaving_the_batch_are_captured_anew(mixed_endings, monkeypatch, ancestry):
+    """A sentence that leaves the batch changes the rows: the graphs that follow are new captures,
+    none fails, and the beams are still generate's."""
+    from spanaug.pipeline.paraphraser.step_runner import GraphRunner
+
+    model, tok, cfg = mixed_endings
+    cuda = torch.device("cuda")
+    try:
+        expected = Paraphraser(model, tok, cuda, torch.float32)._decode_batch(_requests(), cfg, 0)
+        para = StaticParaphraser(model, tok, cuda, torch.float32)
+        para.ancestry = ancestry
+        at_leaving = []
+
+        def runner(state, cfg):
+            made = GraphRunner(para.step, state, bucket=1, counts=para.graph_counts)
+            made.worth_shrinking = lambda done, sentences: done > 0  # every done sentence leaves at once
+            keep = made.keep
+            made.keep = lambda sentences, upto: at_leaving.append(para.graph_counts.captures) or keep(sentences, upto)
+            return made
+
+        monkeypatch.setattr(para, "runner", runner)
+        para.new_record()
+        got = para._decode_batch(_requests(), cfg, 0)
+    finally:
+        model.to("cpu")
+    assert at_leaving, "no sentence left the batch"
+    assert para.graph_counts.captures > at_leaving[0]  # graphs captured anew after sentences left
+    assert para.graph_counts.fallbacks == 0
+    assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
+    for got_beams, expected_beams in zip(got, expected):
+        assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-3)
 
 
 def test_the_log_says_how_the_engine_decodes(family_models, caplog):
@@ -362,3 +405,157 @@ def test_the_log_says_how_the_engine_decodes(family_models, caplog):
         para._decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
     lines = [r.getMessage() for r in caplog.records if "static backend: eager" in r.getMessage()]
     assert lines == ["static backend: eager steps, cache reordered each step"]
+
+
+class _Graph:
+    """A captured graph's stand-in on the CPU: a replay runs the recorded step again."""
+
+    def __init__(self, replay):
+        self.replay = replay
+
+
+def _capturing_runners(para, monkeypatch, failures: dict[int, Exception]):
+    """Make ``para`` run its batches on GraphRunners that capture as on CUDA, with the graphs
+    stood in for on the CPU (:func:`conftest.stub_captures` replaces the failure handling; this
+    replaces only the recording): the ``n``-th runner's first capture raises ``failures[n]``.
+    Returns the runners made."""
+    from spanaug.pipeline.paraphraser.decoder_step import Position
+    from spanaug.pipeline.paraphraser.step_runner import GraphRunner
+
+    made = []
+
+    def runner(state, cfg):
+        r = GraphRunner(
+            para.step, state, bucket=4, capture=False, counts=para.graph_counts, require=cfg.require_cuda_graphs
+        )
+        r.capture, number = True, len(made)
+        made.append(r)
+        r._new_generation = lambda: setattr(r, "graphs", {})
+
+        def warm_up(search_step):
+            search_step(Position(r.t, r.span_now))
+            r.warm = True
+
+        def record(search_step):
+            if number in failures and not r.graphs:
+                raise failures.pop(number)
+            span = r.span_now
+            return _Graph(lambda: search_step(Position(r.t, span)))
+
+        r._warm_up, r._record = warm_up, record
+        return r
+
+    monkeypatch.setattr(para, "runner", runner)
+    return made
+
+
+def _texts(decoded):
+    return [[t for t, _ in beams] for beams in decoded]
+
+
+def test_a_failed_capture_is_its_runners_counted_and_logged(mixed_endings, monkeypatch, caplog):
+    """A capture that fails leaves its own batch to decode eagerly (the same beams), is counted and
+    logged, and the next batch's runner captures again: graphs are not turned off for the process."""
+    model, tok, cfg = mixed_endings
+    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    runners = _capturing_runners(
+        para, monkeypatch, {0: RuntimeError("operation not permitted when stream is capturing")}
+    )
+    para.new_record()
+    first = para._decode_batch(_requests(), cfg, 0)
+    after_first = para.graph_counts.captures
+    second = para._decode_batch(_requests(), cfg, 1)
+    assert (para.graph_counts.fallbacks, after_first) == (1, 0)
+    assert not runners[0].capture and runners[1].capture
+    assert para.graph_counts.captures > 0  # the second batch's runner captured
+    assert _texts(first) == _texts(second) == _texts(expected)
+    assert "CUDA graph capture failed (operation not permitted" in caplog.text
+    engine = para.provenance(cfg)
+    assert (engine.decode_path, engine.cuda_graph_fallbacks) == ("fallback", 1)
+    assert engine.cuda_graph_captures == para.graph_counts.captures
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["oom", "oom-then-capture-error"])
+def test_running_out_of_memory_in_a_capture_splits_the_batch(mixed_endings, monkeypatch, caplog, wrapped):
+    """Out of memory inside a capture is not a capture failure: the runner drops its graphs and the
+    error reaches the batch-splitting path, whose halves capture and give generate's beams. (A
+    capture that ran out can end in the capture's own error as the graph closes: the same.)"""
+    from spanaug.core.oom import OutOfMemoryError
+
+    model, tok, cfg = mixed_endings
+    expected = Paraphraser(model, tok, CPU, torch.float32).paraphrase(_requests(), cfg, progress=False)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    error: Exception = OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    if wrapped:
+        try:
+            try:
+                raise error
+            except OutOfMemoryError:
+                raise RuntimeError("CUDA error: operation failed due to a previous error during capture")  # noqa: B904
+        except RuntimeError as closing:
+            error = closing
+    runners = _capturing_runners(para, monkeypatch, {0: error})
+    got = list(para.paraphrase(_requests(), cfg, progress=False))
+    assert "ran out of GPU memory: split and retried as 2 parts" in caplog.text
+    assert len(runners) >= 3 and runners[0].graphs == {} and runners[0].pool is None
+    assert para.graph_counts.fallbacks == 0 and para.graph_counts.captures > 0
+    assert para.provenance(cfg).decode_path == "eager"  # on the CPU; no fallback
+    assert got == list(expected)
+
+
+def test_with_graphs_required_a_failed_capture_stops_the_job(mixed_endings, monkeypatch):
+    from spanaug.core.errors import ConfigError
+
+    model, tok, cfg = mixed_endings
+    cfg = dataclasses.replace(cfg, require_cuda_graphs=True)
+    para = StaticParaphraser(model, tok, CPU, torch.float32)
+    _capturing_runners(para, monkeypatch, {0: RuntimeError("capture not supported")})
+    with pytest.raises(ConfigError, match=r"paraphraser\.require_cuda_graphs: a CUDA graph capture failed"):
+        para._decode_batch(_requests(), cfg, 0)
+    assert para.graph_counts.fallbacks == 1
+
+
+def test_graphs_required_refuses_a_cuda_job_without_them():
+    """On CUDA, require_cuda_graphs takes the static backend's beam search; on the CPU it says nothing."""
+    from types import SimpleNamespace
+
+    from spanaug.core.errors import ConfigError
+    from spanaug.pipeline.paraphraser.stage import check_graphs_required
+
+    required = DecodeSettings(model="m", require_cuda_graphs=True)
+    for backend in ("hf", "ct2"):
+        with pytest.raises(ConfigError, match=rf"require_cuda_graphs: paraphraser\.backend is {backend}"):
+            check_graphs_required(SimpleNamespace(device=torch.device("cuda"), backend=backend), required)
+    static = SimpleNamespace(device=torch.device("cuda"), backend="static")
+    check_graphs_required(static, required)
+    with pytest.raises(ConfigError, match="mode is sample"):
+        check_graphs_required(static, dataclasses.replace(required, mode="sample"))
+    check_graphs_required(SimpleNamespace(device=CPU, backend="hf"), required)
+    with pytest.raises(ConfigError, match="require_cuda_graphs is true but cuda_graphs is false"):
+        DecodeSettings(require_cuda_graphs=True, cuda_graphs=False)
+
+
+def test_the_step_is_checked_at_load_on_a_padded_graph_shaped_batch(tiny_paraphraser, monkeypatch, caplog):
+    """The engine checks its step against the model when it loads, eagerly and as graphs feed it,
+    on a padded batch: a model whose step disagrees is refused before any sentence is decoded, and
+    backend auto loads hf instead."""
+    from spanaug.pipeline.paraphraser import stage
+
+    calls = []
+    real = decoder_step.check_against_model
+
+    def spy(step, ids, mask, decoder_ids, span=None, ancestry=False):
+        calls.append((span, bool((mask == 0).any())))
+        return real(step, ids, mask, decoder_ids, span=span, ancestry=ancestry)
+
+    monkeypatch.setattr(decoder_step, "check_against_model", spy)
+    StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    assert calls == [(None, True), (16, True)]
+    monkeypatch.setattr(decoder_step, "check_against_model", lambda *a, **k: 0.5)
+    with pytest.raises(UnsupportedModel, match="differs from the model's own forward pass"):
+        StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    monkeypatch.setattr(stage, "resolve_backend", lambda backend, device: "static")
+    loaded = stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, dtype="float32"), "cpu")
+    assert type(loaded) is Paraphraser and loaded.backend == "hf"
+    assert "hf instead of static: the static decoder step differs" in caplog.text

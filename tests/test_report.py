@@ -253,7 +253,7 @@ def test_warnings_page_lists_every_degraded_stage(run, tmp_path):
         json.dumps({"examples": 0, "warnings": empty_warnings("geca", {"examples": 0, "fragment_pairs": 0})})
     )
     (res / "human_eval.json").write_text("{}")
-    records, para = warnings.collect(
+    records, para, _ = warnings.collect(
         [geca],
         stats,
         width=6,
@@ -406,6 +406,76 @@ def test_warnings_and_summary_commands(run, tmp_path):
     page = (tmp_path / "s.html").read_text()
     assert "Toy models" in page and "trained from scratch on 80 sentence pairs" in page
     assert "mechanics, not paraphrase quality" in page and "fewer than 1,000 sentence pairs" in page
+
+
+def _engine(backend="static", path="graphs", captures=40, fallbacks=0, device="NVIDIA H200", dtype="bfloat16"):
+    return {
+        "backend": backend,
+        "device": device,
+        "dtype": dtype,
+        "decode_path": path,
+        "cuda_graph_captures": captures,
+        "cuda_graph_fallbacks": fallbacks,
+    }
+
+
+def test_the_shards_engines_reach_the_summary_and_lost_graphs_the_warnings_page(run, tmp_path):
+    """Each paraphrase and align shard's engine record, summed per run on the summary; a shard whose
+    CUDA graphs were lost is a warning naming it."""
+    para = [
+        _shard_stats(tmp_path, 1, 0, requests=2, outputs=2, **_engine()),
+        _shard_stats(tmp_path, 1, 1, requests=2, outputs=2, **_engine(path="fallback", captures=30, fallbacks=2)),
+        _shard_stats(tmp_path, 2, 0, requests=2, outputs=2, **_engine(captures=10)),
+    ]
+    align = []
+    for i, shard in [(1, 0), (1, 1)]:
+        align.append(tmp_path / "iterations" / f"iter{i}" / f"shard{shard:03d}.align_stats.json")
+        files.write_json({"beams": 3, **_engine("cross aligner", "eager", 0)}, align[-1])
+    common = ["report", "warnings", "--paraphrase-stats", *map(str, para), "--align-stats", *map(str, align)]
+    assert main([*common, "--out-json", str(tmp_path / "w.json"), "--out-html", str(tmp_path / "w.html")]) == 0
+    lost = [r for r in warnings.load(tmp_path / "w.json") if "CUDA graphs lost" in r["message"]]
+    assert [(r["stage"], r["kind"]) for r in lost] == [("paraphrase", "degraded")]
+    assert lost[0]["message"].startswith("iteration 1, shard 001: CUDA graphs lost, 2 capture(s) failed")
+    assert "CUDA graphs lost" in (tmp_path / "w.html").read_text()
+    texts = [e["text"] for e in warnings.load_engines(tmp_path / "w.json")]
+    assert texts == [
+        "paraphrase: static on NVIDIA H200, bfloat16, fallback in 1 of 3 shards, graphs in 2 of 3 shards "
+        "(80 captures, 2 fallbacks)",
+        "align: cross aligner on NVIDIA H200, bfloat16, eager in 2 shard(s)",
+    ]
+    stats, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsSettings(pos_tagger=None))
+    files.write_json(stats, tmp_path / "stats.json")
+    files.write_csv(rows, tmp_path / "per_iteration.csv")
+    filter_stage(run / "augmented.parquet", run / "seeds.parquet", tmp_path / "filtering")
+    summary = [
+        "report",
+        "summary",
+        "--run",
+        json.dumps({"run_name": "framenet"}),
+        "--stats",
+        str(tmp_path / "stats.json"),
+    ]
+    summary += [
+        "--per-iteration",
+        str(tmp_path / "per_iteration.csv"),
+        "--filters",
+        str(tmp_path / "filtering/filters.json"),
+    ]
+    summary += ["--warnings", str(tmp_path / "w.json"), "--out-html", str(tmp_path / "s.html")]
+    summary += ["--out-fragment", str(tmp_path / "f.html"), "--out-json", str(tmp_path / "s.json")]
+    assert main(summary) == 0
+    page = (tmp_path / "s.html").read_text()
+    assert f"Ran on: {texts[0]}; {texts[1]}." in page
+    assert json.loads((tmp_path / "s.json").read_text())["engines"][0]["cuda_graph_captures"] == 80
+
+
+def test_a_damaged_engine_record_is_an_error_naming_the_shard(tmp_path, capsys):
+    shard = _shard_stats(tmp_path, 1, 0, **_engine(path="warp"))
+    out = ["--out-json", str(tmp_path / "w.json"), "--out-html", str(tmp_path / "w.html")]
+    assert main(["report", "warnings", "--paraphrase-stats", str(shard), *out]) == 2
+    err = capsys.readouterr().err.strip()
+    why = "decode_path must be one of graphs, eager, fallback, not 'warp'"
+    assert err == f"spanaug: error: {shard}: its engine record is malformed: {why}"
 
 
 def test_warn_logs_and_records(caplog):

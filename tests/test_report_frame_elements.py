@@ -112,7 +112,7 @@ def test_low_and_empty_retention_are_warnings():
 def test_fe_warnings_reach_the_warnings_page_and_retention_the_summary(tmp_path):
     write_fe_chains(tmp_path)
     _page(tmp_path, _without_fes(tmp_path), mode="off")
-    records, _ = warnings.collect([tmp_path / "report/frame_elements.json"])
+    records, _, _ = warnings.collect([tmp_path / "report/frame_elements.json"])
     assert [r["stage"] for r in records] == ["frame elements"]
     _, _, out = _page(tmp_path, tmp_path / "augmented.parquet")
     stats, rows, _ = intrinsic_stats(tmp_path / "augmented.parquet", tmp_path / "seeds.parquet", StatsSettings())

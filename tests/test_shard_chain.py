@@ -241,3 +241,42 @@ def test_a_shard_without_seeds_writes_every_iterations_files_empty(tmp_path, tin
         chain_i = artifacts.read_table(shard_file(tmp_path / "iterations", i, "000", "chain"), artifacts.CHAIN)
         stats = json.loads(Path(shard_file(tmp_path / "iterations", i, "000", "align_stats")).read_text())
         assert chain_i.num_rows == 0 and stats["empty_shard"] is True
+
+
+@pytest.mark.parametrize("option", ["--paraphrase", "--align"])
+@pytest.mark.parametrize("folder", ["missing", "empty", "other-model"])
+def test_a_wrong_model_folder_is_one_line_and_nothing_is_written(
+    tmp_path, tiny_paraphraser, tiny_aligner, capsys, option, folder
+):
+    """Both models load (and the static engine checks its step) before the first stage writes: a
+    wrong folder for either leaves no requests, paraphrases or statistics behind."""
+    settings = _settings(tiny_paraphraser, tiny_aligner)
+    _seeds(tmp_path)
+    wrong = {"missing": tmp_path / "nowhere", "empty": tmp_path / "empty", "other-model": None}[folder]
+    if folder == "empty":
+        wrong.mkdir()
+    if wrong is None:  # the other stage's model: an aligner given as the paraphraser, and back
+        wrong = tiny_aligner if option == "--paraphrase" else tiny_paraphraser
+    key = option.lstrip("-")
+    model_at = settings[key].index("--model") + 1
+    settings[key][model_at] = str(wrong)
+    assert main(_iterate_argv(tmp_path, settings)) == 2
+    # The last line (the paraphraser, loaded first, may draw transformers' progress bar before it).
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("spanaug: error: ") and "Traceback" not in err, err
+    assert sorted(p.name for p in (tmp_path / "iterations").iterdir()) == ["iter0"]
+
+
+def test_an_iterations_dir_that_is_a_file_is_one_line_and_nothing_is_written(
+    tmp_path, tiny_paraphraser, tiny_aligner, capsys
+):
+    settings = _settings(tiny_paraphraser, tiny_aligner)
+    _seeds(tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    argv = _iterate_argv(tmp_path, settings)
+    argv[argv.index("--iterations-dir") + 1] = str(blocker / "iterations")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"spanaug: error: --iterations-dir {blocker / 'iterations'}: {blocker} is a file, not a folder", err
+    assert blocker.read_text() == "not a folder"

@@ -1,5 +1,6 @@
 """Each stage of one iteration on its own: shards in, shard out, checked row by row."""
 
+import importlib.util
 import json
 
 import pytest
@@ -168,6 +169,54 @@ def write_paraphrases(beams, path):
     artifacts.write_table(rows, path, artifacts.PARAPHRASES)
 
 
+@pytest.mark.parametrize(
+    ("backend", "dtype", "path"),
+    [
+        ("hf", "float32", "eager"),
+        ("ct2", "float32", "eager"),
+        ("static", "float32", "eager"),
+        ("auto", "auto", "eager"),
+    ],
+)
+def test_a_paraphrase_shard_records_what_decoded_it(tiny_paraphraser, tmp_path, backend, dtype, path):
+    """The stats JSON names the backend, the device, the dtype and the decode path (with the CUDA
+    graphs' counts), and the Parquet file's metadata holds the same record (on the CPU: no graphs)."""
+    if backend == "ct2":
+        pytest.importorskip("ctranslate2")
+    from spanaug.core.engine import EngineRecord
+    from spanaug.pipeline.paraphraser.stage import paraphrase_stage
+
+    artifacts.write_table(requests_table(CORPUS[:3], ["the"]), tmp_path / "req.parquet", artifacts.REQUESTS)
+    cfg = DecodeSettings(
+        model=tiny_paraphraser, backend=backend, beam_size=3, return_top=2, max_new_tokens=6, dtype=dtype
+    )
+    paraphrase_stage(tmp_path / "req.parquet", tmp_path / "para.parquet", cfg, "cpu", stats_path=tmp_path / "s.json")
+    stats = json.loads((tmp_path / "s.json").read_text())
+    resolved = {"auto": "ct2" if importlib.util.find_spec("ctranslate2") else "hf"}.get(backend, backend)
+    assert stats["backend"] == resolved and stats["device"].startswith("CPU, ")
+    assert (stats["dtype"], stats["decode_path"]) == ("float32", path)
+    assert (stats["cuda_graph_captures"], stats["cuda_graph_fallbacks"]) == (0, 0)
+    assert stats["requests"] == 3
+    record = EngineRecord.read(stats, tmp_path / "s.json")
+    assert EngineRecord.read(artifacts.read_engine(tmp_path / "para.parquet"), "para") == record
+    assert artifacts.read_table(tmp_path / "para.parquet", artifacts.PARAPHRASES).num_rows == stats["outputs"]
+
+
+def test_an_engine_record_is_checked_when_written_and_read():
+    from spanaug.core.engine import EngineRecord
+    from spanaug.core.errors import InputError
+
+    good = EngineRecord("static", "NVIDIA H200", "bfloat16", "graphs", 12, 0)
+    assert EngineRecord.read(good.as_dict(), "s.json") == good
+    assert EngineRecord.read({"requests": 3}, "s.json") is None  # written before the record existed
+    assert good.describe() == "static on NVIDIA H200, bfloat16, graphs (12 captures, 0 fallbacks)"
+    for bad in ({"decode_path": "warp"}, {"cuda_graph_captures": -1}, {"device": ""}, {"decode_path": "fallback"}):
+        with pytest.raises(InputError, match=r"^s\.json: its engine record is malformed: "):
+            EngineRecord.read({**good.as_dict(), **bad}, "s.json")
+        with pytest.raises(ValueError):
+            EngineRecord(**{**good.as_dict(), **bad})
+
+
 def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
     from spanaug.pipeline.aligner.stage import align_stage
 
@@ -183,6 +232,9 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
             # k = 2 around a one-token source span: at most three tokens.
             assert r["aligned_end"] - r["aligned_start"] <= 2
     assert json.dumps(out)  # plain values, no numpy scalars
+    engine = artifacts.read_engine(tmp_path / "aligned.parquet")
+    assert engine["backend"].endswith(" aligner") and engine["device"].startswith("CPU, ")
+    assert (engine["dtype"], engine["decode_path"]) == ("float32", "eager")
 
 
 def test_seed_frame_elements_reach_iteration_0_the_requests_and_the_outputs(tmp_path):

@@ -74,7 +74,7 @@ rule report_warnings:
         max_rows=config["report"]["max_rows"],
     shell:
         "spanaug report warnings --summaries {input.summaries:q} --paraphrase-stats {input.paraphrase:q}"
-        " --select-stats {input.select:q}"
+        " --select-stats {input.select:q} --align-stats {input.align:q}"
         " --width {params.width} --per-iteration {input.per_iteration:q} {params.optional} --base {params.base:q}"
         " --demo {params.demo} --max-rows {params.max_rows} --out-json {output.json:q} --out-html {output.page:q}"
         " --out-paraphrase-csv {output.paraphrase:q} --out-paraphrase-html {output.paraphrase_page:q} > {log:q} 2>&1"

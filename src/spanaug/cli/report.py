@@ -98,6 +98,10 @@ class WarningsOptions:
         factory=list,
         help="the selection stage's shard statistics (iter<N>/shard<J>.select_stats.json): chains require ended",
     )
+    align_stats: list[str] = setting(
+        factory=list,
+        help="the align stage's shard statistics (iter<N>/shard<J>.align_stats.json): the aligners' engines",
+    )
     width: int | None = setting(None, "candidates decoded per request (beam size or samples)", minimum=1)
     out_paraphrase_csv: str | None = setting(None, "the decoding statistics per iteration (CSV)")
     out_paraphrase_html: str | None = setting(None, "the same as a report page")
@@ -119,7 +123,7 @@ def warnings_page(options: WarningsOptions) -> None:
     from spanaug.report.html import write_page
     from spanaug.report.tables import table_page
 
-    records, para_rows = w.collect(
+    records, para_rows, engines = w.collect(
         options.summaries,
         options.paraphrase_stats,
         options.width,
@@ -131,8 +135,9 @@ def warnings_page(options: WarningsOptions) -> None:
         options.comparison,
         options.select_stats,
         options.argid_curves,
+        options.align_stats,
     )
-    w.write_warnings(records, options.out_json, options.out_html, options.demo)
+    w.write_warnings(records, options.out_json, options.out_html, options.demo, engines)
     if options.out_paraphrase_csv:
         write_csv(para_rows, options.out_paraphrase_csv, fields=w.PARAPHRASE_COLUMNS)
         if options.out_paraphrase_html:
@@ -142,6 +147,8 @@ def warnings_page(options: WarningsOptions) -> None:
             )
     for r in records:
         log.warning("%s [%s]: %s", r["stage"], r["kind"], r["message"])
+    for e in engines:
+        log.info("engine: %s", e["text"])
     log.info("%d warning(s)", len(records))
 
 
@@ -161,5 +168,5 @@ def summary(options: SummaryOptions) -> None:
     from spanaug.report import warnings as w
     from spanaug.report.summary import summary_body, write_summary
 
-    body, numbers = summary_body(options.run, options, w.load(options.warnings))
+    body, numbers = summary_body(options.run, options, w.load(options.warnings), w.load_engines(options.warnings))
     write_summary(body, numbers, options.out_html, options.out_fragment, options.out_json)

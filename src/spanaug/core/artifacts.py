@@ -235,6 +235,8 @@ class ArtifactWriter:
         self.schema = schema
         self.path = path
         self.rows = 0
+        #: Metadata known only once the rows are written (:data:`ENGINE_KEY`), added as the file closes.
+        self.closing_metadata: dict[str, Mapping[str, Any]] = {}
 
     def write(self, data: pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]]) -> None:
         if not isinstance(data, (pa.Table, pa.RecordBatch)):
@@ -281,6 +283,31 @@ def derived(
     read), with its own stage."""
     source = read_provenance(path) if source is None else source
     return None if source is None else {**source, "stage": stage, **changes}
+
+
+#: The Parquet metadata key of what decoded or aligned a shard: a JSON object of
+#: :class:`spanaug.core.engine.EngineRecord`'s fields (backend, device, dtype, decode path and
+#: CUDA-graph counts). Written as the file closes (the counts are known only then), so it is in the
+#: file's key-value metadata but not in its Arrow schema's: :func:`read_engine` reads it.
+ENGINE_KEY = "spanaug.engine"
+
+
+def read_engine(path: Path | str) -> dict[str, Any] | None:
+    """A shard's engine record (:data:`ENGINE_KEY`) as written; None for a file without it."""
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
+    raw = metadata.get(ENGINE_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ArtifactError(f"{path}: its {ENGINE_KEY} metadata is not JSON") from None
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{path}: its {ENGINE_KEY} metadata is not a JSON object")
+    return value
 
 
 #: The Parquet metadata key of what a file holds, written into every artifact: a JSON object with
@@ -332,7 +359,10 @@ def open_writer(
         # Page checksums let a reader tell a file corrupted mid-way from one that holds odd values.
         writer = pq.ParquetWriter(tmp, file_schema, compression="zstd", write_page_checksum=True)
         try:
-            yield ArtifactWriter(writer, schema, Path(path))
+            out = ArtifactWriter(writer, schema, Path(path))
+            yield out
+            if out.closing_metadata:
+                writer.add_key_value_metadata({k: json.dumps(dict(v)) for k, v in out.closing_metadata.items()})
         finally:
             writer.close()
 

@@ -161,6 +161,12 @@ class DecodeSettings(Settings):
     cuda_graphs: bool = setting(
         True, "static backend on CUDA: replay each decoder step from CUDA graphs (false: launch it op by op)"
     )
+    require_cuda_graphs: bool = setting(
+        False,
+        "on CUDA, decode with the static backend's CUDA graphs or stop: a capture that fails, a model the "
+        "static backend lacks or another backend is an error (false: the job decodes on without graphs, and "
+        "its statistics and the report's warnings page say so); no effect on other devices",
+    )
     ct2_batching: Literal["exact", "union"] = setting(
         "exact",
         "ct2 only: exact, one call per constraint set (outputs equal hf's); union, one call per batch "
@@ -174,6 +180,8 @@ class DecodeSettings(Settings):
         super().__post_init__()
         if self.mode == "beam" and self.return_top > self.beam_size:
             raise ConfigError(f"return_top ({self.return_top}) must not exceed beam_size ({self.beam_size})")
+        if self.require_cuda_graphs and not self.cuda_graphs:
+            raise ConfigError("require_cuda_graphs is true but cuda_graphs is false: set one of them the other way")
 
     @property
     def width(self) -> int:

@@ -27,6 +27,8 @@ FAMILIES = {
     "pegasus": "unigram",
     "marian": "unigram",
     "bart-wordpiece": "wordpiece",
+    "mt5": "unigram",
+    "mbart": "bytebpe",
 }
 
 
@@ -157,8 +159,10 @@ def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
     common = {"vocab_size": vocab, "pad_token_id": pad, "eos_token_id": eos}
     family = family.split("-")[0]
-    if family == "t5":
-        config = tf.T5Config(
+    if family in ("t5", "mt5"):
+        # mT5: T5's layers with a gated-GELU feed-forward, and (transformers 5) the output layer tied
+        # to the embeddings without T5's d_model^-0.5 scaling.
+        config = (tf.MT5Config if family == "mt5" else tf.T5Config)(
             d_model=size.d_model,
             d_kv=size.d_model // size.heads,
             d_ff=size.ffn,
@@ -170,7 +174,10 @@ def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):
             decoder_start_token_id=pad,
             **common,
         )
-        model = tf.T5ForConditionalGeneration(config)
+        model = (tf.MT5ForConditionalGeneration if family == "mt5" else tf.T5ForConditionalGeneration)(config)
+        if family == "mt5":  # unscaled, unit-variance embeddings give logits so large that beams tie
+            with torch.no_grad():
+                model.shared.weight.mul_(size.d_model**-0.5)
     else:
         layers = dict(
             d_model=size.d_model,
@@ -191,6 +198,9 @@ def build_model(family: str, tokenizer, size: Size = TINY, seed: int = 0):
                 bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=eos, forced_bos_token_id=None, **layers
             )
             model = tf.BartForConditionalGeneration(config)
+        elif family == "mbart":  # BART with pre-norm layers and a last norm in each stack
+            config = tf.MBartConfig(decoder_start_token_id=eos, forced_bos_token_id=None, **layers)
+            model = tf.MBartForConditionalGeneration(config)
         elif family == "pegasus":
             config = tf.PegasusConfig(decoder_start_token_id=pad, **layers)
             model = tf.PegasusForConditionalGeneration(config)

@@ -19,6 +19,7 @@ from pathlib import Path
 from spanaug.core import artifacts
 from spanaug.core.aligner_settings import AlignStageSettings
 from spanaug.core.config import ConstraintSettings, DecodeSettings, FrameElementSettings
+from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.stage import align_stage, load_aligner
 from spanaug.pipeline.constraints import expand_stage
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ShardModels:
-    """The shard's two models, each loaded when first needed and then kept for every iteration."""
+    """The shard's two models, loaded once (:meth:`load`) and kept for every iteration."""
 
     decode: DecodeSettings
     aligner_settings: AlignStageSettings
@@ -50,6 +51,21 @@ class ShardModels:
             self.aligner = load_aligner(a.model, a.encoder, self.device, a.dtype)
         return self.aligner
 
+    def load(self) -> None:
+        """Both models loaded and checked (the static engine checks its step when it loads), before
+        the chain's first stage writes anything: a wrong model or folder leaves no file behind."""
+        self.loaded_paraphraser()
+        self.loaded_aligner()
+
+
+def check_inputs(seeds: Path | str, iterations_dir: Path | str) -> None:
+    """The seeds are a CHAIN artifact and the iterations folder can be one, before any model loads."""
+    artifacts.iter_batches(seeds, artifacts.CHAIN)  # checks the file's schema and artifact now
+    folder = Path(iterations_dir)
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ConfigError(f"--iterations-dir {iterations_dir}: {blocker} is a file, not a folder")
+
 
 def iterate_shard(
     seeds: Path | str,
@@ -61,8 +77,11 @@ def iterate_shard(
     fe: FrameElementSettings,
 ) -> list[int]:
     """Iterations 1..``iterations`` of shard ``shard``, from its seeds (iteration 0's CHAIN shard);
-    returns each iteration's chain rows. Each file appears whole when its stage ends (core.files), so
+    returns each iteration's chain rows. The seeds, the iterations folder and both models are
+    checked before anything is written; each file appears whole when its stage ends (core.files), so
     a killed process leaves the iterations it finished."""
+    check_inputs(seeds, iterations_dir)
+    models.load()
     chain_rows = []
     previous: Path | str = seeds
     for i in range(1, iterations + 1):

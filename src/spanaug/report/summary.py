@@ -276,9 +276,13 @@ class SummaryInputs:
 
 
 def summary_body(
-    run: Mapping[str, Any], results: SummaryInputs, warnings: Sequence[Mapping[str, Any]]
+    run: Mapping[str, Any],
+    results: SummaryInputs,
+    warnings: Sequence[Mapping[str, Any]],
+    engines: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[str, dict[str, Any]]:
-    """The summary's HTML (without page chrome) and its numbers as JSON."""
+    """The summary's HTML (without page chrome) and its numbers as JSON; ``engines``: what decoded
+    and aligned the run's shards (``report.warnings.engines``)."""
     stats_data = read_json(results.stats)
     _, iter_rows = read_csv(results.per_iteration)
     para_rows = read_csv(results.paraphrase)[1] if results.paraphrase else []
@@ -298,6 +302,7 @@ def summary_body(
         "summary_body.html",
         run=run,
         paraphraser=paraphraser,
+        engines=[e["text"] for e in engines],
         toys=toy_descriptions(toy_models(results.paraphraser, results.aligner)),
         warnings=warnings,
         stages=sorted({r["stage"] for r in warnings}),
@@ -319,6 +324,7 @@ def summary_body(
         "run": dict(run),
         **({"paraphraser": paraphraser} if paraphraser else {}),
         "warnings": len(warnings),
+        "engines": [dict(e) for e in engines],
         "dataset": {k: v for k, v in stats_data.items() if not isinstance(v, (dict, list))},
         "per_iteration": iter_rows,
         "paraphrase": para_rows,

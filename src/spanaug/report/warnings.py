@@ -4,9 +4,13 @@ Two sources. Stages that write a JSON summary record their own warnings in it (a
 list, see :mod:`spanaug.core.degraded`): filters passing no output, augmenters with no examples,
 a chain graph with no instances, a skipped POS tagger, a trained aligner below the cosine
 baseline. The rest is checked here, from artifacts that have no summary of their own: the
-paraphrase stage's per-shard statistics, the aligner's null threshold, the Frame ID and argument ID
-curves (points equal to the baseline's, or from a model that predicts nothing), and whether the
-human judgments were simulated.
+paraphrase stage's per-shard statistics (and the paraphrase and align shards' engines: a shard
+whose CUDA graphs were lost), the aligner's null threshold, the Frame ID and argument ID curves
+(points equal to the baseline's, or from a model that predicts nothing), and whether the human
+judgments were simulated.
+
+The warnings JSON also holds the run's engines (:func:`engines`): what decoded and aligned the
+shards, per backend, device and dtype, which the summary page shows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core import files, modeldir
+from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import InputError
 from spanaug.downstream.curve_checks import BASELINE, label, same_as_baseline
 from spanaug.report import html
@@ -176,6 +181,89 @@ def paraphrase_warnings(rows: Sequence[Mapping[str, Any]], source: Path | str | 
     return out
 
 
+# ---------------------------------------------------------------- what decoded and aligned the shards
+
+_SHARD = re.compile(r"shard([^.]+)\.")
+
+
+def shard_engines(paths: Sequence[Path | str], stage: str) -> list[dict[str, Any]]:
+    """Each shard's engine record (:mod:`spanaug.core.engine`), read from its statistics
+    (``iter{i}/shard{j}.{paraphrase,align}_stats.json``); shards written before the record existed
+    are left out."""
+    out = []
+    for path in paths:
+        record = EngineRecord.read(read_json(path), path)
+        if record is None:
+            continue
+        match, shard = _ITERATION.search(Path(path).parent.name), _SHARD.match(Path(path).name)
+        out.append(
+            {
+                "stage": stage,
+                "iteration": int(match.group(1)) if match else None,
+                "shard": shard.group(1) if shard else Path(path).name,
+                "engine": record,
+                "source": str(path),
+            }
+        )
+    return out
+
+
+def engine_warnings(shards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A shard whose CUDA graphs were lost (captures failed; its batches decoded without graphs)."""
+    out = []
+    for shard in shards:
+        engine: EngineRecord = shard["engine"]
+        if engine.decode_path == "fallback":
+            out.append(
+                record(
+                    shard["stage"],
+                    "degraded",
+                    f"iteration {shard['iteration']}, shard {shard['shard']}: CUDA graphs lost, "
+                    f"{engine.cuda_graph_fallbacks:,} capture(s) failed and their batches decoded without "
+                    f"graphs (slower): {engine.describe()}",
+                    shard["source"],
+                )
+            )
+    return out
+
+
+def engines(shards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The run's engines per stage, backend, device and dtype: shards, decode paths and the CUDA
+    graphs' counts summed, and a line for the summary (``paraphrase: static on NVIDIA H100 80GB
+    HBM3, bfloat16, graphs in 40 shards (1,234 captures, 0 fallbacks)``)."""
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for shard in shards:
+        e: EngineRecord = shard["engine"]
+        key = (shard["stage"], e.backend, e.device, e.dtype)
+        row = groups.setdefault(
+            key,
+            {
+                "stage": key[0],
+                "backend": e.backend,
+                "device": e.device,
+                "dtype": e.dtype,
+                "shards": 0,
+                "paths": {},
+                "cuda_graph_captures": 0,
+                "cuda_graph_fallbacks": 0,
+            },
+        )
+        row["shards"] += 1
+        row["paths"][e.decode_path] = row["paths"].get(e.decode_path, 0) + 1
+        row["cuda_graph_captures"] += e.cuda_graph_captures
+        row["cuda_graph_fallbacks"] += e.cuda_graph_fallbacks
+    for row in groups.values():
+        paths = ", ".join(f"{path} in {n} of {row['shards']} shards" for path, n in sorted(row["paths"].items()))
+        if len(row["paths"]) == 1:
+            paths = f"{next(iter(row['paths']))} in {row['shards']} shard(s)"
+        graphs = row["cuda_graph_captures"] or row["cuda_graph_fallbacks"] or "eager" not in row["paths"]
+        counts = (
+            f" ({row['cuda_graph_captures']:,} captures, {row['cuda_graph_fallbacks']:,} fallbacks)" if graphs else ""
+        )
+        row["text"] = f"{row['stage']}: {row['backend']} on {row['device']}, {row['dtype']}, {paths}{counts}"
+    return list(groups.values())
+
+
 # ---------------------------------------------------------------- the aligner, Frame ID, judgments
 
 
@@ -330,11 +418,15 @@ def collect(
     comparison: Path | str | None = None,
     select_stats: Sequence[Path | str] = (),
     argid_curves: Path | str | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every warning of the run, and the per-iteration paraphrase statistics they were read from."""
+    align_stats: Sequence[Path | str] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every warning of the run, the per-iteration paraphrase statistics they were read from, and
+    the run's engines (:func:`engines`)."""
     records = from_summaries(summaries)
     para_rows = paraphrase_rows(paraphrase_stats, width) if paraphrase_stats else []
     records += paraphrase_warnings(para_rows, Path(paraphrase_stats[0]).parent.parent if paraphrase_stats else None)
+    shards = shard_engines(paraphrase_stats, "paraphrase") + shard_engines(align_stats, "align")
+    records += engine_warnings(shards)
     if select_stats:
         records += require_warnings(select_rows(select_stats), Path(select_stats[0]).parent.parent)
     if aligner:
@@ -347,19 +439,38 @@ def collect(
         records += curve_warnings(argid_curves, ARGID_CURVES)
     if simulated_judgments:
         records += judgment_warnings(simulated_judgments)
-    return relative(records, base), para_rows
+    return relative(records, base), para_rows, engines(shards)
 
 
 def write_warnings(
-    records: list[dict[str, Any]], out_json: Path | str, out_html: Path | str, demo: bool = False
+    records: list[dict[str, Any]],
+    out_json: Path | str,
+    out_html: Path | str,
+    demo: bool = False,
+    run_engines: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    files.write_json({"warnings": records}, out_json)
+    files.write_json({"warnings": records, "engines": list(run_engines)}, out_json)
     html.write_page(warnings_page(records, demo), out_html)
 
 
 def load(path: Path | str) -> list[dict[str, Any]]:
     """The records of a warnings JSON written by :func:`write_warnings`."""
+    return _warnings_file(path)["warnings"]
+
+
+def load_engines(path: Path | str) -> list[dict[str, Any]]:
+    """The run's engines (:func:`engines`) a warnings JSON holds (none in one written before them)."""
+    found = _warnings_file(path).get("engines") or []
+    if not isinstance(found, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str) for e in found):
+        raise InputError(path, None, "not a warnings file (its 'engines' is not a list of engine summaries)")
+    return found
+
+
+def _warnings_file(path: Path | str) -> dict[str, Any]:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))["warnings"]
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data["warnings"], list):
+            raise TypeError("'warnings' is not a list")
+        return data
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(path, None, f"not a warnings file ({exc})") from None

@@ -18,6 +18,7 @@ from typing import Any
 
 from spanaug.core import artifacts, files
 from spanaug.core.config import FrameElementSettings
+from spanaug.core.engine import EngineRecord, dtype_name
 from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.pipeline import frame_elements as fe_rules
 from spanaug.pipeline.aligner.instances import Instance
@@ -67,7 +68,9 @@ def align_stage(
                     stats.update(verbatim_counts(row))
             stats["beams"] += len(rows)
             writer.write(rows)
-    summary: dict[str, Any] = {**stats, **aligner.limit_stats(), "frame_elements_mode": fe.mode}
+        engine = aligner_engine(aligner)
+        writer.closing_metadata[artifacts.ENGINE_KEY] = engine.as_dict()
+    summary: dict[str, Any] = {**stats, **aligner.limit_stats(), "frame_elements_mode": fe.mode, **engine.as_dict()}
     if fe.mode == "align":
         summary["frame_elements_placed_on"] = "chosen beams" if fes_on_chosen_beams_only(aligner, fe) else "every beam"
     if fe.mode != "off":
@@ -86,6 +89,19 @@ def align_stage(
 def load_aligner(model: Path | str, encoder: str | None, device: str | None, dtype: str | None) -> SpanAlignerModel:
     """The trained aligner in ``model``, of either kind, as the stage runs it."""
     return AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)
+
+
+def aligner_engine(aligner: SpanAlignerModel) -> EngineRecord:
+    """What aligned a shard (:mod:`spanaug.core.engine`): the aligner's kind as its backend, its
+    device and its encoder's dtype; its steps run op by op."""
+    from spanaug.core.devices import device_name  # torch: an aligner is loaded by now
+
+    device, dtype = getattr(aligner, "device", None), getattr(aligner, "dtype", None)
+    return EngineRecord(
+        f"{aligner.kind} aligner",
+        device_name(device) if device is not None else "unknown",
+        dtype_name(dtype) if dtype is not None else "unknown",
+    )
 
 
 def align_rows(

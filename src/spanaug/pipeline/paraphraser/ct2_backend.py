@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import torch
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import log_device
+from spanaug.core.devices import device_name, gpu_allocation, log_device
+from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.batching import length_limit
@@ -23,6 +25,27 @@ def usable_cores() -> int:
     """The cores this process may run on (its affinity where the OS has one, as under SLURM)."""
     affinity = getattr(os, "sched_getaffinity", None)
     return max(1, len(affinity(0)) if affinity else os.cpu_count() or 1)
+
+
+def ct2_device(device: str | None, cuda_devices: int) -> str:
+    """Where CTranslate2 decodes: CUDA when the config names it or (``auto``) when CTranslate2 sees
+    a GPU; a job that names CUDA or was given a GPU (:func:`~spanaug.core.devices.gpu_allocation`)
+    and that CTranslate2 cannot run on one is refused, never decoded on the CPU (as
+    :func:`~spanaug.core.devices.choose_device` refuses it for the other backends)."""
+    named = str(device or "auto")
+    wants_gpu = named.startswith("cuda") or (named == "auto" and gpu_allocation() is not None)
+    if named not in ("auto", "cpu") and not named.startswith("cuda"):
+        raise ConfigError(f"device: {named!r}: the ct2 backend runs on cpu or cuda; set paraphraser.backend: hf")
+    if cuda_devices and named != "cpu":
+        return "cuda"
+    if wants_gpu:
+        why = "the config names CUDA" if named.startswith("cuda") else f"this job was given a GPU ({gpu_allocation()})"
+        raise ConfigError(
+            f"paraphraser.backend: ct2: {why}, but CTranslate2 sees no CUDA device on host "
+            f"{socket.gethostname()}: not decoding on the CPU; install a CUDA build of CTranslate2, set "
+            "paraphraser.backend: auto (the static backend on CUDA), or set device: cpu"
+        )
+    return "cpu"
 
 
 class CT2Paraphraser(Paraphraser):
@@ -41,11 +64,22 @@ class CT2Paraphraser(Paraphraser):
 
     #: Its batches decode in turn: CTranslate2 runs a batch's calls asynchronously itself.
     overlap_host = False
+    backend = "ct2"
 
     def __init__(self, translator, tokenizer, device: str):
         self.translator = translator
         self.tokenizer = tokenizer
         self.device = torch.device("cuda" if device == "cuda" else "cpu")
+        #: CTranslate2's compute type (its dtype), as the translator reports it, and its CPU threads.
+        self.compute_type = str(getattr(translator, "compute_type", None) or "default")
+        self.cpu_threads = 1
+
+    def provenance(self, cfg: DecodeSettings) -> EngineRecord:
+        if self.device.type == "cpu":  # CTranslate2's own threads, not torch's
+            device = f"CPU, {self.cpu_threads} threads"
+        else:  # torch names the card where it sees it (CTranslate2 may see one that a CPU-only torch does not)
+            device = device_name(self.device) if torch.cuda.is_available() else "CUDA device"
+        return EngineRecord(self.backend, device, self.compute_type)
 
     @classmethod
     def from_pretrained(
@@ -65,13 +99,11 @@ class CT2Paraphraser(Paraphraser):
 
         from spanaug.pipeline.paraphraser.ct2_convert import converted_model
 
+        dev = ct2_device(device, ctranslate2.get_cuda_device_count())
         model_files.check_files(name_or_path)
         config = model_files.loaded(name_or_path, "config", lambda: AutoConfig.from_pretrained(str(name_or_path)))
         tokenizer = model_files.load_tokenizer(name_or_path, config.vocab_size)
         target = converted_model(name_or_path, cache=ct2_cache)
-        dev = (
-            "cuda" if (device in (None, "auto") and ctranslate2.get_cuda_device_count()) or device == "cuda" else "cpu"
-        )
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)
         # Requests are decoded in one call per constraint set: on CPU, run those calls side by side, one
         # per core this process may use (a SLURM job's CPUs, not the node's).
@@ -79,6 +111,8 @@ class CT2Paraphraser(Paraphraser):
         translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
         log_device(torch.device(dev), getattr(translator, "compute_type", compute))
         paraphraser = cls(translator, tokenizer, dev)
+        paraphraser.compute_type = str(getattr(translator, "compute_type", None) or compute or "default")
+        paraphraser.cpu_threads = threads.get("inter_threads", 1)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)
         return paraphraser
 

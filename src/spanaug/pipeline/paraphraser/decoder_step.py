@@ -283,8 +283,11 @@ class T5Step(DecoderStep):
         super().__init__(model)
         self._bias_module = self._layers()[0].layer[0].SelfAttention
         self._bias_cache: torch.Tensor | None = None
+        # transformers 5: T5 scales the decoder's output by d_model^-0.5 when its config says so
+        # (scale_decoder_outputs: with tied embeddings unless told); mT5 never does, tied or not.
         scale = getattr(self.config, "scale_decoder_outputs", None)
-        self.scale_output = self.config.tie_word_embeddings if scale is None else scale
+        tied = self.config.tie_word_embeddings if scale is None else scale
+        self.scale_output = tied and self.config.model_type != "mt5"
         self.qkv = [
             FusedProjections(b.layer[0].SelfAttention.q, b.layer[0].SelfAttention.k, b.layer[0].SelfAttention.v)
             for b in self._layers()
@@ -433,15 +436,24 @@ def for_model(model) -> DecoderStep:
 
 
 @torch.inference_mode()
-def check_against_model(step: DecoderStep, input_ids, attention_mask, decoder_ids) -> float:
+def check_against_model(
+    step: DecoderStep, input_ids, attention_mask, decoder_ids, span: int | None = None, ancestry: bool = False
+) -> float:
     """Largest difference between the step's logits and the model's own forward pass, relative to
-    the largest logit, feeding ``decoder_ids`` ``[B, T]`` one token at a time (one beam per sentence)."""
+    the largest logit, feeding ``decoder_ids`` ``[B, T]`` one token at a time (one beam per sentence).
+    With ``span`` each step is fed as a CUDA graph replays it: its position a device tensor, the
+    cache read over a fixed ``span`` of positions (later ones masked), or through a beam ancestry
+    table with ``ancestry``."""
     model = step.model
     ref = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_ids).logits.float()
     encoded = step.encode(input_ids, attention_mask)
-    state = step.start(encoded, attention_mask, beams=1, max_len=decoder_ids.shape[1])
+    steps = decoder_ids.shape[1]
+    state = step.start(encoded, attention_mask, beams=1, max_len=max(steps, span or 0), ancestry=ancestry)
     worst = 0.0
-    for t in range(decoder_ids.shape[1]):
-        logits = step(decoder_ids[:, t], t, state)
+    for t in range(steps):
+        pos: int | Position = t
+        if span is not None:
+            pos = Position(torch.tensor(t, dtype=torch.long, device=decoder_ids.device), span)
+        logits = step(decoder_ids[:, t], pos, state)
         worst = max(worst, (logits - ref[:, t]).abs().max().item())
     return worst / max(1.0, ref.abs().max().item())

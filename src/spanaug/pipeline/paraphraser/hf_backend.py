@@ -26,7 +26,8 @@ from tqdm import tqdm
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import choose_device, choose_dtype
+from spanaug.core.devices import choose_device, choose_dtype, device_name
+from spanaug.core.engine import EngineRecord, dtype_name
 from spanaug.core.oom import split_on_oom
 from spanaug.core.text import tokenize
 from spanaug.pipeline.constraints import violates
@@ -62,11 +63,23 @@ def switch_interval(seconds: float) -> Iterator[None]:
 
 @dataclasses.dataclass
 class DecodeStats:
+    """A paraphrase stage's counts, and what decoded (set when its decoding ends)."""
+
     requests: int = 0
     outputs: int = 0
     violations_dropped: int = 0
     duplicates_dropped: int = 0
     requests_without_output: int = 0
+    engine: EngineRecord | None = None
+
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "engine"}
+
+    def as_json(self) -> dict[str, Any]:
+        """The statistics file's object: the counts and, beside them, the engine's fields
+        (:class:`~spanaug.core.engine.EngineRecord`: backend, device, dtype, decode_path,
+        cuda_graph_captures, cuda_graph_fallbacks)."""
+        return {**self.counts(), **(self.engine.as_dict() if self.engine else {})}
 
 
 class HostTools(NamedTuple):
@@ -107,6 +120,8 @@ class Paraphraser:
     #: What errors name the model by, and its learned positions (None: relative, as T5's).
     name: str = "paraphraser"
     positions: int | None = None
+    #: The backend's name in paraphraser.backend (``stage.load_paraphraser`` sets the one it loaded).
+    backend: str = "hf"
 
     def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
         self.model = model.to(device=device, dtype=dtype).eval()
@@ -125,6 +140,15 @@ class Paraphraser:
         paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
         return paraphraser
+
+    def provenance(self, cfg: DecodeSettings) -> EngineRecord:
+        """What decodes with ``cfg``: the backend, the device's name, the dtype, and how the steps
+        run (op by op here). A backend with another path extends it (:meth:`new_record` starts its
+        counts when a decoding begins)."""
+        return EngineRecord(self.backend, device_name(self.device), dtype_name(self.dtype))
+
+    def new_record(self) -> None:
+        """A decoding begins (:meth:`paraphrase_chunks`): counts that :meth:`provenance` reports start over."""
 
     def encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
         return self.on_device(encoder_inputs(self.tokenizer, texts, prefix))
@@ -320,6 +344,7 @@ class Paraphraser:
         first batch is prepared while the chunk before finishes decoding, as any other batch is,
         instead of with the GPU idle (a job reads its shard a few thousand rows at a time)."""
         stats = stats if stats is not None else DecodeStats()
+        self.new_record()
         overlapped = self.overlaps_host() and self.worker_tools is not None
         if overlapped:
             log.info("paraphrase: the host prepares and checks batches in a worker thread while the device decodes")
@@ -340,6 +365,7 @@ class Paraphraser:
             while pending:  # the last chunk, and empty chunks after it
                 yield ranked(pending.popleft(), results)
                 results = {}
+        stats.engine = self.provenance(cfg)
 
     def _plan(
         self,

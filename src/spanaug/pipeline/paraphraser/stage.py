@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import logging
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from spanaug.core import artifacts, files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device
+from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
@@ -25,18 +25,37 @@ CHUNK_ROWS = 4096
 
 
 def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
-    """The model ``cfg`` names, on its backend."""
+    """The model ``cfg`` names, on its backend (the static engine has checked its step against the
+    model by then: ``auto`` falls back to hf before any sentence is decoded)."""
     if not cfg.model:
         raise ConfigError("no paraphraser model: set paraphraser.model (or paraphraser.train)")
     backend = resolve_backend(cfg.backend, device)
     log.info("paraphraser backend: %s (paraphraser.backend: %s, device: %s)", backend, cfg.backend, device)
     try:
-        return BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+        paraphraser = BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
     except UnsupportedModel as err:
         if cfg.backend != "auto":
             raise ConfigError(f"paraphraser.backend: static: {err}") from None
+        if cfg.require_cuda_graphs:
+            raise ConfigError(f"paraphraser.require_cuda_graphs: the static backend cannot decode it: {err}") from None
         log.warning("paraphraser backend: hf instead of static: %s", err)
-        return Paraphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+        backend, paraphraser = "hf", Paraphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    paraphraser.backend = backend
+    check_graphs_required(paraphraser, cfg)
+    return paraphraser
+
+
+def check_graphs_required(paraphraser: Paraphraser, cfg: DecodeSettings) -> None:
+    """With ``paraphraser.require_cuda_graphs``, a paraphraser on CUDA decodes with the static
+    backend's graphs (beam search; sampling runs on generate), or the job stops here."""
+    if not cfg.require_cuda_graphs or paraphraser.device.type != "cuda":
+        return
+    if paraphraser.backend != "static" or cfg.mode != "beam":
+        what = f"paraphraser.backend is {paraphraser.backend}" if cfg.mode == "beam" else "paraphraser.mode is sample"
+        raise ConfigError(
+            f"paraphraser.require_cuda_graphs: {what}, which decodes on CUDA without graphs; "
+            "set paraphraser.backend: auto (or static) and mode: beam, or require_cuda_graphs: false"
+        )
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:
@@ -72,10 +91,27 @@ def paraphrase_stage(
     with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
         for rows in paraphraser.paraphrase_chunks((table.to_pylist() for table in batches), cfg, stats):
             writer.write(rows)
-    log.info("paraphrase %s: %s", requests_path, dataclasses.asdict(stats))
+        stats.engine = stats.engine or paraphraser.provenance(cfg)
+        writer.closing_metadata[artifacts.ENGINE_KEY] = stats.engine.as_dict()
+    say_how_it_decoded(stats.engine, requests_path)
+    log.info("paraphrase %s: %s", requests_path, stats.as_json())
     if stats_path:
-        files.write_json(dataclasses.asdict(stats), stats_path)
+        files.write_json(stats.as_json(), stats_path)
     return stats
+
+
+def say_how_it_decoded(engine: EngineRecord, what: Path | str) -> None:
+    """The shard's engine in its job's log: a warning when CUDA graphs were lost."""
+    if engine.decode_path == "fallback":
+        log.warning(
+            "paraphrase %s: CUDA graphs lost: %d capture(s) failed and their batches decoded without graphs "
+            "(slower); %s",
+            what,
+            engine.cuda_graph_fallbacks,
+            engine.describe(),
+        )
+    else:
+        log.info("paraphrase %s: decoded with %s", what, engine.describe())
 
 
 BACKENDS = {"hf": Paraphraser, "ct2": CT2Paraphraser, "static": StaticParaphraser}

@@ -14,17 +14,19 @@ whose generation config asks for a search feature the engine lacks, raises
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import torch
 
 from spanaug.core.config import DecodeSettings
+from spanaug.core.engine import EngineRecord
 from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, Prepared, SentenceBeams, per_sentence
+from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, Prepared, SentenceBeams, encoder_inputs, per_sentence
 from spanaug.pipeline.paraphraser.processors import SequenceTable, TensorBannedSequences
-from spanaug.pipeline.paraphraser.step_runner import EagerRunner, GraphRunner
+from spanaug.pipeline.paraphraser.step_runner import GRAPH_BUCKET, EagerRunner, GraphCounts, GraphRunner
 from spanaug.pipeline.paraphraser.topk import TOPK_CHUNK
 
 log = logging.getLogger(__name__)
@@ -66,23 +68,41 @@ def check_generation_config(model) -> None:
         raise UnsupportedModel(f"the model's generation config sets {', '.join(active)}, which static lacks")
 
 
+#: The self-check's dummy batch: two sentences of different lengths, so that one is padded.
+CHECK_TEXTS = ("The committee approved the new budget after a long debate.", "A short one.")
+#: Decoder positions the self-check feeds (at most GRAPH_BUCKET: the span of the first graphs' steps).
+CHECK_STEPS = 6
+
+
 class StaticParaphraser(Paraphraser):
-    """A :class:`~.hf_backend.Paraphraser` whose beam search runs on :mod:`.beam_search`."""
+    """A :class:`~.hf_backend.Paraphraser` whose beam search runs on :mod:`.beam_search`. Made, it
+    has checked its decoder step against the model (:meth:`_self_check`): a model it cannot decode
+    is refused before any sentence is, and ``paraphraser.backend: auto`` loads hf instead."""
+
+    backend = "static"
 
     def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
         super().__init__(model, tokenizer, device, dtype)
         self.step = decoder_step.for_model(self.model)
         check_generation_config(self.model)
-        self._checked = False
+        #: What this engine's graph runners did since the paraphraser's last decoding began.
+        self.graph_counts = GraphCounts()
+        self._self_check()
 
-    def _self_check(self, enc: dict[str, torch.Tensor]) -> None:
-        """Once per model: the adapter's logits against the model's own forward pass, on real input."""
-        if self._checked:
-            return
-        ids, mask = enc["input_ids"][:2], enc["attention_mask"][:2]
-        decoder_ids = ids[:, :4].clone()
+    @torch.inference_mode()
+    def _self_check(self) -> None:
+        """The adapter's logits against the model's own forward pass, on a padded dummy batch, fed
+        both eagerly and as the GPU's graphs feed it (a fixed span of positions; on CUDA, the cache
+        read through the beam ancestry where its kernel runs): raises :class:`UnsupportedModel`."""
+        enc = self.on_device(encoder_inputs(self.tokenizer, list(CHECK_TEXTS), ""))
+        ids, mask = enc["input_ids"], enc["attention_mask"]
+        decoder_ids = ids[:, :CHECK_STEPS].clone()
         decoder_ids[:, 0] = self._start_token()
-        worst = decoder_step.check_against_model(self.step, ids, mask, decoder_ids)
+        ancestry = self.device.type == "cuda" and indirect_attention.kernel_available(self.device, self.dtype)
+        worst = max(
+            decoder_step.check_against_model(self.step, ids, mask, decoder_ids),
+            decoder_step.check_against_model(self.step, ids, mask, decoder_ids, span=GRAPH_BUCKET, ancestry=ancestry),
+        )
         tolerance = CHECK_TOLERANCE.get(self.dtype, 1e-3)
         if not worst <= tolerance:
             raise UnsupportedModel(
@@ -90,7 +110,22 @@ class StaticParaphraser(Paraphraser):
                 f"(tolerance {tolerance:g} in {self.dtype}); decode with paraphraser.backend: hf"
             )
         log.info("static backend: decoder step agrees with the model (largest logit difference %.2g)", worst)
-        self._checked = True
+
+    def new_record(self) -> None:
+        self.graph_counts = GraphCounts()
+
+    def provenance(self, cfg: DecodeSettings) -> EngineRecord:
+        """hf's, with the decode path: ``graphs`` (CUDA graphs, every capture held), ``fallback``
+        (some failed: their batches decoded eagerly) or ``eager``, and the graphs' counts."""
+        counts = self.graph_counts
+        graphs = self.device.type == "cuda" and cfg.cuda_graphs and cfg.mode == "beam"
+        path = "fallback" if counts.fallbacks else "graphs" if graphs else "eager"
+        return dataclasses.replace(
+            super().provenance(cfg),
+            decode_path=path,
+            cuda_graph_captures=counts.captures,
+            cuda_graph_fallbacks=counts.fallbacks,
+        )
 
     def _start_token(self) -> int:
         gen = self.model.generation_config
@@ -131,7 +166,6 @@ class StaticParaphraser(Paraphraser):
         """Beam search of a batch: token ids ``[B, beams, 1 + max(limits)]`` and scores ``[B, beams]``,
         best first; ``banned`` (each sentence's sequences, or their table) None decodes without
         constraints (benchmarks)."""
-        self._self_check(enc)
         vocab = self.model.config.vocab_size
         processor = TensorBannedSequences(banned, vocab, self.device) if banned is not None else None
         encoded = self.step.encode(enc["input_ids"], enc["attention_mask"])
@@ -164,7 +198,7 @@ class StaticParaphraser(Paraphraser):
     def runner(self, state: StepState, cfg: DecodeSettings) -> EagerRunner | GraphRunner:
         """CUDA graphs on CUDA (unless paraphraser.cuda_graphs is off), eager steps elsewhere."""
         if self.device.type == "cuda" and cfg.cuda_graphs:
-            return GraphRunner(self.step, state)
+            return GraphRunner(self.step, state, counts=self.graph_counts, require=cfg.require_cuda_graphs)
         return EagerRunner(self.step, state)
 
     def rows_sharing_cross_state(self, cfg: DecodeSettings) -> int | None:

@@ -23,6 +23,12 @@ a whole step at once. It replays fixed shapes and addresses, so :class:`GraphRun
 :class:`EagerRunner` runs the same steps without graphs (the CPU, and the fallback when a capture
 fails). ``GraphRunner(capture=False)`` runs the graphs' steps eagerly, which is how the tests check
 their arithmetic on the CPU.
+
+A capture that fails is one runner's (one batch's): it is logged and counted (:class:`GraphCounts`,
+which the shard's statistics and Parquet metadata record), that batch decodes on eagerly, and the
+next batch captures again. With ``paraphraser.require_cuda_graphs`` a failure stops the job. An
+out-of-memory error inside a capture is not a capture failure: the failed capture is dropped and
+the error goes on to the batch-splitting path (:mod:`spanaug.core.oom`).
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
+from spanaug.core.errors import ConfigError
+from spanaug.core.oom import OutOfMemoryError
 from spanaug.pipeline.paraphraser.decoder_step import DecoderStep, Position, StepState
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 
@@ -47,6 +56,26 @@ GRAPH_SHRINK_SHARE = 0.125
 
 #: One step of beam search, in place: called with an int step (eager) or a device Position.
 SearchStep = Callable[[int | Position], None]
+
+
+@dataclass
+class GraphCounts:
+    """What a paraphraser's graph runners did: graphs captured, and captures that failed (each
+    left its batch to decode on eagerly: a fallback)."""
+
+    captures: int = 0
+    fallbacks: int = 0
+
+
+def out_of_memory(err: BaseException) -> BaseException | None:
+    """The out-of-memory error ``err`` is or was raised during (a capture that ran out of memory
+    can end in the capture's own error, raised as the graph closes), or None."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, OutOfMemoryError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class EagerRunner:
@@ -77,13 +106,22 @@ class GraphRunner(EagerRunner):
     """The steps replayed from CUDA graphs: per batch of rows, one graph (the ancestry) or one per
     span and reorder direction (the reordered cache)."""
 
-    #: Set once a capture failed in this process: later runners run eagerly from the start.
-    disabled = False
-
-    def __init__(self, step: DecoderStep, state: StepState, bucket: int = GRAPH_BUCKET, capture: bool = True):
+    def __init__(
+        self,
+        step: DecoderStep,
+        state: StepState,
+        bucket: int = GRAPH_BUCKET,
+        capture: bool = True,
+        counts: GraphCounts | None = None,
+        require: bool = False,
+    ):
         super().__init__(step, state)
         self.bucket = bucket
-        self.capture = capture and not GraphRunner.disabled
+        self.capture = capture
+        #: Counted here, and by the paraphraser that made the runner when it passes its own.
+        self.counts = counts if counts is not None else GraphCounts()
+        #: paraphraser.require_cuda_graphs: a failed capture stops the job instead of falling back.
+        self.require = require
         self.sync_every = bucket
         self.max_len = state.self_kv.shape[4]
         self.span_now: int | None = None
@@ -143,15 +181,44 @@ class GraphRunner(EagerRunner):
         self.warm = True
 
     def _capture(self, key: tuple[int, int], search_step: SearchStep) -> None:
+        """One graph of the step at ``key``; a capture that fails leaves this runner's batch to
+        decode on eagerly, counted and logged (or stops the job when graphs are required)."""
         try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
-                search_step(Position(self.t, self.span_now))
-            self.graphs[key] = graph
-        except RuntimeError as err:  # a step this torch cannot capture: decode eagerly, say so once
-            log.warning("static backend: CUDA graph capture failed (%s); decoding without graphs", err)
-            GraphRunner.disabled = True
+            self.graphs[key] = self._record(search_step)
+            self.counts.captures += 1
+        except RuntimeError as err:
+            self._drop_graphs()
+            oom = out_of_memory(err)
+            if oom is not None:
+                # Not the capture's fault: the batch is too large. This runner's graphs and pool are
+                # dropped, so that their memory can be given back, and the batch is split (core.oom).
+                raise oom from None
+            # A step this torch cannot capture.
+            self.counts.fallbacks += 1
+            if self.require:
+                raise ConfigError(
+                    f"paraphraser.require_cuda_graphs: a CUDA graph capture failed ({err}); set "
+                    "require_cuda_graphs: false to let the batch decode without graphs (slower)"
+                ) from None
+            log.warning(
+                "static backend: CUDA graph capture failed (%s); this batch decodes without graphs "
+                "(capture failures so far: %d)",
+                err,
+                self.counts.fallbacks,
+            )
             self.capture = False
+
+    def _record(self, search_step: SearchStep) -> torch.cuda.CUDAGraph:
+        """The step captured into a CUDA graph from this generation's pool."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            search_step(Position(self.t, self.span_now))
+        return graph
+
+    def _drop_graphs(self) -> None:
+        """Forget this runner's graphs and their pool, after a failed capture."""
+        self.graphs = {}
+        self.pool = None
 
     def reorder(self, rows: torch.Tensor, upto: int | torch.Tensor) -> None:
         if isinstance(upto, int):  # an eager step

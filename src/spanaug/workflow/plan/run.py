@@ -413,6 +413,7 @@ class Plan:
             "summaries": self._made(WARNING_SUMMARIES),
             "paraphrase": self.shard_stats_files("paraphrase"),
             "select": self.shard_stats_files("select"),
+            "align": self.shard_stats_files("align"),  # the aligners' engines
             "per_iteration": [f"{self.res}/report/per_iteration.csv"],
             "aligner": [self.aligner_model()],
             "comparison": self._made([OPTIONAL_READS["comparison"]]),
