@@ -17,6 +17,7 @@ from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.batching import length_limit
+from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 
@@ -46,6 +47,23 @@ def ct2_device(device: str | None, cuda_devices: int) -> str:
             "paraphraser.backend: auto (the static backend on CUDA), or set device: cpu"
         )
     return "cpu"
+
+
+#: The families whose CTranslate2 conversion decodes as transformers does: the same beams and scores
+#: as the hf backend (tests/test_paraphraser_families.py). mT5 and mBART are not among them under
+#: transformers 5: CTranslate2's converter rescales mT5's decoder output, which transformers 5 no
+#: longer does, and reads an mBART config attribute (normalize_before) that transformers 5 removed.
+CT2_FAMILIES = frozenset({"t5", "bart", "pegasus", "marian"})
+
+
+def check_family(name_or_path: str | Path, config: Any) -> None:
+    """Refuse a model whose family CTranslate2 would decode differently (``auto`` then uses hf)."""
+    model_type = getattr(config, "model_type", None)
+    if model_type not in CT2_FAMILIES:
+        raise UnsupportedModel(
+            f"{name_or_path}: CTranslate2 does not decode model type {model_type!r} as transformers does "
+            f"(the ct2 backend takes {', '.join(sorted(CT2_FAMILIES))})"
+        )
 
 
 class CT2Paraphraser(Paraphraser):
@@ -102,6 +120,7 @@ class CT2Paraphraser(Paraphraser):
         dev = ct2_device(device, ctranslate2.get_cuda_device_count())
         model_files.check_files(name_or_path)
         config = model_files.loaded(name_or_path, "config", lambda: AutoConfig.from_pretrained(str(name_or_path)))
+        check_family(name_or_path, config)
         tokenizer = model_files.load_tokenizer(name_or_path, config.vocab_size)
         target = converted_model(name_or_path, cache=ct2_cache)
         compute = {"auto": "default", None: "default"}.get(dtype, dtype)

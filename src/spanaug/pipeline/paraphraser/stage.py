@@ -35,10 +35,10 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
         paraphraser = BACKENDS[backend].from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
     except UnsupportedModel as err:
         if cfg.backend != "auto":
-            raise ConfigError(f"paraphraser.backend: static: {err}") from None
-        if cfg.require_cuda_graphs:
+            raise ConfigError(f"paraphraser.backend: {backend}: {err}") from None
+        if cfg.require_cuda_graphs and backend == "static":
             raise ConfigError(f"paraphraser.require_cuda_graphs: the static backend cannot decode it: {err}") from None
-        log.warning("paraphraser backend: hf instead of static: %s", err)
+        log.warning("paraphraser backend: hf instead of %s: %s", backend, err)
         backend, paraphraser = "hf", Paraphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
     paraphraser.backend = backend
     check_graphs_required(paraphraser, cfg)
