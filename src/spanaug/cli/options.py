@@ -21,7 +21,7 @@ from typing import Any, Literal, NoReturn
 
 from spanaug.core.config import Runtime
 from spanaug.core.errors import ConfigError
-from spanaug.core.settings import BOUNDS
+from spanaug.core.settings import BOUNDS, Settings, check
 
 
 def _nullable(kind: type) -> Callable[[str], Any]:
@@ -116,7 +116,12 @@ class Command:
 
 def settings_from(namespace: argparse.Namespace, cls: type) -> Any:
     """The settings dataclass ``cls`` made (and checked) from the parsed options of its fields."""
-    return cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+    value = cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+    if not isinstance(value, Settings):
+        # A command's own options (paths, a point's --fraction) are a plain @settings dataclass, which
+        # checks nothing when made: their bounds, and finite numbers, are checked here alike.
+        check(value)
+    return value
 
 
 COMMANDS: list[Command] = []
