@@ -583,3 +583,69 @@ def test_a_damaged_artifact_record_is_named(tmp_path):
     pq.write_table(table.replace_schema_metadata({artifacts.ARTIFACT_KEY: "{not json"}), tmp_path / "p.parquet")
     with pytest.raises(ArtifactError, match=rf"p\.parquet: its {artifacts.ARTIFACT_KEY} metadata is not JSON"):
         artifacts.read_table(tmp_path / "p.parquet", artifacts.PARAPHRASES)
+
+
+# ---------------------------------------------------------------- model saves honour the umask (issue 49)
+
+
+@pytest.fixture(params=[0o022, 0o027], ids=["umask022", "umask027"])
+def umask(request):
+    import os
+
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+def _wrong_modes(root, umask):
+    """Every folder and file under ``root`` whose permissions are not what the umask gives; and the files."""
+    import stat
+
+    paths = [root, *root.rglob("*")]
+    wrong = {
+        p.relative_to(root).as_posix() or ".": oct(stat.S_IMODE(p.stat().st_mode))
+        for p in paths
+        if stat.S_IMODE(p.stat().st_mode) != (0o777 if p.is_dir() else 0o666) & ~umask
+    }
+    return wrong, {p.name for p in paths if p.is_file()}
+
+
+def test_a_saved_model_folder_gets_the_umasks_permissions(tiny_encoder, tmp_path, umask):
+    """safetensors writes its weights through a private temporary (0600): a saved aligner, and the
+    demo's stand-in models, get the umask's permissions in every file and folder, weights included."""
+    from conftest import save_copy_aligner
+
+    from spanaug.demo.standins import save_encoder_standin
+
+    save_copy_aligner(tiny_encoder, tmp_path / "aligner", pairs=8)
+    wrong, names = _wrong_modes(tmp_path / "aligner", umask)
+    assert "model.safetensors" in names and wrong == {}
+    save_encoder_standin(tmp_path / "encoder", ["Abby bought a car", "The company purchased steel"], vocab_size=60)
+    wrong, names = _wrong_modes(tmp_path / "encoder", umask)
+    assert "model.safetensors" in names and wrong == {}
+
+
+def test_a_trained_paraphraser_and_its_checkpoints_get_the_umasks_permissions(tmp_path, umask):
+    from conftest import CORPUS
+
+    from spanaug.core.config import ParaphraserTrainSettings
+    from spanaug.pipeline.paraphraser.training import train_paraphraser
+
+    bitext = tmp_path / "b.tsv"
+    bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])))
+    cfg = ParaphraserTrainSettings(
+        bitext=str(bitext),
+        vocab_size=100,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        attention_heads=2,
+        ffn_dim=32,
+        batch_size=8,
+        max_steps=2,
+        checkpoint_every=1,
+        warmup_steps=1,
+    )
+    train_paraphraser(cfg, tmp_path / "model", device="cpu", progress=False)
+    wrong, names = _wrong_modes(tmp_path / "model", umask)
+    assert {"model.safetensors", "optimizer.pt"} <= names and wrong == {}

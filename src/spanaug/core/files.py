@@ -29,6 +29,25 @@ def apply_umask(path: Path, directory: bool = False) -> None:
     path.chmod((0o777 if directory else 0o666) & ~umask)
 
 
+def apply_umask_tree(root: Path | str) -> None:
+    """:func:`apply_umask` on ``root`` and every folder and file under it (links left alone).
+
+    What a model's save writes: safetensors writes its weights through a private temporary file
+    (0600 under any umask), and a trainer's checkpoints likewise, so a group sharing ``results/``
+    could not read them.
+    """
+    root = Path(root)
+    if root.is_symlink():
+        return
+    apply_umask(root, directory=root.is_dir())
+    if root.is_dir():
+        for folder, dirs, names in os.walk(root):
+            for name in [*dirs, *names]:
+                path = Path(folder) / name
+                if not path.is_symlink():
+                    apply_umask(path, directory=name in dirs)
+
+
 #: Temporaries of atomic writes live in this hidden folder beside their target: no listing or glob of
 #: the target's folder shows them, and a rename from there stays on one file system. Each is named
 #: after its writer (``HOST+PID+...``), so a later run can tell whether the writer is gone.

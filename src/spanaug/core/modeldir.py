@@ -4,7 +4,8 @@ A model's trained head is an ``nn.Module`` with ``huggingface_hub.PyTorchModelHu
 dataclass goes to ``config.json`` and its weights to ``model.safetensors``; a tuned encoder, when there
 is one, is saved beside them with ``save_pretrained`` (in ``encoder/``, :data:`ENCODER_DIR`). The
 directory is written into a temporary folder that replaces it once complete, so a killed job never
-leaves half a model.
+leaves half a model; every file and folder in it then gets the umask's permissions, as every
+artifact does.
 
 Every folder written so carries a manifest (``spanaug-manifest.json``: each file's size and
 sha256), checked when the model is loaded: safetensors checks a file's header, not its data, so a
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from spanaug.core.errors import ConfigError, InputError, SpanaugError
-from spanaug.core.files import apply_umask, read_json, temporary_beside, write_json
+from spanaug.core.files import apply_umask_tree, read_json, temporary_beside, write_json
 
 #: The file a head's config is saved to (huggingface_hub's name).
 CONFIG_FILE = "config.json"
@@ -98,7 +99,7 @@ def atomic_dir(path: Path | str) -> Iterator[Path]:
     with temporary_beside(path, directory=True) as tmp:
         yield tmp
         write_manifest(tmp)
-        apply_umask(tmp, directory=True)
+        apply_umask_tree(tmp)  # every file the save wrote, the weights' private temporaries included
         if path.is_dir():
             shutil.rmtree(path)
         os.replace(tmp, path)
