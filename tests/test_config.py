@@ -499,3 +499,39 @@ def test_every_commands_options_have_a_schema_to_be_checked_against():
     for cmd in COMMANDS:
         for cls in cmd.settings.values():
             assert schema_of(cls)["type"] == "object", cmd.path
+
+
+# ---------------------------------------------------------------- settings never silently ignored (issue 49)
+
+
+def test_the_shipped_configs_and_the_rehearsal_overlay_load():
+    from spanaug.core.overrides import read_run_config
+
+    for paths in (["config/config.yaml"], ["config/demo.yaml"], ["config/config.yaml", "config/rehearsal.yaml"]):
+        assert read_run_config(*(REPO / p for p in paths)).paraphraser.model or paths == ["config/demo.yaml"]
+
+
+def test_a_paraphraser_model_with_paraphraser_train_is_an_error_naming_both():
+    """The run would train a paraphraser and ignore the model: refused, saying how to use the model."""
+    with pytest.raises(ConfigError) as info:
+        load_run_config(_demo_with(paraphraser={**_demo_with()["paraphraser"], "model": "t5-small"}))
+    message = str(info.value)
+    assert "paraphraser.model and paraphraser.train are both set" in message
+    assert "paraphraser.train: null" in message
+    section = {**_demo_with()["paraphraser"], "model": "t5-small", "train": None}
+    assert load_run_config(_demo_with(paraphraser=section)).paraphraser.model == "t5-small"
+
+
+def test_config_check_refuses_a_model_overlaid_on_a_config_that_trains_one(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("paraphraser:\n  model: t5-small\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(overlay)]) == 2
+    err = capsys.readouterr().err
+    assert "paraphraser.model and paraphraser.train are both set" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_model_settings_help_no_longer_says_it_is_ignored():
+    prop = config_schema()["properties"]["paraphraser"]["properties"]["model"]
+    assert "ignored" not in prop["description"] and "paraphraser.train" in prop["description"]

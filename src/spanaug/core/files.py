@@ -64,7 +64,7 @@ def temporary_beside(path: Path | str, suffix: str = "", directory: bool = False
     remove_stale_temporaries(tmpdir, recurse=False)
     prefix, end = f"{socket.gethostname()}+{os.getpid()}+", f".{path.name}{suffix}.tmp"
     for _ in range(5):
-        tmpdir.mkdir(parents=True, exist_ok=True)
+        _make_folder(tmpdir, path)
         try:  # another writer may remove the folder, empty, between mkdir and here
             if directory:
                 tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=end, dir=tmpdir))
@@ -86,6 +86,18 @@ def temporary_beside(path: Path | str, suffix: str = "", directory: bool = False
             tmp.unlink()
         with contextlib.suppress(OSError):
             tmpdir.rmdir()  # only when empty: other writers' temporaries stay
+
+
+def _make_folder(folder: Path, target: Path) -> None:
+    """``folder`` made with its parents; a file in the way (``--iterations-dir`` naming a file) is an
+    error naming that file, not the temporary folder the OS would name."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [folder, *folder.parents] if p.is_file()), None)
+        if blocker is None:
+            raise
+        raise InputError(blocker, None, f"a file, where a folder is needed to write {target}") from None
 
 
 @contextlib.contextmanager

@@ -36,15 +36,26 @@ NOT_FINITE: dict[str, Any] = {
 }
 
 
+#: Field-metadata key of what a setting names that the preflight must find before any job runs:
+#: ``encoder`` (a transformers encoder), ``paraphraser`` (a seq2seq model), ``aligner`` (a trained
+#: aligner folder), ``release`` (a FrameNet release folder), ``lexicon`` (a lexicon JSON or a release).
+#: ``spanaug config check`` checks every setting so marked (spanaug.workflow.preflight).
+NAMES = "names"
+
+
 def setting(
     default: Any = dataclasses.MISSING,
     help: str = "",
     *,
     factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    names: str | None = None,
     **bounds: Any,
 ) -> Any:
-    """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...)."""
+    """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...);
+    ``names``: the kind of model or folder it names (:data:`NAMES`)."""
     metadata: dict[str, Any] = {"help": help}
+    if names:
+        metadata[NAMES] = names
     if bounds:
         metadata[BOUNDS] = bounds
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
