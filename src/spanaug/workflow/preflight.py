@@ -266,6 +266,8 @@ def _model_files(key: str, name: str) -> Generator[Problem, None, model_files.Mo
     path = Path(name).expanduser()
     if path.exists() and not (path / "config.json").is_file():
         return None  # not a model directory: _model says so
+    if not path.exists() and not model_files.hub_name(name):
+        return None  # no such directory: _model says so
     try:
         found = model_files.check_files(name)
         if found is not None and found.complete:
