@@ -583,3 +583,229 @@ def test_a_damaged_artifact_record_is_named(tmp_path):
     pq.write_table(table.replace_schema_metadata({artifacts.ARTIFACT_KEY: "{not json"}), tmp_path / "p.parquet")
     with pytest.raises(ArtifactError, match=rf"p\.parquet: its {artifacts.ARTIFACT_KEY} metadata is not JSON"):
         artifacts.read_table(tmp_path / "p.parquet", artifacts.PARAPHRASES)
+
+
+# ---------------------------------------------------------------- model saves honour the umask (issue 49)
+
+
+@pytest.fixture(params=[0o022, 0o027], ids=["umask022", "umask027"])
+def umask(request):
+    import os
+
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+def _wrong_modes(root, umask):
+    """Every folder and file under ``root`` whose permissions are not what the umask gives; and the files."""
+    import stat
+
+    paths = [root, *root.rglob("*")]
+    wrong = {
+        p.relative_to(root).as_posix() or ".": oct(stat.S_IMODE(p.stat().st_mode))
+        for p in paths
+        if stat.S_IMODE(p.stat().st_mode) != (0o777 if p.is_dir() else 0o666) & ~umask
+    }
+    return wrong, {p.name for p in paths if p.is_file()}
+
+
+def test_a_saved_model_folder_gets_the_umasks_permissions(tiny_encoder, tmp_path, umask):
+    """safetensors writes its weights through a private temporary (0600): a saved aligner, and the
+    demo's stand-in models, get the umask's permissions in every file and folder, weights included."""
+    from conftest import save_copy_aligner
+
+    from spanaug.demo.standins import save_encoder_standin
+
+    save_copy_aligner(tiny_encoder, tmp_path / "aligner", pairs=8)
+    wrong, names = _wrong_modes(tmp_path / "aligner", umask)
+    assert "model.safetensors" in names and wrong == {}
+    save_encoder_standin(tmp_path / "encoder", ["Abby bought a car", "The company purchased steel"], vocab_size=60)
+    wrong, names = _wrong_modes(tmp_path / "encoder", umask)
+    assert "model.safetensors" in names and wrong == {}
+
+
+def test_a_trained_paraphraser_and_its_checkpoints_get_the_umasks_permissions(tmp_path, umask):
+    from conftest import CORPUS
+
+    from spanaug.core.config import ParaphraserTrainSettings
+    from spanaug.pipeline.paraphraser.training import train_paraphraser
+
+    bitext = tmp_path / "b.tsv"
+    bitext.write_text("".join(f"{a}\t{b}\n" for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])))
+    cfg = ParaphraserTrainSettings(
+        bitext=str(bitext),
+        vocab_size=100,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        attention_heads=2,
+        ffn_dim=32,
+        batch_size=8,
+        max_steps=2,
+        checkpoint_every=1,
+        warmup_steps=1,
+    )
+    train_paraphraser(cfg, tmp_path / "model", device="cpu", progress=False)
+    wrong, names = _wrong_modes(tmp_path / "model", umask)
+    assert {"model.safetensors", "optimizer.pt"} <= names and wrong == {}
+
+
+# ---------------------------------------------------------------- clear errors for model folders (issue 49)
+
+
+HUB = "NAME or ORG/NAME"
+
+
+@pytest.mark.parametrize("backend", ["hf", "static"])
+@pytest.mark.parametrize("model", ["./no-such-paraphraser", "ABSOLUTE", "~/no-such-paraphraser"])
+def test_a_missing_local_paraphraser_folder_is_named_as_such(tmp_path, capsys, model, backend):
+    """Not "Repo id must use alphanumeric chars": a path that can be no hub name is a missing folder."""
+    from test_devices import _requests
+
+    from spanaug.cli.main import main
+
+    model = str(tmp_path / "no-such-paraphraser") if model == "ABSOLUTE" else model
+    requests = _requests(tmp_path)
+    args = ["paraphrase", "--requests", str(requests), "--out", str(tmp_path / "p.parquet"), "--backend", backend]
+    assert main([*args, "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert err == f"spanaug: error: {model}: no such folder (a local model folder; a Hugging Face hub name is {HUB})\n"
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_a_file_given_as_a_paraphraser_folder_is_named_as_a_file(tmp_path, capsys):
+    from test_devices import _requests
+
+    from spanaug.cli.main import main
+
+    requests = _requests(tmp_path)
+    args = ["paraphrase", "--requests", str(requests), "--out", str(tmp_path / "p.parquet"), "--backend", "hf"]
+    assert main([*args, "--model", str(requests)]) == 2
+    assert capsys.readouterr().err == f"spanaug: error: {requests}: a file, not a model folder\n"
+
+
+def test_iterate_with_an_iterations_dir_that_is_a_file_exits_2_naming_it(tmp_path, capsys):
+    """Not the unforeseen-error path (exit 1) naming the writer's temporary folder."""
+    from spanaug.cli.main import main
+    from spanaug.pipeline.iterations import init_shards
+
+    artifacts.write_table(
+        [seed("s1", ["He", "bought", "it"], 1, 1, "Commerce_buy", "buy.v")], tmp_path / "s.parquet", artifacts.SENTENCES
+    )
+    chain = tmp_path / "c0.parquet"
+    init_shards(tmp_path / "s.parquet", [chain])
+    taken = tmp_path / "iterations"
+    taken.write_text("not a folder")
+    args = ["iterate", "--chain", str(chain), "--iterations-dir", str(taken), "--shard", "000", "--iterations", "1"]
+    assert main([*args, "--align", "--model nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spanaug: error: {taken}: a file, where a folder is needed to write {taken}/iter1/")
+    assert ".spanaug-tmp" not in err and len(err.strip().splitlines()) == 1
+    assert taken.read_text() == "not a folder"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c0.parquet", "iterations", "s.parquet"]
+
+
+@pytest.fixture(scope="module")
+def model_folders(tiny_encoder, tiny_aligner, tmp_path_factory):
+    """A folder of each kind of trained model (one epoch each), a transformers encoder, and an
+    argument identifier saved before folders recorded their kind."""
+    from test_argid import fe_toy
+
+    from spanaug.core import modeldir
+    from spanaug.core.argid_settings import ArgIdTrainSettings
+    from spanaug.core.evaluation_settings import FrameIdTrainSettings
+    from spanaug.downstream.argid.parse import frame_sentences
+    from spanaug.downstream.argid.training import train_argid
+    from spanaug.downstream.frameid.training import train_frameid
+
+    root = tmp_path_factory.mktemp("kinds")
+    argid, _ = train_argid(
+        fe_toy(12, 0),
+        tiny_encoder,
+        ArgIdTrainSettings(epochs=1, batch_size=8, finetune=False, holdout_share=0),
+        device="cpu",
+        progress=False,
+    )
+    argid.save_pretrained(root / "argid")
+    frameid, _ = train_frameid(
+        frame_sentences(fe_toy(12, 1))[0],
+        tiny_encoder,
+        FrameIdTrainSettings(epochs=1, batch_size=8, holdout_share=0),
+        device="cpu",
+        progress=False,
+    )
+    frameid.save_pretrained(root / "frameid")
+    shutil.copytree(root / "argid", root / "old-argid")
+    modeldir.write_manifest(root / "old-argid")  # as an older spanaug wrote it: no kind recorded
+    from test_argid import write_conll
+
+    return {
+        "argid": root / "argid",
+        "frameid": root / "frameid",
+        "aligner": tiny_aligner,
+        "encoder": tiny_encoder,
+        "old-argid": root / "old-argid",
+        "conll": write_conll(fe_toy(4, 2), root / "test.conll"),
+    }
+
+
+@pytest.fixture
+def no_weights_load(monkeypatch):
+    """Any weights loaded through huggingface_hub's mixin fail the test: the kind is checked first."""
+    from huggingface_hub import PyTorchModelHubMixin
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("weights were loaded before the folder's kind was checked")
+
+    monkeypatch.setattr(PyTorchModelHubMixin, "_load_as_safetensor", classmethod(loaded))
+
+
+@pytest.mark.parametrize(
+    ("command", "given", "message"),
+    [
+        (["argid", "eval"], "frameid", "holds a Frame ID model, not an argument identifier"),
+        (["argid", "eval"], "aligner", "holds a paper aligner, not an argument identifier"),
+        (["argid", "eval"], "encoder", "holds a transformers bert model, not an argument identifier"),
+        (["argid", "predict"], "frameid", "holds a Frame ID model, not an argument identifier"),
+        (["frameid", "eval"], "argid", "holds an argument identifier, not a Frame ID model"),
+        (["frameid", "eval"], "old-argid", "not a Frame ID model: its config.json has settings a Frame ID model has"),
+        (["align", "predict"], "argid", "holds an argument identifier, not a paper aligner"),
+        (["align", "predict"], "frameid", "holds a Frame ID model, not a paper aligner"),
+    ],
+)
+def test_a_model_folder_of_another_kind_is_named_before_its_weights_load(
+    model_folders, no_weights_load, tmp_path, capsys, command, given, message
+):
+    from spanaug.cli.main import main
+
+    folder, conll = model_folders[given], model_folders["conll"]
+    inputs = {
+        "argid eval": ["--test", str(conll)],
+        "argid predict": ["--input", str(conll), "--out", str(tmp_path / "o.jsonl")],
+        "frameid eval": ["--test", str(conll)],
+        "align predict": ["--instances", str(tmp_path / "i.jsonl"), "--out", str(tmp_path / "o.jsonl")],
+    }[" ".join(command)]
+    assert main([*command, "--model", str(folder), *inputs, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spanaug: error: {folder}: {message}"), err
+    assert len(err.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_argid_eval_refuses_another_kind_as_its_frame_id_model(model_folders, no_weights_load, capsys):
+    from spanaug.cli.main import main
+
+    args = ["argid", "eval", "--model", str(model_folders["argid"]), "--test", str(model_folders["conll"])]
+    assert main([*args, "--frames", "predicted", "--frameid-model", str(model_folders["aligner"])]) == 2
+    assert "holds a paper aligner, not a Frame ID model" in capsys.readouterr().err
+
+
+def test_a_trained_head_given_as_an_encoder_is_named(model_folders, tmp_path, capsys):
+    """argid train --encoder naming an aligner's folder: not a transformers model, said by its record."""
+    from spanaug.cli.main import main
+
+    args = ["argid", "train", "--train", str(model_folders["conll"]), "--out", str(tmp_path / "m"), "--epochs", "1"]
+    assert main([*args, "--encoder", str(model_folders["aligner"]), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"{model_folders['aligner']}: holds a trained paper aligner" in err and "not a transformers model" in err
+    assert not (tmp_path / "m").exists()

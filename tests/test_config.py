@@ -302,3 +302,236 @@ def test_an_unquoted_off_is_explained(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "frame_elements.mode: False is not one of ['off', 'align', 'keep']" in err
     assert "write it in quotes, e.g. 'off'" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- finite numbers (issue 49)
+
+NON_FINITE = [float("nan"), float("inf"), float("-inf")]
+
+
+def _settings_classes() -> list[type]:
+    """Every settings dataclass: the Settings subclasses, every command's option classes, and the
+    sections nested in them (all registered once the CLI's modules are imported)."""
+    import typing
+
+    import spanaug.cli.main  # noqa: F401  (registers every command and imports every settings module)
+    from spanaug.cli.options import COMMANDS
+    from spanaug.core.settings import Settings
+
+    found: list[type] = []
+
+    def visit(cls: type) -> None:
+        if cls in found or not dataclasses.is_dataclass(cls):
+            return
+        found.append(cls)
+        for sub in cls.__subclasses__():
+            visit(sub)
+        for tp in typing.get_type_hints(cls).values():
+            for arg in (tp, *typing.get_args(tp)):
+                visit(arg)
+
+    for cls in Settings.__subclasses__():
+        visit(cls)
+    for cmd in COMMANDS:
+        for cls in cmd.settings.values():
+            visit(cls)
+    return found
+
+
+def _with_number(tp, number):
+    """A value of type ``tp`` holding ``number`` where its floats go (None when it holds no float)."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is float:
+        return number
+    if origin in (typing.Union, types.UnionType):
+        return next((v for a in args if (v := _with_number(a, number)) is not None), None)
+    if origin is list:
+        inner = _with_number(args[0], number)
+        return None if inner is None else [inner]
+    if origin is dict:
+        inner = _with_number(args[1], number)
+        return None if inner is None else {"k": inner}
+    return None
+
+
+def _float_fields():
+    import typing
+
+    return [
+        (cls, field.name, value)
+        for cls in _settings_classes()
+        for field in dataclasses.fields(cls)
+        if (value := _with_number(typing.get_type_hints(cls)[field.name], 0.5)) is not None
+    ]
+
+
+def test_the_walk_finds_the_float_settings_of_every_kind():
+    """The walk below is not vacuous: it reaches config sections, command options, lists and maps."""
+    names = {f"{cls.__name__}.{name}" for cls, name, _ in _float_fields()}
+    assert len(names) > 60
+    for expected in (
+        "ArgIdTrainSettings.learning_rate",  # spanaug argid train --learning-rate
+        "ParaphraserTrainSettings.dropout",  # paraphraser.train.dropout
+        "FilterBounds.min_aligner_score",  # filtering.filters.NAME.min_aligner_score (a map's values)
+        "FrameIdSection.fractions",  # a list of floats
+        "PointOptions.fraction",  # a command's own options
+        "CrossTrainSection.max_minutes",  # a nullable float of a nested section
+    ):
+        assert expected in names
+
+
+@pytest.mark.parametrize("number", NON_FINITE, ids=["nan", "inf", "-inf"])
+def test_every_float_setting_refuses_nan_and_infinity(number):
+    """NaN compares false with every bound and infinity passes a one-sided one: every float field of
+    every settings dataclass (new ones included, found by the walk) refuses both, naming its key."""
+    import jsonschema
+
+    from spanaug.core.settings import schema_error_message, schema_of
+
+    accepted = []
+    for cls, name, finite in _float_fields():
+        value = _with_number(_type_of(cls, name), number)
+        validator = jsonschema.Draft202012Validator(schema_of(cls))
+        errors = [e for e in validator.iter_errors({name: value}) if list(e.absolute_path)[:1] == [name]]
+        if not errors:
+            accepted.append(f"{cls.__name__}.{name}")
+            continue
+        message = schema_error_message(errors[0])
+        assert message.startswith(name) and "is not a finite number" in message, message
+        # The same field holding a finite number is not refused as one (a list may be too short).
+        finite_errors = [e for e in validator.iter_errors({name: finite}) if list(e.absolute_path)[:1] == [name]]
+        assert all("finite" not in schema_error_message(e) for e in finite_errors)
+    assert accepted == []
+
+
+def _type_of(cls, name):
+    import typing
+
+    return typing.get_type_hints(cls)[name]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "filtering:\n  filters:\n    x:\n      min_aligner_score: .nan\n",
+            "filtering.filters.x.min_aligner_score: nan",
+        ),
+        ("paraphraser:\n  train:\n    dropout: .nan\n", "paraphraser.train.dropout: nan"),
+        ("paraphraser:\n  train:\n    weight_decay: .inf\n", "paraphraser.train.weight_decay: inf"),
+        ("frameid:\n  fractions: [0.5, .NaN]\n", "frameid.fractions.1: nan"),
+        ("aligner:\n  train:\n    cross:\n      max_minutes: .inf\n", "aligner.train.cross.max_minutes: inf"),
+    ],
+)
+def test_config_check_refuses_nan_and_infinity_naming_the_key(tmp_path, capsys, text, message):
+    from spanaug.cli.main import main
+
+    path = tmp_path / "nan.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: " in err and f"{message} is not a finite number" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_nested_config_override_of_nan_is_refused_like_a_config_file():
+    from spanaug.core.overrides import coerce_overrides
+
+    raw = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    train = {**raw["paraphraser"]["train"], "dropout": ".nan"}  # Snakemake passes a nested value as a string
+    cli = coerce_overrides({"paraphraser": {**raw["paraphraser"], "train": train}})
+    with pytest.raises(ConfigError, match=r"^paraphraser\.train\.dropout: nan is not a finite number"):
+        load_run_config({**raw, **cli})
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "Infinity"])
+def test_a_command_line_float_of_nan_or_infinity_exits_2_naming_the_option(tmp_path, capsys, value):
+    """`spanaug argid train --learning-rate nan` once trained a model of NaN weights and exited 0."""
+    from spanaug.cli.main import main
+
+    out = tmp_path / "model"
+    code = main(["argid", "train", "--train", str(tmp_path / "x.conll"), "--out", str(out), "--learning-rate", value])
+    err = capsys.readouterr().err
+    assert code == 2 and re.fullmatch(r"spanaug: error: --learning-rate: -?(nan|inf) is not a finite number.*\n", err)
+    assert not out.exists()
+
+
+def test_a_float_in_a_json_option_or_a_commands_own_options_is_finite(tmp_path, capsys):
+    """JSON reads 1e999 as infinity; a command's own options (frameid point --fraction) are checked too."""
+    from spanaug.cli.main import main
+
+    args = ["align", "long-spans", "--instances", "i", "--gold-pairs", "g", "--out-dir", str(tmp_path / "o")]
+    assert main([*args, "--cross", '{"warmup": 1e999}']) == 2
+    err = capsys.readouterr().err
+    assert "warmup: inf is not a finite number" in err, err
+    point = ["frameid", "point", "--train", "t", "--test", "t", "--out", str(tmp_path / "p.json")]
+    assert main([*point, "--fraction", "nan"]) == 2
+    assert "--fraction: nan is not a finite number" in capsys.readouterr().err
+    assert main([*point, "--fraction", "5"]) == 2  # its bounds, which nothing checked before
+    assert "--fraction: 5.0 is greater than the maximum of 1" in capsys.readouterr().err
+
+
+def test_the_committed_schema_refuses_nan_and_infinity_for_snakemake_too(tmp_path):
+    """Snakemake's own validate() reads the committed schema: no finite keyword exists, so the schema
+    says it with comparisons that NaN and infinity alone pass, for a number or a nullable one."""
+    snakemake_utils = pytest.importorskip("snakemake.utils")
+
+    committed = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    section = tmp_path / "filters.schema.yaml"
+    schema = {"$schema": committed["$schema"], **committed["properties"]["paraphraser"]}
+    section.write_text(yaml.safe_dump(schema), encoding="utf-8")
+    snakemake_utils.validate({"train": {"bitext": "b", "dropout": 0.3, "max_minutes": None}}, str(section))
+    for bad in ({"dropout": float("nan")}, {"max_minutes": float("inf")}, {"learning_rate": float("inf")}):
+        with pytest.raises(Exception, match="should not be valid"):
+            snakemake_utils.validate({"train": {"bitext": "b", **bad}}, str(section))
+
+
+def test_every_commands_options_have_a_schema_to_be_checked_against():
+    """A command's own options are checked when made (cli.options.settings_from): a type with no schema
+    would turn every run of that command into a TypeError."""
+    import spanaug.cli.main  # noqa: F401
+    from spanaug.cli.options import COMMANDS
+    from spanaug.core.settings import schema_of
+
+    for cmd in COMMANDS:
+        for cls in cmd.settings.values():
+            assert schema_of(cls)["type"] == "object", cmd.path
+
+
+# ---------------------------------------------------------------- settings never silently ignored (issue 49)
+
+
+def test_the_shipped_configs_and_the_rehearsal_overlay_load():
+    from spanaug.core.overrides import read_run_config
+
+    for paths in (["config/config.yaml"], ["config/demo.yaml"], ["config/config.yaml", "config/rehearsal.yaml"]):
+        assert read_run_config(*(REPO / p for p in paths)).paraphraser.model or paths == ["config/demo.yaml"]
+
+
+def test_a_paraphraser_model_with_paraphraser_train_is_an_error_naming_both():
+    """The run would train a paraphraser and ignore the model: refused, saying how to use the model."""
+    with pytest.raises(ConfigError) as info:
+        load_run_config(_demo_with(paraphraser={**_demo_with()["paraphraser"], "model": "t5-small"}))
+    message = str(info.value)
+    assert "paraphraser.model and paraphraser.train are both set" in message
+    assert "paraphraser.train: null" in message
+    section = {**_demo_with()["paraphraser"], "model": "t5-small", "train": None}
+    assert load_run_config(_demo_with(paraphraser=section)).paraphraser.model == "t5-small"
+
+
+def test_config_check_refuses_a_model_overlaid_on_a_config_that_trains_one(tmp_path, capsys):
+    from spanaug.cli.main import main
+
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("paraphraser:\n  model: t5-small\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(overlay)]) == 2
+    err = capsys.readouterr().err
+    assert "paraphraser.model and paraphraser.train are both set" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_model_settings_help_no_longer_says_it_is_ignored():
+    prop = config_schema()["properties"]["paraphraser"]["properties"]["model"]
+    assert "ignored" not in prop["description"] and "paraphraser.train" in prop["description"]

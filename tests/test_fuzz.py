@@ -524,6 +524,59 @@ def test_filters_of_any_json_are_checked_before_arrow_sees_them(filters: Any) ->
         heuristic_mask(table, bounds)
 
 
+def _float_settings() -> list[tuple[type, str]]:
+    """(settings class, field) of every float setting of a section that its defaults make (so one
+    field can be changed alone): found from the dataclasses, new ones included."""
+    import dataclasses
+    import typing
+
+    from spanaug.core.settings import Settings
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]
+
+    found = []
+    for cls in dict.fromkeys(subclasses(Settings)):
+        try:
+            cls()
+        except Exception:  # a section with required settings: covered by test_config's schema walk
+            continue
+        hints = typing.get_type_hints(cls)
+        found += [
+            (cls, f.name) for f in dataclasses.fields(cls) if float in (hints[f.name], *typing.get_args(hints[f.name]))
+        ]
+    return found
+
+
+FLOAT_SETTINGS = _float_settings()
+
+
+@FUZZ
+@given(
+    where=st.sampled_from(FLOAT_SETTINGS),
+    number=st.one_of(st.floats(), st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e308, -0.0])),
+)
+def test_a_float_setting_is_finite_or_refused_naming_it(where: tuple[type, str], number: float) -> None:
+    """Any float, NaN and infinities included, in any float setting: the settings hold a finite number
+    or the setting is refused by name (never a NaN that passes every bound)."""
+    import math
+
+    from spanaug.core.errors import ConfigError
+
+    cls, name = where
+    try:
+        made = cls(**{name: number})
+    except ConfigError as exc:
+        assert str(exc).startswith(f"{name}: "), exc
+        assert math.isfinite(number) or "is not a finite number" in str(exc), exc
+        return
+    assert math.isfinite(getattr(made, name)), (cls.__name__, name, number)
+
+
+def test_the_float_settings_drawn_from_are_many():
+    assert len(FLOAT_SETTINGS) > 30
+
+
 # ---------------------------------------------------------------- the valid side: well-formed inputs are read
 
 # A reader that refused everything would pass every test above. The tests below hold the other side:

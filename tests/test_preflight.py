@@ -117,7 +117,13 @@ def test_optional_dependencies_are_named_with_the_way_to_install_them():
 
     cfg = _demo(paraphraser={"backend": "ct2"}, stats={"pos_tagger": "spacy:en_core_web_sm"})
     problems = {p.key: p.message for p in check_run(cfg, nothing)}
-    assert set(problems) == {"paraphraser.backend", "stats.pos_tagger", "aligner.encoder", "frameid.encoder"}
+    assert set(problems) == {
+        "paraphraser.backend",
+        "stats.pos_tagger",
+        "aligner.encoder",
+        "frameid.encoder",
+        "argid.encoder",  # the demo's argid section runs on minilm too
+    }
     assert "pip install 'spanaug[ct2]'" in problems["paraphraser.backend"]
     assert "pip install 'spanaug[spacy]'" in problems["stats.pos_tagger"]
     assert "python -m spacy download en_core_web_sm" in problems["stats.pos_tagger"]
@@ -281,3 +287,113 @@ def test_config_check_warns_of_an_aligner_that_saw_no_copy(tmp_path, capsys, cap
     with caplog.at_level("WARNING"):
         assert main(["config", "check", "--configfile", "config/demo.yaml", str(override)]) == 0
     assert any("aligner trains on no copied span" in r.getMessage() for r in caplog.records)
+
+
+# ---------------------------------------------------------------- every model and folder setting (issue 49)
+
+
+def _marked_keys(cls=None, prefix=""):
+    """The config keys of every setting marked as naming a model or folder (core.settings.NAMES),
+    found from the dataclasses: a new setting so marked is covered by the test below."""
+    import dataclasses
+    import typing
+
+    from spanaug.core.config import RunConfig
+    from spanaug.core.settings import NAMES
+
+    cls = cls or RunConfig
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        args = [a for a in (typing.get_args(hints[field.name]) or [hints[field.name]]) if a is not type(None)]
+        section = next((a for a in args if dataclasses.is_dataclass(a)), None)
+        if section is not None:
+            yield from _marked_keys(section, f"{prefix}{field.name}.")
+        elif field.metadata.get(NAMES):
+            yield f"{prefix}{field.name}"
+
+
+#: What a marked setting needs beside it for the run to use it.
+_IN_USE = {
+    "paraphraser.model": {"paraphraser": {"train": None}},
+    "aligner.train.synthetic_lexicon": {"aligner": {"kind": "cross"}},
+}
+
+
+def _nested(key, value):
+    out = value
+    for part in reversed(key.split(".")):
+        out = {part: out}
+    return out
+
+
+def test_every_model_and_folder_setting_is_checked_by_config_check(tmp_path):
+    """Each setting that names a model or a folder, pointed at a missing folder: the preflight names it."""
+    keys = sorted(set(_marked_keys()))
+    assert {"paraphraser.model", "aligner.model", "aligner.encoder", "frameid.encoder", "argid.encoder"} <= set(keys)
+    missing = str(tmp_path / "no-such-folder")
+    unchecked = []
+    for key in keys:
+        cfg = _demo(**merge_configs(_IN_USE.get(key, {}), _nested(key, missing)))
+        if not any(p.key == key and missing in p.message for p in check_run(cfg)):
+            unchecked.append(key)
+    assert unchecked == []
+
+
+def test_config_check_refuses_a_missing_argid_encoder_folder(tmp_path, capsys):
+    """Once found only after the whole expansion, by the argument-ID jobs."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"argid:\n  encoder: {tmp_path / 'no-encoder'}\n", encoding="utf-8")
+    assert main(["config", "check", "--configfile", "config/demo.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"argid.encoder: {tmp_path / 'no-encoder'}: no such directory" in err
+
+
+def test_config_check_refuses_a_model_folder_of_another_kind_as_the_aligner(tmp_path):
+    """aligner.model naming a Frame ID model's folder: refused from the folder's records."""
+    from spanaug.core import modeldir
+
+    folder = tmp_path / "frameid"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"encoder": "minilm", "frames": ["NULL", "F"]}))
+    modeldir.write_manifest(folder, kind="Frame ID model")
+    problems = {p.key: p.message for p in check_run(_demo(aligner={"model": str(folder)}))}
+    assert problems == {
+        "aligner.model": f"{folder}: holds a Frame ID model, not a paper aligner (its spanaug-manifest.json says so)"
+    }
+    modeldir.write_manifest(folder)  # an older spanaug's folder: its config's settings say it
+    problems = {p.key: p.message for p in check_run(_demo(aligner={"model": str(folder)}))}
+    assert (
+        "not a paper aligner: its config.json has settings a paper aligner has not (frames)"
+        in problems["aligner.model"]
+    )
+
+
+#: Settings whose help speaks of a model or folder but that are no model or folder setting to mark:
+#: where results go, the corpus (a list checked by data.format), the device, and POS taggers
+#: ('lexicon' or 'spacy:<model>', checked as taggers).
+_NOT_MARKED = {"results_dir", "data.inputs", "device", "augmenters.lexsub.pos_tagger", "stats.pos_tagger"}
+
+
+def test_a_setting_that_names_a_model_or_folder_is_marked():
+    """A tripwire for new settings: one whose help speaks of an encoder, a model, a release, a folder or
+    a directory is marked (core.settings NAMES) so that config check finds it, or is listed above."""
+    import dataclasses
+    import re
+    import typing
+
+    from spanaug.core.config import RunConfig
+    from spanaug.core.settings import NAMES
+
+    def unmarked(cls, prefix=""):
+        hints = typing.get_type_hints(cls)
+        for field in dataclasses.fields(cls):
+            args = [a for a in (typing.get_args(hints[field.name]) or [hints[field.name]]) if a is not type(None)]
+            section = next((a for a in args if dataclasses.is_dataclass(a)), None)
+            if section is not None:
+                yield from unmarked(section, f"{prefix}{field.name}.")
+                continue
+            speaks = re.search(r"encoder|model|release|folder|director", field.metadata.get("help", ""), re.I)
+            if (str in args or list[str] in args) and speaks and not field.metadata.get(NAMES):
+                yield f"{prefix}{field.name}"
+
+    assert sorted(set(unmarked(RunConfig)) - _NOT_MARKED) == []

@@ -317,6 +317,7 @@ def test_a_bad_config_stops_before_any_job_naming_every_key(tmp_path):
     # The demo's own files, from this workdir (tmp_path), and four things that are not there:
     config["aligner"]["train"]["bitext"] = str(REPO / "resources/demo/bitext.tsv")
     config["frameid"]["lexicon"] = config["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
+    config["argid"]["framenet"] = str(REPO / "resources/demo/fndata-demo")  # checked by the preflight too
     config["data"]["inputs"] = [str(tmp_path / "fndata-1.7")]
     config["paraphraser"] = {"model": str(tmp_path / "t5-paraphraser"), "prefix": "paraphrase: "}
     config["aligner"]["encoder"] = "bert-base-cased"

@@ -86,6 +86,10 @@ def evaluate(options: EvalOptions, runtime: Runtime) -> None:
 
     if (options.frames == "predicted") != bool(options.frameid_model):
         raise ConfigError("--frameid-model goes with --frames predicted, and --frames predicted needs it")
+    if options.frameid_model:  # both folders' kinds before either model's weights load
+        from spanaug.downstream.frameid.model import FrameIdentifier
+
+        FrameIdentifier.check_folder(options.frameid_model)
     test = _annotations([options.test])
     model = ArgumentIdentifier.from_pretrained(options.model, device=runtime.device)
     inventory = model.inventory

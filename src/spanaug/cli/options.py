@@ -21,7 +21,7 @@ from typing import Any, Literal, NoReturn
 
 from spanaug.core.config import Runtime
 from spanaug.core.errors import ConfigError
-from spanaug.core.settings import BOUNDS
+from spanaug.core.settings import BOUNDS, NAMES, Settings, check
 
 
 def _nullable(kind: type) -> Callable[[str], Any]:
@@ -51,10 +51,10 @@ def json_value(text: str) -> Any:
 
 
 def _option_field(field: dataclasses.Field) -> dataclasses.Field:
-    """The field as HfArgumentParser should see it: schema bounds left out of argparse, ``X | None``
+    """The field as HfArgumentParser should see it: schema bounds and preflight marks left out of argparse, ``X | None``
     read with ``null``, lists of choices as lists of strings with choices, mappings as JSON."""
     field = copy.copy(field)
-    metadata = {k: v for k, v in field.metadata.items() if k != BOUNDS}
+    metadata = {k: v for k, v in field.metadata.items() if k not in (BOUNDS, NAMES)}  # argparse's kwargs
     tp = field.type
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType) and bool not in args:
@@ -116,7 +116,12 @@ class Command:
 
 def settings_from(namespace: argparse.Namespace, cls: type) -> Any:
     """The settings dataclass ``cls`` made (and checked) from the parsed options of its fields."""
-    return cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+    value = cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+    if not isinstance(value, Settings):
+        # A command's own options (paths, a point's --fraction) are a plain @settings dataclass, which
+        # checks nothing when made: their bounds, and finite numbers, are checked here alike.
+        check(value)
+    return value
 
 
 COMMANDS: list[Command] = []

@@ -28,7 +28,9 @@ class AlignerConfig(Settings):
     # Directories saved before this field have no kind; they load as the paper's (pipeline.aligner.loading).
     kind: Literal["paper"] = setting("paper", "the aligner kind (tells a saved model directory's kind)")
     encoder: str = setting(
-        "bert-base-cased", "the frozen encoder: a hub name or path ('minilm': the offline all-MiniLM-L6-v2)"
+        "bert-base-cased",
+        "the frozen encoder: a hub name or path ('minilm': the offline all-MiniLM-L6-v2)",
+        names="encoder",
     )
     features: list[Literal["df", "mx", "cue"]] = setting(
         factory=lambda: ["df", "mx", "cue"],
@@ -231,6 +233,7 @@ class AlignerTrainSection(AlignerTrainSettings):
         "kind cross: also pre-train on the imported sentences' triggers "
         "rewritten as other units of their frame in this lexicon (JSON or "
         "FrameNet release; spanaug align synthetic); null: off",
+        names="lexicon",
     )
     features: list[Literal["df", "mx", "cue"]] = inherit(AlignerConfig, "features")
     loss: Literal["soft", "hard"] = inherit(AlignerConfig, "loss")
@@ -396,7 +399,7 @@ class AlignerSection(Settings):
     """Config section ``aligner``."""
 
     model: str | None = setting(
-        None, "a trained aligner directory, of either kind (null: train one with aligner.train)"
+        None, "a trained aligner directory, of either kind (null: train one with aligner.train)", names="aligner"
     )
     kind: Literal["paper", "cross"] = setting(
         "paper",

@@ -129,7 +129,9 @@ class DecodeSettings(Settings):
     """How the paraphraser decodes under the constraints (config: ``paraphraser``; ``spanaug paraphrase``)."""
 
     model: str | None = setting(
-        None, "any AutoModelForSeq2SeqLM on the hub or on disk; ignored when paraphraser.train is set"
+        None,
+        "any AutoModelForSeq2SeqLM on the hub or on disk (config: not with paraphraser.train, which trains one)",
+        names="paraphraser",
     )
     # auto: on CPU, ct2 decoded a shard about 9 times faster than hf with the same outputs; on a GPU,
     # static keeps the GPU busy with generate's beams (docs/gpus.md); ct2 can batch sentences under
@@ -228,6 +230,15 @@ class ParaphraserSection(DecodeSettings):
     train: ParaphraserTrainSettings | None = setting(
         None, "train the paper's architecture on a bitext first (null: use paraphraser.model)"
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Either would be silently ignored: the run trains a paraphraser when train is set.
+        if self.model and self.train:
+            raise ConfigError(
+                "paraphraser.model and paraphraser.train are both set: give one (train trains a paraphraser, "
+                "model names one; to use your model over a config that sets train, also set paraphraser.train: null)"
+            )
 
 
 @settings

@@ -172,8 +172,10 @@ class FrameIdSection(SplitSettings):
     train: str | None = setting(None, "CoNLL/Parquet pool of training sentences (null: split the imported corpus)")
     dev: str | None = setting(None, "dev sentences (CoNLL/Parquet): the best epoch on them is kept")
     test: str | None = setting(None, "the fixed test split (null: from the same split)")
-    encoder: str = setting("bert-base-cased", "the frozen encoder")
-    lexicon: str | None = setting(None, "lexicon JSON or FrameNet release restricting each span's frames")
+    encoder: str = setting("bert-base-cased", "the frozen encoder", names="encoder")
+    lexicon: str | None = setting(
+        None, "lexicon JSON or FrameNet release restricting each span's frames", names="lexicon"
+    )
     fractions: list[float] = setting(
         factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
         help="shares of the training sentences, each in (0, 1]",
@@ -194,8 +196,12 @@ class ArgIdSection(Settings):
     """Config section ``argid``: argument identification trained on samples of Frame ID's training part,
     with and without the augmented outputs' carried frame elements, scored on its test part."""
 
-    encoder: str = setting("bert-base-cased", "the encoder (a Hugging Face name or folder; minilm offline)")
-    framenet: str | None = setting(None, "FrameNet release: each frame's FEs for decoding, their coreness for scores")
+    encoder: str = setting(
+        "bert-base-cased", "the encoder (a Hugging Face name or folder; minilm offline)", names="encoder"
+    )
+    framenet: str | None = setting(
+        None, "FrameNet release: each frame's FEs for decoding, their coreness for scores", names="release"
+    )
     epochs: int = inherit(ArgIdTrainSettings, "epochs")
     batch_size: int = inherit(ArgIdTrainSettings, "batch_size")
     learning_rate: float = inherit(ArgIdTrainSettings, "learning_rate")
@@ -236,6 +242,8 @@ class StatsSettings(Settings):
     """Intrinsic statistics of the augmented dataset (config: ``stats``; ``spanaug stats``)."""
 
     bleu_sample: int = setting(2000, "chains sampled for the BLEU measures", minimum=1)
-    lexicon: str | None = setting(None, "lexicon JSON or FrameNet release for from-scratch LU precision/recall")
+    lexicon: str | None = setting(
+        None, "lexicon JSON or FrameNet release for from-scratch LU precision/recall", names="lexicon"
+    )
     pos_tagger: str | None = setting(None, "'lexicon' or 'spacy:<model>' for POS diversity (null: skipped)")
     pos_sample: int = setting(5000, "aligned outputs tagged for POS diversity", minimum=1)

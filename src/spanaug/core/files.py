@@ -29,6 +29,25 @@ def apply_umask(path: Path, directory: bool = False) -> None:
     path.chmod((0o777 if directory else 0o666) & ~umask)
 
 
+def apply_umask_tree(root: Path | str) -> None:
+    """:func:`apply_umask` on ``root`` and every folder and file under it (links left alone).
+
+    What a model's save writes: safetensors writes its weights through a private temporary file
+    (0600 under any umask), and a trainer's checkpoints likewise, so a group sharing ``results/``
+    could not read them.
+    """
+    root = Path(root)
+    if root.is_symlink():
+        return
+    apply_umask(root, directory=root.is_dir())
+    if root.is_dir():
+        for folder, dirs, names in os.walk(root):
+            for name in [*dirs, *names]:
+                path = Path(folder) / name
+                if not path.is_symlink():
+                    apply_umask(path, directory=name in dirs)
+
+
 #: Temporaries of atomic writes live in this hidden folder beside their target: no listing or glob of
 #: the target's folder shows them, and a rename from there stays on one file system. Each is named
 #: after its writer (``HOST+PID+...``), so a later run can tell whether the writer is gone.
@@ -45,7 +64,7 @@ def temporary_beside(path: Path | str, suffix: str = "", directory: bool = False
     remove_stale_temporaries(tmpdir, recurse=False)
     prefix, end = f"{socket.gethostname()}+{os.getpid()}+", f".{path.name}{suffix}.tmp"
     for _ in range(5):
-        tmpdir.mkdir(parents=True, exist_ok=True)
+        _make_folder(tmpdir, path)
         try:  # another writer may remove the folder, empty, between mkdir and here
             if directory:
                 tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=end, dir=tmpdir))
@@ -67,6 +86,18 @@ def temporary_beside(path: Path | str, suffix: str = "", directory: bool = False
             tmp.unlink()
         with contextlib.suppress(OSError):
             tmpdir.rmdir()  # only when empty: other writers' temporaries stay
+
+
+def _make_folder(folder: Path, target: Path) -> None:
+    """``folder`` made with its parents; a file in the way (``--iterations-dir`` naming a file) is an
+    error naming that file, not the temporary folder the OS would name."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [folder, *folder.parents] if p.is_file()), None)
+        if blocker is None:
+            raise
+        raise InputError(blocker, None, f"a file, where a folder is needed to write {target}") from None
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,18 @@ WEIGHT_FILES = (
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
 )
+
+
+#: A Hugging Face repo id: "name" or "org/name". A name that is not one (``./model``, ``/data/m``,
+#: ``~/m``) can only be a local folder.
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def hub_name(name_or_path: str | Path) -> bool:
+    """Whether ``name_or_path`` can be a Hugging Face hub name: it is no path that exists, and has
+    the form of a repo id."""
+    text = str(name_or_path)
+    return not Path(text).expanduser().exists() and bool(_REPO_ID.match(text))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +103,20 @@ def check_files(name_or_path: str | Path) -> ModelFiles | None:
     where the files are, or None when nothing is on disk to check."""
     found = find(name_or_path)
     if found is None:
+        path = Path(name_or_path).expanduser()
+        if path.exists():
+            raise InputError(name_or_path, None, "a file, not a model folder")
+        if not hub_name(name_or_path):  # not for the hub client to call a malformed repo id
+            raise InputError(
+                name_or_path, None, "no such folder (a local model folder; a Hugging Face hub name is NAME or ORG/NAME)"
+            )
         return None
     modeldir.verify_manifest(found.folder)
+    kind = modeldir.recorded_kind(found.folder)
+    if kind:  # a head spanaug trained (an aligner, a Frame ID model): no encoder or paraphraser
+        raise InputError(
+            found.name, None, f"holds a trained {kind} (its {modeldir.MANIFEST_FILE} says so), not a transformers model"
+        )
     where = "" if found.folder == Path(found.name).expanduser() else f" in its cached snapshot {found.folder}"
     if found.complete and not any((found.folder / name).is_file() for name in TOKENIZER_FILES):
         raise InputError(

@@ -9,8 +9,11 @@ with the trained model as its ``config.json`` (``AlignerConfig``, ``CrossAligner
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
+import math
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -21,16 +24,38 @@ from spanaug.core.errors import ConfigError
 #: Field-metadata key of the JSON-schema keywords that bound a setting (minimum, maxItems, ...).
 BOUNDS = "json_schema"
 
+#: What every number setting must not be: NaN, +infinity or -infinity. YAML reads ``.nan`` and ``.inf``,
+#: Python's float() reads ``nan`` and ``inf``, and JSON reads ``1e999`` as infinity; each passes every
+#: bound (NaN compares false with all), so a learning rate of NaN would train a model of NaN weights.
+#: JSON Schema has no "finite" keyword: a non-finite number is the one number that is above the
+#: largest float, below the lowest, or (NaN) neither below nor above it, which these comparisons
+#: say in any JSON-Schema validator (Snakemake's included), so the schema itself refuses them.
+NOT_FINITE: dict[str, Any] = {
+    "type": "number",
+    "anyOf": [{"exclusiveMinimum": sys.float_info.max}, {"exclusiveMaximum": -sys.float_info.max}],
+}
+
+
+#: Field-metadata key of what a setting names that the preflight must find before any job runs:
+#: ``encoder`` (a transformers encoder), ``paraphraser`` (a seq2seq model), ``aligner`` (a trained
+#: aligner folder), ``release`` (a FrameNet release folder), ``lexicon`` (a lexicon JSON or a release).
+#: ``spanaug config check`` checks every setting so marked (spanaug.workflow.preflight).
+NAMES = "names"
+
 
 def setting(
     default: Any = dataclasses.MISSING,
     help: str = "",
     *,
     factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    names: str | None = None,
     **bounds: Any,
 ) -> Any:
-    """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...)."""
+    """A dataclass field with its help text and JSON-schema bounds (``minimum=1``, ``minItems=1``, ...);
+    ``names``: the kind of model or folder it names (:data:`NAMES`)."""
     metadata: dict[str, Any] = {"help": help}
+    if names:
+        metadata[NAMES] = names
     if bounds:
         metadata[BOUNDS] = bounds
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
@@ -100,7 +125,13 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         # A copy: the field adds its own description and default, which must not leak into the cached
         # schema of the class (nor into another field of the same class, such as resources.cpu/gpu).
         return dict(schema_of(tp))
-    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp is Any:  # a command's JSON option of any shape (export card --run): its reader checks it
+        return {}
+    if tp is dict:
+        return {"type": "object"}
+    if tp is float:
+        return {"type": "number", "not": copy.deepcopy(NOT_FINITE)}  # a copy: no YAML anchors in the schema
+    names = {bool: "boolean", int: "integer", str: "string"}
     if tp in names:
         return {"type": names[tp]}
     raise TypeError(f"no JSON schema for {tp!r}")
@@ -156,7 +187,11 @@ def schema_of(cls: type) -> dict[str, Any]:
         # them as its properties' defaults, so that a config naming one of its keys (Snakemake fills
         # in the rest from the schema) keeps the field's defaults for the others.
         prop = _with_defaults(_type_schema(hints[field.name]), _default(field))
-        prop.update(field.metadata.get(BOUNDS, {}))
+        for key, bound in field.metadata.get(BOUNDS, {}).items():
+            # Bounds of a list's items (``items={"maximum": 1}``) add to the items' own schema, so
+            # that they stay finite numbers, rather than replace it.
+            own = prop.get(key)
+            prop[key] = {**own, **bound} if isinstance(own, dict) and isinstance(bound, dict) else bound
         if field.metadata.get("help"):
             prop["description"] = field.metadata["help"]
         default = _default(field)
@@ -187,6 +222,8 @@ def schema_error_message(error: Any, top: str = "config") -> str:
     """``key.path: message`` of a jsonschema error. A boolean where words are expected gets a hint:
     YAML 1.1 reads unquoted off/on/no/yes as false/true, so ``mode: off`` arrives as False."""
     where = ".".join(map(str, error.absolute_path)) or top
+    if isinstance(error.instance, float) and not math.isfinite(error.instance):
+        return f"{where}: {error.instance} is not a finite number (NaN and infinity are out of bounds)"
     message = error.message
     if isinstance(error.instance, bool) and error.validator in ("enum", "type"):
         words = {False: "off, no or false", True: "on, yes or true"}[error.instance]

@@ -18,6 +18,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from spanaug.core.files import apply_umask_tree
 from spanaug.core.provenance import write_standin_record
 
 #: family -> tokenizer kind used by the family tests
@@ -228,6 +229,7 @@ def save_standin(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     write_standin_record(out, f"a random {family} paraphraser, spanaug.demo.standins")
+    apply_umask_tree(out)  # safetensors writes its weights 0600
     return str(out)
 
 
@@ -281,4 +283,5 @@ def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TIN
     )
     BertModel(config).save_pretrained(out)
     write_standin_record(out, "a random BERT encoder, spanaug.demo.standins")
+    apply_umask_tree(out)  # safetensors writes its weights 0600
     return str(out)

@@ -22,6 +22,9 @@ from spanaug.pipeline.aligner.word_aligned import AlignedPair, Link
 
 log = logging.getLogger(__name__)
 
+#: What its saved folder records it holds (core.modeldir): checked before its weights load.
+KIND = "DiscAlign model"
+
 
 @settings
 class DiscAlignConfig(DiscAlignSettings):
@@ -77,12 +80,12 @@ class DiscAligner:
         self.scorer = (scorer or LinkScorer(config)).to(self.device)
 
     def save_pretrained(self, out: Path | str) -> None:
-        with modeldir.atomic_dir(out) as tmp:
+        with modeldir.atomic_dir(out, kind=KIND) as tmp:
             self.scorer.save_pretrained(tmp, config=self.config)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "DiscAligner":
-        scorer = modeldir.load_head(LinkScorer, path, choose_device(device), "DiscAlign model")
+        scorer = modeldir.load_head(LinkScorer, path, choose_device(device), KIND)
         return cls(scorer.config, device=device, scorer=scorer)
 
     def _targets(self, pair: AlignedPair) -> tuple[torch.Tensor, torch.Tensor]:

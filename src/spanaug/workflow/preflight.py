@@ -19,7 +19,6 @@ import ast
 import dataclasses
 import importlib.util
 import os
-import re
 import shutil
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
@@ -29,8 +28,10 @@ from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettin
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
-from spanaug.pipeline.aligner.kinds import pretrain_problem
+from spanaug.core.settings import NAMES
+from spanaug.pipeline.aligner.kinds import aligner_kind, kind_entry, pretrain_problem
 from spanaug.pipeline.paraphraser import model_check
+from spanaug.workflow.plan.run import reads_aligner_encoder
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
 OPTIONAL = {
@@ -42,10 +43,6 @@ OPTIONAL = {
 #: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
 RELEASE_FILES = ("frameIndex.xml", "luIndex.xml", "frRelation.xml")
 PART_FILES = {"exemplar": ("lu",), "fulltext": ("fulltextIndex.xml", "fulltext")}
-
-# A Hugging Face repo id: "name" or "org/name" (what is not a path that exists and looks like this
-# is looked up on the hub).
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 #: Where spaCy models come from (they are not on PyPI).
 SPACY_MODELS = (
@@ -168,6 +165,7 @@ def _checks(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Probl
     yield from _data(cfg)
     yield from _paraphraser(cfg, has_module)
     yield from _aligner(cfg, has_module)
+    yield from _named(cfg, has_module)
     if cfg.baselines:
         b = cfg.baselines
         yield from _made_or_given(cfg, "baselines.instances", b.instances)
@@ -176,15 +174,12 @@ def _checks(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Probl
         for key, binary in (("fast_align_bin", b.fastalign.fast_align_bin), ("atools_bin", b.fastalign.atools_bin)):
             if binary and not (shutil.which(binary) or os.access(binary, os.X_OK)):
                 yield Problem(f"baselines.fastalign.{key}", f"{binary}: no such executable")
-        yield from _encoder("aligner.encoder", cfg.aligner.encoder, has_module)
     if cfg.human_eval and cfg.human_eval.results:
         yield from _files("human_eval.results", [cfg.human_eval.results])
     if cfg.augmenters:
         yield from _tagger("augmenters.lexsub.pos_tagger", cfg.augmenters.lexsub.pos_tagger, has_module)
     if cfg.frameid:
-        yield from _frameid(cfg, has_module)
-    if cfg.stats.lexicon:
-        yield from _lexicon("stats.lexicon", cfg.stats.lexicon)
+        yield from _frameid(cfg)
     if cfg.stats.pos_tagger:
         yield from _tagger("stats.pos_tagger", cfg.stats.pos_tagger, has_module)
 
@@ -243,11 +238,14 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
         yield Problem(
             "paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set paraphraser.train"
         )
-    else:
-        yield from _model("paraphraser.model", p.model, has_module)
-        yield from _paraphraser_folder(cfg, p.model)
     if p.backend == "ct2" and not has_module("ctranslate2"):
         yield Problem("paraphraser.backend", _missing_module("ctranslate2", "ct2") + ", or set paraphraser.backend: hf")
+
+
+def _paraphraser_model(cfg: RunConfig, key: str, model: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A paraphraser (paraphraser.model): there, and what the paraphrase stage checks."""
+    yield from _model(key, model, has_module)
+    yield from _paraphraser_folder(cfg, model)
 
 
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
@@ -268,6 +266,8 @@ def _model_files(key: str, name: str) -> Generator[Problem, None, model_files.Mo
     path = Path(name).expanduser()
     if path.exists() and not (path / "config.json").is_file():
         return None  # not a model directory: _model says so
+    if not path.exists() and not model_files.hub_name(name):
+        return None  # no such directory: _model says so
     try:
         found = model_files.check_files(name)
         if found is not None and found.complete:
@@ -297,19 +297,7 @@ def _word_aligned(train: AlignerTrainSection) -> Iterator[Problem]:
 def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
     a = cfg.aligner
     if a.model:
-        path = Path(a.model)
-        if not (path / "config.json").is_file():
-            yield Problem(
-                "aligner.model",
-                f"{path}: not a trained aligner directory (no config.json)"
-                if path.is_dir()
-                else f"{path}: no such directory",
-            )
-        else:
-            try:
-                modeldir.verify_manifest(path)
-            except SpanaugError as exc:
-                yield Problem("aligner.model", str(exc))
+        pass  # a trained aligner's folder: checked as every model setting is (_named)
     elif not a.train:
         yield Problem("aligner.model", "not set, and aligner.train is null: name a trained aligner or training data")
     else:
@@ -336,9 +324,7 @@ def _aligner(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
         for key, given in (("pretrain", a.train.pretrain), ("synthetic_lexicon", a.train.synthetic_lexicon)):
             if given and (problem := pretrain_problem(a.kind)):
                 yield Problem(f"aligner.train.{key}", f"{problem}: set aligner.kind to one that does, or drop it")
-        if a.train.synthetic_lexicon:
-            yield from _lexicon("aligner.train.synthetic_lexicon", a.train.synthetic_lexicon)
-    if not a.model or a.evaluation:
+    if reads_aligner_encoder(cfg):  # unused by a run given a trained aligner and no evaluation
         yield from _encoder("aligner.encoder", a.encoder, has_module)
     if a.evaluation:
         yield from _made_or_given(cfg, "aligner.evaluation.data", a.evaluation.data)
@@ -362,7 +348,62 @@ def _cross_domain(section: CrossDomainSettings) -> Iterator[Problem]:
         yield from _files("aligner.cross_domain.synthetic", [section.synthetic])
 
 
-def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+def _aligner_model(key: str, model: str) -> Iterator[Problem]:
+    """A trained aligner's folder (aligner.model): its config, its manifest, and that it holds an
+    aligner (of the kind its config records), read from its own records as the stage reads them."""
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        yield Problem(
+            key,
+            f"{path}: not a trained aligner directory (no config.json)"
+            if path.is_dir()
+            else f"{path}: no such directory",
+        )
+        return
+    try:
+        modeldir.verify_manifest(path)
+        kind = kind_entry(aligner_kind(path))
+        modeldir.check_kind(path, kind.what, kind.config)
+    except SpanaugError as exc:
+        yield Problem(key, str(exc))
+
+
+#: The own settings of sections whose use depends on other settings, checked by their section's
+#: checks (aligner.encoder: only when a job loads it, spanaug.workflow.plan.run.reads_aligner_encoder).
+_CHECKED_BY_SECTION = frozenset({"aligner.encoder"})
+
+
+def named_settings(cfg: RunConfig) -> Iterator[tuple[str, str, str]]:
+    """(key, value, kind) of every setting that names a model or a folder (the field's ``names`` mark,
+    spanaug.core.settings.NAMES), in the config's sections that are on, where it is set."""
+
+    def walk(section: object, prefix: str) -> Iterator[tuple[str, str, str]]:
+        for field in dataclasses.fields(section):  # type: ignore[arg-type]
+            value, key = getattr(section, field.name), prefix + field.name
+            if dataclasses.is_dataclass(value):
+                yield from walk(value, f"{key}.")
+            elif value and field.metadata.get(NAMES):
+                yield key, value, field.metadata[NAMES]
+
+    yield from walk(cfg, "")
+
+
+def _named(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """Every model and folder setting (:func:`named_settings`), checked by the kind it names: a new
+    setting so marked is checked by ``config check`` without a line here."""
+    checks: dict[str, Callable[[str, str], Iterator[Problem]]] = {
+        "encoder": lambda key, value: _encoder(key, value, has_module),
+        "paraphraser": lambda key, value: _paraphraser_model(cfg, key, value, has_module),
+        "aligner": _aligner_model,
+        "release": lambda key, value: _release(key, Path(value)),
+        "lexicon": _lexicon,
+    }
+    for key, value, kind in named_settings(cfg):
+        if key not in _CHECKED_BY_SECTION:
+            yield from checks[kind](key, value)
+
+
+def _frameid(cfg: RunConfig) -> Iterator[Problem]:
     f = cfg.frameid
     assert f is not None
     if f.train:
@@ -381,9 +422,6 @@ def _frameid(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Prob
                 f"{cfg.data.format} gives {sorted(have)}); CoNLL and JSONL rows count "
                 f"as fulltext",
             )
-    yield from _encoder("frameid.encoder", f.encoder, has_module)
-    if f.lexicon:
-        yield from _lexicon("frameid.lexicon", f.lexicon)
 
 
 def _missing_module(module: str, extra: str) -> str:
@@ -401,7 +439,7 @@ def _model(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[P
         if not (path / "config.json").is_file():
             yield Problem(key, f"{path}: not a model directory (no config.json; save one with save_pretrained)")
         return
-    if not _REPO_ID.match(name) or name.startswith((".", "~")):
+    if not model_files.hub_name(name):
         yield Problem(key, f"{name}: no such directory")
         return
     why = hub_problem(name)

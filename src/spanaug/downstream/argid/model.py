@@ -29,6 +29,9 @@ from spanaug.downstream.argid.data import NULL, Annotation, Inventory, Span
 
 log = logging.getLogger(__name__)
 
+#: What its saved folder records it holds (core.modeldir): checked before its weights load.
+KIND = "argument identifier"
+
 #: Distance buckets of a word or span to the trigger: 0 on it, then 1-7 left and 8-14 right
 #: (1, 2, 3, 4, 5-7, 8-15, 16+ words away).
 _EDGES = (1, 2, 3, 4, 5, 8, 16)
@@ -214,7 +217,7 @@ class ArgumentIdentifier:
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        with modeldir.atomic_dir(out) as tmp:
+        with modeldir.atomic_dir(out, kind=KIND) as tmp:
             self.net.save_pretrained(tmp, config=self.cfg)
             if self.cfg.finetune:  # the tuned encoder travels with the model
                 self.encoder.save_pretrained(tmp / modeldir.ENCODER_DIR)
@@ -222,7 +225,7 @@ class ArgumentIdentifier:
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "ArgumentIdentifier":
-        net = modeldir.load_head(ArgIdNet, path, choose_device(device), "argument identifier")
+        net = modeldir.load_head(ArgIdNet, path, choose_device(device), KIND)
         tuned = Path(path) / modeldir.ENCODER_DIR
         encoder = str(tuned) if net.config.finetune and (tuned / modeldir.CONFIG_FILE).is_file() else None
         if net.config.finetune and encoder is None:

@@ -29,6 +29,9 @@ from spanaug.downstream.frameid.lexicon import FrameLexicon
 
 log = logging.getLogger(__name__)
 
+#: What its saved folder records it holds (core.modeldir): checked before its weights load.
+KIND = "Frame ID model"
+
 
 @dataclasses.dataclass
 class FrameIdConfig:
@@ -175,12 +178,17 @@ class FrameIdentifier:
 
     # -- persistence
     def save_pretrained(self, out: Path | str) -> None:
-        with modeldir.atomic_dir(out) as tmp:
+        with modeldir.atomic_dir(out, kind=KIND) as tmp:
             self.net.save_pretrained(tmp, config=self.cfg)
+
+    @staticmethod
+    def check_folder(path: Path | str) -> None:
+        """That ``path`` holds a Frame ID model, from its own records (no weights read)."""
+        modeldir.check_head(FrameIdNet, path, KIND)
 
     @classmethod
     def from_pretrained(cls, path: Path | str, device: str | None = "auto") -> "FrameIdentifier":
-        net = modeldir.load_head(FrameIdNet, path, choose_device(device), "Frame ID model")
+        net = modeldir.load_head(FrameIdNet, path, choose_device(device), KIND)
         return cls(net.config, device=device, net=net)
 
     # -- inputs

@@ -46,9 +46,13 @@ from spanaug.core.oom import split_on_oom
 from spanaug.pipeline.aligner.cross_inputs import Batch, Encoded, Encoder, Readback, collate, padded_logits
 from spanaug.pipeline.aligner.instances import Instance
 from spanaug.pipeline.aligner.interface import Candidates
+from spanaug.pipeline.aligner.kinds import KINDS
 from spanaug.pipeline.aligner.model import encoder_layers, top_indices_rows
 
 log = logging.getLogger(__name__)
+
+#: What its saved folder records it holds (core.modeldir): checked before its weights load.
+KIND = KINDS["cross"].what
 
 
 # No `from __future__ import annotations` in this module: the hub mixin reads the type of
@@ -205,7 +209,7 @@ class CrossAligner:
     def save_pretrained(self, out: Path | str) -> Path:
         """The head (config.json, model.safetensors) and the tuned encoder and tokenizer (``encoder/``),
         written atomically."""
-        with modeldir.atomic_dir(out) as tmp:
+        with modeldir.atomic_dir(out, kind=KIND) as tmp:
             self.head.save_pretrained(tmp, config=self.config)
             self.encoder.save_pretrained(tmp / modeldir.ENCODER_DIR)
             self.tokenizer.save_pretrained(tmp / modeldir.ENCODER_DIR)
@@ -220,7 +224,7 @@ class CrossAligner:
 
         path = Path(path)
         dev = choose_device(device)
-        head = modeldir.load_head(SpanHead, path, dev, "cross aligner")
+        head = modeldir.load_head(SpanHead, path, dev, KIND)
         if head.config.kind != "cross" or not (path / modeldir.ENCODER_DIR).is_dir():
             raise ConfigError(f"{path}: not a trained cross aligner")
         tokenizer = AutoTokenizer.from_pretrained(path / modeldir.ENCODER_DIR)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
+from spanaug.core import modeldir
 from spanaug.core.aligner_settings import (
     AlignerConfig,
     AlignerTrainSettings,
@@ -30,6 +33,10 @@ class Kind:
 
     model: tuple[str, str]
     trainer: tuple[str, str]
+    #: What a saved folder of this kind records it holds (core.modeldir), and its config's class:
+    #: checked before its weights load, and by the preflight.
+    what: str
+    config: type
     pretrains: bool = False
 
 
@@ -37,10 +44,14 @@ KINDS: dict[str, Kind] = {
     "paper": Kind(
         model=("spanaug.pipeline.aligner.model", "SpanAligner"),
         trainer=("spanaug.pipeline.aligner.training", "train_paper"),
+        what="paper aligner",
+        config=AlignerConfig,
     ),
     "cross": Kind(
         model=("spanaug.pipeline.aligner.cross_model", "CrossAligner"),
         trainer=("spanaug.pipeline.aligner.cross_training", "train_cross"),
+        what="cross aligner",
+        config=CrossAlignerConfig,
         pretrains=True,
     ),
 }
@@ -131,3 +142,24 @@ def train_kind(
     return trainer(
         recipe, train, dev, device=device, progress=progress, extra=extra, pretrain=pretrain, aligner=aligner
     )
+
+
+#: The kind of a directory whose config.json has no ``kind``: the paper aligner saved it none before.
+DEFAULT_KIND = "paper"
+
+
+def aligner_kind(path: Path | str) -> str:
+    """The ``kind`` saved in a trained aligner's config (``paper`` when it has none); a known one."""
+    config = Path(path) / modeldir.CONFIG_FILE
+    if not config.is_file():
+        raise ConfigError(f"{path}: not a trained aligner (no {modeldir.CONFIG_FILE})")
+    try:
+        saved = json.loads(config.read_text(encoding="utf-8"))
+        kind = saved.get("kind", DEFAULT_KIND)
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+        raise ConfigError(f"{config}: not a trained aligner's config ({exc})") from None
+    if kind not in KINDS:
+        raise ConfigError(
+            f"{path}: unknown aligner kind {kind!r} in {modeldir.CONFIG_FILE} (known: {', '.join(KINDS)})"
+        )
+    return str(kind)

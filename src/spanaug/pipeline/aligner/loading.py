@@ -3,36 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-from spanaug.core import modeldir
-from spanaug.core.errors import ConfigError
 from spanaug.pipeline.aligner.interface import SpanAlignerModel
-from spanaug.pipeline.aligner.kinds import KINDS, kind_entry, load_attribute
+from spanaug.pipeline.aligner.kinds import aligner_kind, kind_entry, load_attribute
 
 log = logging.getLogger(__name__)
-
-#: The kind of a directory whose config.json has no ``kind``: the paper aligner saved it none before.
-DEFAULT_KIND = "paper"
-
-
-def aligner_kind(path: Path | str) -> str:
-    """The ``kind`` saved in a trained aligner's config (``paper`` when it has none); a known one."""
-    config = Path(path) / modeldir.CONFIG_FILE
-    if not config.is_file():
-        raise ConfigError(f"{path}: not a trained aligner (no {modeldir.CONFIG_FILE})")
-    try:
-        saved = json.loads(config.read_text(encoding="utf-8"))
-        kind = saved.get("kind", DEFAULT_KIND)
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
-        raise ConfigError(f"{config}: not a trained aligner's config ({exc})") from None
-    if kind not in KINDS:
-        raise ConfigError(
-            f"{path}: unknown aligner kind {kind!r} in {modeldir.CONFIG_FILE} (known: {', '.join(KINDS)})"
-        )
-    return str(kind)
 
 
 def aligner_class(kind: str) -> type[SpanAlignerModel]:

@@ -25,11 +25,15 @@ from spanaug.core.errors import ConfigError
 from spanaug.core.oom import split_on_oom
 from spanaug.pipeline.aligner.instances import Instance, pair_key
 from spanaug.pipeline.aligner.interface import Candidates, Prediction, best_predictions
+from spanaug.pipeline.aligner.kinds import KINDS
 from spanaug.pipeline.aligner.pair_encoder import PairEncoder
 
 FEATURES = ("df", "mx", "cue")
 
 log = logging.getLogger(__name__)
+
+#: What its saved folder records it holds (core.modeldir): checked before its weights load.
+KIND = KINDS["paper"].what
 
 
 # No `from __future__ import annotations` in this module: the hub mixin reads the type of
@@ -133,7 +137,7 @@ class SpanAligner:
     # -- persistence
     def save_pretrained(self, out: Path | str) -> Path:
         """The scorer (config.json, model.safetensors) and, when tuned, the encoder, written atomically."""
-        with modeldir.atomic_dir(out) as tmp:
+        with modeldir.atomic_dir(out, kind=KIND) as tmp:
             self.scorer.save_pretrained(tmp, config=self.config)
             if self.config.finetune_layers:
                 self.encoder.save_pretrained(tmp / modeldir.ENCODER_DIR)
@@ -148,7 +152,7 @@ class SpanAligner:
         ``dtype`` is the encoder's (auto: bf16 on GPUs, fp32 on CPU)."""
         path = Path(path)
         dev = choose_device(device)
-        scorer = modeldir.load_head(SpanScorer, path, dev, "aligner")
+        scorer = modeldir.load_head(SpanScorer, path, dev, KIND)
         if encoder:
             scorer.config.encoder = encoder
         elif (path / modeldir.ENCODER_DIR / modeldir.CONFIG_FILE).is_file():

@@ -166,6 +166,20 @@ def _deadline_callback(minutes: float):
     return Deadline()
 
 
+def _umask_callback(checkpoints: Path):
+    """A trainer callback that gives each checkpoint the umask's permissions once it is saved (its
+    weights are written 0600 through safetensors' temporary file), so a killed job's checkpoints
+    are as readable as every other artifact."""
+    from transformers import TrainerCallback
+
+    class Umask(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            files.apply_umask_tree(checkpoints)
+            return control
+
+    return Umask()
+
+
 def train_paraphraser(
     cfg: ParaphraserTrainSettings, out: Path | str, device: str = "auto", progress: bool = True
 ) -> dict:
@@ -228,7 +242,8 @@ def train_paraphraser(
         train_dataset=pairs + [(b, a) for a, b in pairs],
         data_collator=PairCollator(tokenizer, model, cfg.max_positions),
         processing_class=tokenizer,
-        callbacks=[_deadline_callback(cfg.max_minutes)] if cfg.max_minutes is not None else [],
+        callbacks=[_umask_callback(checkpoints)]
+        + ([_deadline_callback(cfg.max_minutes)] if cfg.max_minutes is not None else []),
     )
     result = trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out))
@@ -242,5 +257,6 @@ def train_paraphraser(
         "config": dataclasses.asdict(cfg),
     }
     modeldir.write_training_summary(out, summary)
+    files.apply_umask_tree(out)  # the saved weights, as the checkpoints' (see _umask_callback)
     log.info("paraphraser trained: %s", summary)
     return summary

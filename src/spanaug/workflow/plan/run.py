@@ -28,6 +28,13 @@ from spanaug.workflow.plan.results import (
 )
 
 
+def reads_aligner_encoder(run: RunConfig) -> bool:
+    """Whether a job loads aligner.encoder: aligner training or one of the aligner evaluations (the
+    plan's inputs and the preflight's checks alike)."""
+    a = run.aligner
+    return bool((a.train and not a.model) or a.evaluation or a.systems or a.cross_domain or run.baselines)
+
+
 class Plan:
     """The run's files: ``run`` is the filled config, ``res`` its results folder (results_dir/run_name)."""
 
@@ -92,9 +99,8 @@ class Plan:
         return out
 
     def reads_encoder(self) -> bool:
-        """Whether a job loads aligner.encoder: aligner training or one of the aligner evaluations."""
-        a = self.run.aligner
-        return bool((a.train and not a.model) or a.evaluation or a.systems or a.cross_domain or self.run.baselines)
+        """Whether a job loads aligner.encoder (:func:`reads_aligner_encoder`)."""
+        return reads_aligner_encoder(self.run)
 
     def encoder_input(self) -> list[str]:
         """aligner.encoder as an input, when it is a local directory."""
