@@ -289,6 +289,17 @@ def test_config_check_warns_of_an_aligner_that_saw_no_copy(tmp_path, capsys, cap
     assert any("aligner trains on no copied span" in r.getMessage() for r in caplog.records)
 
 
+def test_an_aligner_train_that_aligner_model_overrides_is_told():
+    """aligner.model wins over aligner.train (the run trains no aligner): a train section the config
+    changed is named before the run, its default section is not."""
+    given = {"model": "/models/aligner"}
+    assert preflight.precedence_warnings(_demo(aligner={**given, "train": None})) == []
+    assert preflight.precedence_warnings(_demo(aligner={"train": {"k": 3}})) == []  # no model: train is used
+    found = preflight.precedence_warnings(_demo(aligner={**given, "train": {"k": 3}}))
+    assert len(found) == 1 and found[0].startswith("aligner.model is set (/models/aligner)")
+    assert found[0] in preflight.run_warnings(_demo(aligner={**given, "train": {"k": 3}}))
+
+
 # ---------------------------------------------------------------- every model and folder setting (issue 49)
 
 

@@ -141,10 +141,23 @@ def fe_warnings(cfg: RunConfig) -> list[str]:
     ]
 
 
+def precedence_warnings(cfg: RunConfig) -> list[str]:
+    """What a given ``aligner.model`` leaves unused: the run aligns with it and trains no aligner, so
+    an ``aligner.train`` the config changed from its defaults would otherwise be ignored silently
+    (``aligner.train`` defaults to a section, so that alone says nothing)."""
+    train = cfg.aligner.train
+    if not cfg.aligner.model or train is None or train == AlignerTrainSection():
+        return []
+    return [
+        f"aligner.model is set ({cfg.aligner.model}): the run aligns with it and trains no aligner, so aligner.train's "
+        "recipe is not used for the expansion (set aligner.train: null to say so and silence this)"
+    ]
+
+
 def run_warnings(cfg: RunConfig, torch_build: TorchBuild | None = None) -> list[str]:
     """Everything the run says before its first job without stopping it (GPU rules without a GPU, an
-    aligner that cannot place frame elements)."""
-    return gpu_warnings(cfg, torch_build) + fe_warnings(cfg)
+    aligner that cannot place frame elements, an aligner.train that aligner.model overrides)."""
+    return gpu_warnings(cfg, torch_build) + fe_warnings(cfg) + precedence_warnings(cfg)
 
 
 def preflight(cfg: RunConfig, has_module: Callable[[str], bool] = installed) -> None:
