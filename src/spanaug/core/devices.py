@@ -100,8 +100,13 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "cpu":
-        return f"CPU, {torch.get_num_threads()} threads"
+        return cpu_name(torch.get_num_threads())
     return device.type.upper()
+
+
+def cpu_name(threads: int) -> str:
+    """A CPU device by the threads it decodes with: ``CPU, 1 thread``, ``CPU, 8 threads``."""
+    return f"CPU, {threads} thread{'s' if threads != 1 else ''}"
 
 
 def log_device(device: torch.device, dtype: torch.dtype | str) -> None:

@@ -12,7 +12,7 @@ import torch
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import device_name, gpu_allocation, log_device
+from spanaug.core.devices import cpu_name, device_name, gpu_allocation, log_device
 from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
@@ -94,7 +94,7 @@ class CT2Paraphraser(Paraphraser):
 
     def provenance(self, cfg: DecodeSettings) -> EngineRecord:
         if self.device.type == "cpu":  # CTranslate2's own threads, not torch's
-            device = f"CPU, {self.cpu_threads} threads"
+            device = cpu_name(self.cpu_threads)
         else:  # torch names the card where it sees it (CTranslate2 may see one that a CPU-only torch does not)
             device = device_name(self.device) if torch.cuda.is_available() else "CUDA device"
         return EngineRecord(self.backend, device, self.compute_type)
