@@ -129,7 +129,10 @@ class DecodeSettings(Settings):
     """How the paraphraser decodes under the constraints (config: ``paraphraser``; ``spanaug paraphrase``)."""
 
     model: str | None = setting(
-        None, "any AutoModelForSeq2SeqLM on the hub or on disk; ignored when paraphraser.train is set"
+        None,
+        "any AutoModelForSeq2SeqLM or decoder-only AutoModelForCausalLM (Llama, Gemma 3, Qwen2, ...) on the hub or "
+        "on disk, a .gguf file (converted once, cached by its hash), or gguf:gemma3-270m / gguf:smollm2-135m (the "
+        "offline models of the [lm] extra); ignored when paraphraser.train is set",
     )
     # auto: on CPU, ct2 decoded a shard about 9 times faster than hf with the same outputs; on a GPU,
     # static keeps the GPU busy with generate's beams (docs/gpus.md); ct2 can batch sentences under
@@ -141,6 +144,26 @@ class DecodeSettings(Settings):
         "beam search on a static cache, generate's beams (T5, BART, mBART, Pegasus, Marian)",
     )
     prefix: str = setting("", "text put before each source sentence, e.g. 'paraphrase: ' for T5 paraphrasers")
+    # Decoder-only models only (pipeline.paraphraser.prompts): the model continues a prompt.
+    instruction: str = setting(
+        "Rewrite each sentence so that it keeps its meaning but does not use the given word.",
+        "decoder-only models: the instruction that opens the prompt (empty: none)",
+    )
+    prompt: str = setting(
+        "Word: {word}\nSentence: {sentence}\nRewrite:",
+        "decoder-only models: one sentence's block of the prompt, {sentence} its source and {word} (optional) its "
+        "span's text; the model's continuation up to the first newline or end of sequence is the paraphrase",
+        minLength=1,
+    )
+    few_shot: str | None = setting(
+        None,
+        'decoder-only models: a JSONL file of examples {"word", "sentence", "rewrite"} shown before each sentence '
+        "(null: the built-in examples; an empty file: none)",
+    )
+    chat_template: bool | None = setting(
+        None,
+        "decoder-only models: put the prompt in the tokenizer's chat template (null: when the tokenizer has one)",
+    )
     mode: Literal["beam", "sample"] = setting("beam", "beam search or top-k sampling")
     beam_size: int = setting(20, "beams searched", minimum=1)
     return_top: int = setting(3, "beam mode: best beams kept per sentence", minimum=1)
