@@ -11,6 +11,7 @@ The defaults are the seed paper's production settings (Culkin et al., TACL 2021,
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 from spanaug.core.aligner_settings import AlignerSection, BaselinesSection
@@ -23,7 +24,16 @@ from spanaug.core.evaluation_settings import (
     HumanEvalSettings,
     StatsSettings,
 )
-from spanaug.core.settings import Settings, build, inherit, schema_error_message, schema_of, setting, settings
+from spanaug.core.settings import (
+    Settings,
+    build,
+    default_of,
+    inherit,
+    schema_error_message,
+    schema_of,
+    setting,
+    settings,
+)
 
 #: The device names a model job accepts: what torch.device takes for the backends spanaug runs on.
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:[0-9]+)?)$"
@@ -221,9 +231,27 @@ class ParaphraserArchitecture(Settings):
 
 @settings
 class ParaphraserTrainSettings(ParaphraserArchitecture):
-    """Training the paper's paraphraser (config: ``paraphraser.train``; ``spanaug paraphraser train``)."""
+    """Training the paper's paraphraser, or fine-tuning a pretrained one (config: ``paraphraser.train``;
+    ``spanaug paraphraser train``)."""
 
     bitext: str = setting(help="TSV of source<TAB>paraphrase lines (e.g. ParaBank 2)")
+    init: str | None = setting(
+        None,
+        "a pretrained model to fine-tune on the bitext: a seq2seq or decoder-only model folder or hub id, a .gguf "
+        "file or gguf:gemma3-270m (a decoder-only model learns to continue paraphraser.prompt); null: train the "
+        "paper's architecture from scratch. The architecture settings above do not apply to a fine-tune",
+    )
+    heldout_share: float = setting(
+        0.05,
+        "share of the bitext's source sentences held out of training (chosen by hash) to report held-out loss, "
+        "chrF and BLEU (heldout_metrics.json beside the model); 0: none",
+        minimum=0,
+        maximum=0.5,
+    )
+    heldout_decode: int = setting(
+        500, "at most this many held-out pairs decoded for chrF and BLEU (the loss uses them all); 0: none", minimum=0
+    )
+    heldout_beam: int = setting(4, "beam of the held-out decoding (its best output is scored)", minimum=1)
     label_smoothing: float = setting(0.1, "label smoothing of the training loss", minimum=0, maximum=1)
     learning_rate: float = setting(3e-4, "peak learning rate (inverse square-root schedule)", exclusiveMinimum=0)
     warmup_steps: int = setting(4000, "linear warm-up steps before the inverse square-root decay", minimum=0)
@@ -235,13 +263,32 @@ class ParaphraserTrainSettings(ParaphraserArchitecture):
     keep_checkpoints: int = setting(2, "checkpoints kept (the newest)", minimum=1)
     seed: int = setting(0, "training seed")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.init is None:
+            return
+        # A fine-tune keeps the pretrained model's shape and vocabulary: a changed architecture
+        # setting would be silently ignored, so it is refused.
+        changed = [
+            f.name
+            for f in dataclasses.fields(ParaphraserArchitecture)
+            if getattr(self, f.name) != default_of(ParaphraserArchitecture, f.name)
+        ]
+        if changed:
+            raise ConfigError(
+                f"paraphraser.train: {', '.join(changed)} set, but the architecture settings do not apply to "
+                f"fine-tuning paraphraser.train.init ({self.init}): remove them"
+            )
+
 
 @settings
 class ParaphraserSection(DecodeSettings):
     """Config section ``paraphraser``: decoding, and optionally training the paper's model first."""
 
     train: ParaphraserTrainSettings | None = setting(
-        None, "train the paper's architecture on a bitext first (null: use paraphraser.model)"
+        None,
+        "train the paper's architecture on a bitext first, or fine-tune a pretrained model on it (train.init); "
+        "null: use paraphraser.model",
     )
 
 
