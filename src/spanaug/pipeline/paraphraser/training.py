@@ -179,8 +179,9 @@ def _deadline_callback(minutes: float):
 
 @dataclasses.dataclass
 class Setup:
-    """What a run trains: the model and tokenizer, its rows, collator and trainer class, and the
-    held-out rows and the function that gives a held-out batch's summed loss and token count."""
+    """What a run trains: the model and tokenizer, its rows, collator and trainer class, the held-out
+    rows (scored for the loss), the held-out pairs (decoded for chrF and BLEU) and the function that
+    gives a held-out batch's summed loss and token count."""
 
     model: Any
     tokenizer: Any
@@ -240,7 +241,7 @@ def _setup(
         "causal",
         rows,
         held,
-        [(r.source, r.target) for r in held],
+        heldout,
         collator,
         finetune.causal_trainer_class(),
         finetune.answer_nll,
