@@ -252,7 +252,13 @@ class ParaphraserTrainSettings(ParaphraserArchitecture):
         500, "at most this many held-out pairs decoded for chrF and BLEU (the loss uses them all); 0: none", minimum=0
     )
     heldout_beam: int = setting(4, "beam of the held-out decoding (its best output is scored)", minimum=1)
-    label_smoothing: float = setting(0.1, "label smoothing of the training loss", minimum=0, maximum=1)
+    label_smoothing: float = setting(
+        0.1,
+        "label smoothing of the training loss (fine-tuning: 0 suits a pretrained model, whose large vocabulary "
+        "would take the smoothed mass)",
+        minimum=0,
+        maximum=1,
+    )
     learning_rate: float = setting(3e-4, "peak learning rate (inverse square-root schedule)", exclusiveMinimum=0)
     warmup_steps: int = setting(4000, "linear warm-up steps before the inverse square-root decay", minimum=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", minimum=0)
