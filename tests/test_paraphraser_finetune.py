@@ -264,3 +264,16 @@ def test_the_run_fine_tunes_init_and_paraphrases_with_the_result(tmp_path):
     messages = [p.message for p in missing if p.key == "paraphraser.train.init"]
     assert any("no such file" in m for m in messages) and any("gguf" in m and "not installed" in m for m in messages)
     assert Plan(_run_config(tmp_path, "gguf:gemma3-270m"), "r").paraphraser_init_input() == []
+
+
+def test_evaluate_command_scores_any_paraphraser_on_the_heldout_pairs(bitext, tmp_path):
+    model = save_standin(tmp_path / "t5", "t5", _texts(), vocab_size=200)
+    out = tmp_path / "metrics.json"
+    argv = ["paraphraser", "evaluate", "--model", model, "--bitext", str(bitext), "--out", str(out)]
+    assert main([*argv, "--heldout-share", "0.2", "--heldout-beam", "2", "--device", "cpu"]) == 0
+    metrics = json.loads(out.read_text())
+    _, held = split_heldout(read_bitext(bitext), 0.2)
+    assert metrics["model"] == model and metrics["heldout_pairs"] == len(held) == metrics["decoded_pairs"]
+    assert [e["reference"] for e in metrics["examples"]] == [t for _, t in held]
+    assert 0 <= metrics["chrf"] <= 100 and metrics["copy_chrf"] > 0
+    assert main([*argv, "--paraphrase=--beam-size nope"]) == 2  # a bad stage option, named by --paraphrase
