@@ -277,3 +277,27 @@ def test_evaluate_command_scores_any_paraphraser_on_the_heldout_pairs(bitext, tm
     assert [e["reference"] for e in metrics["examples"]] == [t for _, t in held]
     assert 0 <= metrics["chrf"] <= 100 and metrics["copy_chrf"] > 0
     assert main([*argv, "--paraphrase=--beam-size nope"]) == 2  # a bad stage option, named by --paraphrase
+
+
+def test_a_model_trained_from_scratch_is_scored_on_the_heldout_pairs_too(bitext, tmp_path):
+    cfg = ParaphraserTrainSettings(
+        bitext=str(bitext),
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        attention_heads=2,
+        ffn_dim=64,
+        batch_size=4,
+        max_steps=2,
+        warmup_steps=1,
+        heldout_share=0.2,
+        heldout_beam=2,
+    )
+    out = tmp_path / "model"
+    summary = train_paraphraser(cfg, out, device="cpu", progress=False)
+    train, held = split_heldout(read_bitext(bitext), 0.2)
+    assert summary["pairs"] == len(PAIRS) and summary["train_rows"] == 2 * len(train)
+    metrics = json.loads((out / heldout.METRICS_FILE).read_text())
+    assert metrics["heldout_pairs"] == len(held) and "initial_loss" not in metrics
+    assert all(isinstance(metrics[k], float) and math.isfinite(metrics[k]) for k in ("loss", "chrf", "bleu"))
