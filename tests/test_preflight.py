@@ -1,5 +1,6 @@
 """The preflight: what a run's config names is checked before any job, every problem with its key."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,7 +8,7 @@ import yaml
 from conftest import REPO
 
 from spanaug.cli.main import main
-from spanaug.core.config import load_run_config
+from spanaug.core.config import ParaphraserArchitecture, load_run_config
 from spanaug.core.overrides import coerce_overrides, merge_configs
 from spanaug.workflow import preflight
 from spanaug.workflow.preflight import check_run
@@ -327,6 +328,10 @@ def _marked_keys(cls=None, prefix=""):
 _IN_USE = {
     "paraphraser.model": {"paraphraser": {"train": None}},
     "aligner.train.synthetic_lexicon": {"aligner": {"kind": "cross"}},
+    # A fine-tune takes no architecture settings: the demo's are put back to their defaults.
+    "paraphraser.train.init": {
+        "paraphraser": {"train": {f.name: f.default for f in dataclasses.fields(ParaphraserArchitecture)}}
+    },
 }
 
 
@@ -382,7 +387,15 @@ def test_config_check_refuses_a_model_folder_of_another_kind_as_the_aligner(tmp_
 #: Settings whose help speaks of a model or folder but that are no model or folder setting to mark:
 #: where results go, the corpus (a list checked by data.format), the device, and POS taggers
 #: ('lexicon' or 'spacy:<model>', checked as taggers).
-_NOT_MARKED = {"results_dir", "data.inputs", "device", "augmenters.lexsub.pos_tagger", "stats.pos_tagger"}
+_NOT_MARKED = {
+    "results_dir",
+    "data.inputs",
+    "device",
+    "augmenters.lexsub.pos_tagger",
+    "stats.pos_tagger",
+    "paraphraser.instruction",  # the prompt's text, for decoder-only models
+    "paraphraser.prompt",
+}
 
 
 def test_a_setting_that_names_a_model_or_folder_is_marked():

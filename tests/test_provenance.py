@@ -152,7 +152,7 @@ def test_a_paraphraser_fine_tuned_on_few_pairs_is_no_toy_but_one_trained_from_sc
     on 80 pairs (its training summary names the model it started from) keeps its pretraining's language."""
     from spanaug.core.provenance import paraphraser_training
 
-    tuned = _model(tmp_path / "tuned", {**_paraphraser_summary(80, "data/pairs.tsv"), "initial_model": "gemma.gguf"})
+    tuned = _model(tmp_path / "tuned", {**_paraphraser_summary(80, "data/pairs.tsv"), "init": "gemma.gguf"})
     scratch = _model(tmp_path / "scratch", _paraphraser_summary(80, "data/pairs.tsv"))
     assert model_origin("paraphraser", tuned).toy is None
     assert "from scratch on 80 sentence pairs" in model_origin("paraphraser", scratch).toy

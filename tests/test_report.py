@@ -393,14 +393,14 @@ def test_warnings_and_summary_commands(run, tmp_path):
     para = tmp_path / "paraphraser"
     para.mkdir()
     save_file({"w": np.zeros((4, 8), np.float32), "b": np.zeros(8, np.float32)}, str(para / "model.safetensors"))
-    record = {"steps": 9, "pairs": 80, "config": {"bitext": "pairs.tsv"}, "initial_model": "gemma-3-270m.gguf"}
+    record = {"steps": 9, "pairs": 80, "config": {"bitext": "pairs.tsv"}, "init": "gemma-3-270m.gguf"}
     (para / "training_summary.json").write_text(json.dumps(record))
     assert main([*args, "--paraphraser", str(para)]) == 0
     page = (tmp_path / "s.html").read_text()
     assert f"The paraphraser <code>{para}</code> has 40 parameters" in page and "Toy models" not in page
     assert " and was fine-tuned from gemma-3-270m.gguf on 80 sentence pairs of pairs.tsv." in page
     assert json.loads((tmp_path / "s.json").read_text())["paraphraser"]["parameters"] == 40
-    del record["initial_model"]
+    del record["init"]
     (para / "training_summary.json").write_text(json.dumps(record))
     assert main([*args, "--paraphraser", str(para)]) == 0
     page = (tmp_path / "s.html").read_text()

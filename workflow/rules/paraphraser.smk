@@ -1,10 +1,14 @@
-# The paraphraser: optionally trained here (the paper's architecture), then constrained decoding.
-# Its bitext is an input: a changed bitext retrains it.
+# The paraphraser: optionally trained here (the paper's architecture, or a pretrained model
+# fine-tuned: paraphraser.train.init), then constrained decoding. Its bitext is an input, and the
+# pretrained model when it is a local folder or .gguf file: a changed one retrains it. Training takes
+# the paraphrase stage's settings too: a seq2seq model's prefix, a decoder-only model's prompt, and
+# the held-out decoding whose chrF and BLEU go to heldout_metrics.json beside the model.
 
 
 rule train_paraphraser:
     input:
         bitext=planned("paraphraser_bitext"),
+        init=planned("paraphraser_init_input"),
     output:
         directory(f"{RES}/models/paraphraser"),
     log:
@@ -18,9 +22,12 @@ rule train_paraphraser:
         **GPU,
     params:
         options=section_options("paraphraser", "train", skip=("bitext",)),
+        # A function: a string param's braces ({word} in paraphraser.prompt) would be read as wildcards.
+        paraphrase=lambda wildcards: STAGE["paraphrase"],
         device=config["device"],
     shell:
-        "spanaug paraphraser train --bitext {input.bitext:q} --out {output:q} {params.options} --device {params.device} > {log:q} 2>&1"
+        "spanaug paraphraser train --bitext {input.bitext:q} --out {output:q} {params.options}"
+        " --paraphrase={params.paraphrase:q} --device {params.device} > {log:q} 2>&1"
 
 
 # shard_jobs: chain runs this stage inside iterate_shard (iterations.smk).
@@ -44,7 +51,7 @@ if PLAN.per_stage_jobs():
             **GPU,
         params:
             model=planned("paraphraser_model"),
-            options=STAGE["paraphrase"],
+            options=lambda wildcards: STAGE["paraphrase"],  # a function: see train_paraphraser's
             device=config["device"],
         shell:
             "spanaug paraphrase --requests {input.requests:q} --out {output.paraphrases:q} --stats {output.stats:q}"

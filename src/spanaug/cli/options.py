@@ -34,6 +34,18 @@ def _nullable(kind: type) -> Callable[[str], Any]:
     return parse
 
 
+def nullable_bool(text: str) -> bool | None:
+    """A ``bool | None`` option's value: true/false (yes/no, 1/0) or ``null``, as the workflow passes it."""
+    lowered = text.lower()
+    if lowered in ("null", "none"):
+        return None
+    if lowered in ("true", "yes", "y", "t", "1"):
+        return True
+    if lowered in ("false", "no", "n", "f", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true, false or null")
+
+
 def json_value(text: str) -> Any:
     """An option holding JSON: inline text, or the path of a JSON file."""
     if text.lower() in ("null", "none"):
@@ -63,6 +75,8 @@ def _option_field(field: dataclasses.Field) -> dataclasses.Field:
             field.type = json_value
         elif typing.get_origin(inner) is None:
             field.type = _nullable(inner)
+    elif origin in (typing.Union, types.UnionType):  # bool | None: argparse's bool reads no null
+        field.type = nullable_bool
     elif origin is dict:
         field.type = json_value
     elif origin is list and typing.get_origin(args[0]) is Literal:

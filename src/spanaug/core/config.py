@@ -11,6 +11,7 @@ The defaults are the seed paper's production settings (Culkin et al., TACL 2021,
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 from spanaug.core.aligner_settings import AlignerSection, BaselinesSection
@@ -23,7 +24,16 @@ from spanaug.core.evaluation_settings import (
     HumanEvalSettings,
     StatsSettings,
 )
-from spanaug.core.settings import Settings, build, inherit, schema_error_message, schema_of, setting, settings
+from spanaug.core.settings import (
+    Settings,
+    build,
+    default_of,
+    inherit,
+    schema_error_message,
+    schema_of,
+    setting,
+    settings,
+)
 
 #: The device names a model job accepts: what torch.device takes for the backends spanaug runs on.
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:[0-9]+)?)$"
@@ -130,7 +140,9 @@ class DecodeSettings(Settings):
 
     model: str | None = setting(
         None,
-        "any AutoModelForSeq2SeqLM on the hub or on disk (config: not with paraphraser.train, which trains one)",
+        "any AutoModelForSeq2SeqLM or decoder-only AutoModelForCausalLM (Llama, Gemma 3, Qwen2, ...) on the hub or "
+        "on disk, a .gguf file (converted once, cached by its hash), or gguf:gemma3-270m / gguf:smollm2-135m (the "
+        "offline models of the [lm] extra); not with paraphraser.train, which trains one",
         names="paraphraser",
     )
     # auto: on CPU, ct2 decoded a shard about 9 times faster than hf with the same outputs; on a GPU,
@@ -143,6 +155,27 @@ class DecodeSettings(Settings):
         "beam search on a static cache, generate's beams (T5, BART, mBART, Pegasus, Marian)",
     )
     prefix: str = setting("", "text put before each source sentence, e.g. 'paraphrase: ' for T5 paraphrasers")
+    # Decoder-only models only (pipeline.paraphraser.prompts): the model continues a prompt.
+    instruction: str = setting(
+        "Rewrite each sentence so that it keeps its meaning but does not use the given word.",
+        "decoder-only models: the instruction that opens the prompt (empty: none)",
+    )
+    prompt: str = setting(
+        "Word: {word}\nSentence: {sentence}\nRewrite:",
+        "decoder-only models: one sentence's block of the prompt, {sentence} its source and {word} (optional) its "
+        "span's text; the model's continuation up to the first newline or end of sequence is the paraphrase",
+        minLength=1,
+    )
+    few_shot: str | None = setting(
+        None,
+        'decoder-only models: a JSONL file of examples {"word", "sentence", "rewrite"} shown before each sentence '
+        "(null: the built-in examples; an empty file: none)",
+        names="file",
+    )
+    chat_template: bool | None = setting(
+        None,
+        "decoder-only models: put the prompt in the tokenizer's chat template (null: when the tokenizer has one)",
+    )
     mode: Literal["beam", "sample"] = setting("beam", "beam search or top-k sampling")
     beam_size: int = setting(20, "beams searched", minimum=1)
     return_top: int = setting(3, "beam mode: best beams kept per sentence", minimum=1)
@@ -208,10 +241,35 @@ class ParaphraserArchitecture(Settings):
 
 @settings
 class ParaphraserTrainSettings(ParaphraserArchitecture):
-    """Training the paper's paraphraser (config: ``paraphraser.train``; ``spanaug paraphraser train``)."""
+    """Training the paper's paraphraser, or fine-tuning a pretrained one (config: ``paraphraser.train``;
+    ``spanaug paraphraser train``)."""
 
     bitext: str = setting(help="TSV of source<TAB>paraphrase lines (e.g. ParaBank 2)")
-    label_smoothing: float = setting(0.1, "label smoothing of the training loss", minimum=0, maximum=1)
+    init: str | None = setting(
+        None,
+        "a pretrained model to fine-tune on the bitext: a seq2seq or decoder-only model folder or hub id, a .gguf "
+        "file or gguf:gemma3-270m (a decoder-only model learns to continue paraphraser.prompt); null: train the "
+        "paper's architecture from scratch. The architecture settings above do not apply to a fine-tune",
+        names="pretrained",
+    )
+    heldout_share: float = setting(
+        0.05,
+        "share of the bitext's source sentences held out of training (chosen by hash) to report held-out loss, "
+        "chrF and BLEU (heldout_metrics.json beside the model); 0: none",
+        minimum=0,
+        maximum=0.5,
+    )
+    heldout_decode: int = setting(
+        500, "at most this many held-out pairs decoded for chrF and BLEU (the loss uses them all); 0: none", minimum=0
+    )
+    heldout_beam: int = setting(4, "beam of the held-out decoding (its best output is scored)", minimum=1)
+    label_smoothing: float = setting(
+        0.1,
+        "label smoothing of the training loss (fine-tuning: 0 suits a pretrained model, whose large vocabulary "
+        "would take the smoothed mass)",
+        minimum=0,
+        maximum=1,
+    )
     learning_rate: float = setting(3e-4, "peak learning rate (inverse square-root schedule)", exclusiveMinimum=0)
     warmup_steps: int = setting(4000, "linear warm-up steps before the inverse square-root decay", minimum=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", minimum=0)
@@ -222,13 +280,32 @@ class ParaphraserTrainSettings(ParaphraserArchitecture):
     keep_checkpoints: int = setting(2, "checkpoints kept (the newest)", minimum=1)
     seed: int = setting(0, "training seed")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.init is None:
+            return
+        # A fine-tune keeps the pretrained model's shape and vocabulary: a changed architecture
+        # setting would be silently ignored, so it is refused.
+        changed = [
+            f.name
+            for f in dataclasses.fields(ParaphraserArchitecture)
+            if getattr(self, f.name) != default_of(ParaphraserArchitecture, f.name)
+        ]
+        if changed:
+            raise ConfigError(
+                f"paraphraser.train: {', '.join(changed)} set, but the architecture settings do not apply to "
+                f"fine-tuning paraphraser.train.init ({self.init}): remove them"
+            )
+
 
 @settings
 class ParaphraserSection(DecodeSettings):
     """Config section ``paraphraser``: decoding, and optionally training the paper's model first."""
 
     train: ParaphraserTrainSettings | None = setting(
-        None, "train the paper's architecture on a bitext first (null: use paraphraser.model)"
+        None,
+        "train the paper's architecture on a bitext first, or fine-tune a pretrained model on it (train.init); "
+        "null: use paraphraser.model",
     )
 
     def __post_init__(self) -> None:

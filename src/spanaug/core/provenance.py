@@ -40,7 +40,7 @@ TOY_RULE = (
 )
 #: The key under which a fine-tuned paraphraser's training summary (or its ``config``, the training
 #: settings) names the pretrained model it started from; absent or null: trained from scratch.
-INITIAL_MODEL = "initial_model"
+INITIAL_MODEL = "init"
 
 
 @dataclasses.dataclass(frozen=True)

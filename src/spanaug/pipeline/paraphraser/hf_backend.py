@@ -70,6 +70,10 @@ class DecodeStats:
     violations_dropped: int = 0
     duplicates_dropped: int = 0
     requests_without_output: int = 0
+    #: Decoder-only models: outputs refused as chatter, echoed prompt text or a copy of the source,
+    #: and outputs kept once a leading prompt label ("Rewrite:") was stripped (.prompts.OutputCheck).
+    chatter_dropped: int = 0
+    labels_stripped: int = 0
     engine: EngineRecord | None = None
 
     def counts(self) -> dict[str, int]:
@@ -169,6 +173,15 @@ class Paraphraser:
         mask = labels != -100
         token_logp = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
         return (-(token_logp.sum(-1)) / mask.sum(-1).clamp(min=1)).tolist()
+
+    def score_outputs(self, requests: list[dict[str, Any]], outputs: list[str], cfg: DecodeSettings) -> list[float]:
+        """:meth:`score` of each output given its request (what the ranking and the PARAPHRASES rows use)."""
+        return self.score([r["source_text"] for r in requests], outputs, cfg.prefix)
+
+    def check_output(self, text: str, request: dict[str, Any], stats: DecodeStats) -> str | None:
+        """An output as kept, or None to drop it (counted in ``stats``); a seq2seq output is kept as
+        decoded (decoder-only models refuse chatter and echoed prompt text here)."""
+        return text
 
     def _never_generated(self) -> list[int]:
         """Token ids the model's generation config never lets it produce (Marian's <pad>, ...)."""
@@ -399,7 +412,7 @@ class Paraphraser:
             return
         requests = dict(zip(batch.idx, batch.requests))
         scores = split_on_oom(
-            lambda part: self.score([requests[i]["source_text"] for i, _ in part], [t for _, t in part], cfg.prefix),
+            lambda part: self.score_outputs([requests[i] for i, _ in part], [t for _, t in part], cfg),
             keep,
             f"paraphrase batch {batch.index}'s scoring",
             log,
@@ -430,7 +443,7 @@ class Paraphraser:
                 f"paraphrase batch {batch.index}",
                 log,
             )
-            yield batch, kept_outputs(batch.idx, batch.requests, candidates, cfg, stats)
+            yield batch, kept_outputs(batch.idx, batch.requests, candidates, cfg, stats, self.check_output)
 
     def _overlapped(
         self, planned: Iterator[Batch], cfg: DecodeSettings, stats: DecodeStats
@@ -457,7 +470,8 @@ class Paraphraser:
                 def keep() -> list[tuple[int, str]]:
                     WORKER_GATE.wait()
                     texts = self.texts(beams, tools)
-                    return kept_outputs(batch.idx, batch.requests, [[t for t, _ in s] for s in texts], cfg, stats)
+                    candidates = [[t for t, _ in s] for s in texts]
+                    return kept_outputs(batch.idx, batch.requests, candidates, cfg, stats, self.check_output)
 
                 return worker.submit(keep)
 
@@ -515,11 +529,17 @@ def per_sentence(ids: torch.Tensor, scores: list[float]) -> list[SentenceBeams]:
 
 
 def kept_outputs(
-    idx: list[int], batch: list[dict[str, Any]], candidates: list[list[str]], cfg: DecodeSettings, stats: DecodeStats
+    idx: list[int],
+    batch: list[dict[str, Any]],
+    candidates: list[list[str]],
+    cfg: DecodeSettings,
+    stats: DecodeStats,
+    check: Callable[[str, dict[str, Any], DecodeStats], str | None] | None = None,
 ) -> list[tuple[int, str]]:
-    """The outputs a batch keeps, (request index, text): each request's candidates in order, blank
-    ones and repeats dropped, and any that contains a constraint phrase dropped and counted; at most
-    ``return_top`` beams (or ``num_samples`` samples) a request."""
+    """The outputs a batch keeps, (request index, text): each request's candidates in order, each
+    passed through ``check`` first when given (None: dropped), blank ones and repeats dropped, and
+    any that contains a constraint phrase dropped and counted; at most ``return_top`` beams (or
+    ``num_samples`` samples) a request."""
     keep: list[tuple[int, str]] = []
     limit = cfg.return_top if cfg.mode == "beam" else cfg.num_samples
     for i, req, cands in zip(idx, batch, candidates):
@@ -529,6 +549,10 @@ def kept_outputs(
         kept = []
         for text in cands:
             text = text.strip()
+            if check is not None and text:
+                text = (check(text, req, stats) or "").strip()
+                if not text:
+                    continue
             if not text or text in seen:
                 stats.duplicates_dropped += bool(text)
                 continue

@@ -22,6 +22,34 @@ def load_model(name_or_path: str | Path) -> Any:
     return loaded(name_or_path, "model", lambda: AutoModelForSeq2SeqLM.from_pretrained(str(name_or_path)))
 
 
+def load_causal_model(name_or_path: str | Path, where: str | Path | None = None) -> Any:
+    """``AutoModelForCausalLM.from_pretrained`` of ``where`` (the model's folder; ``name_or_path`` by
+    default), its failures named by ``name_or_path``."""
+    from transformers import AutoModelForCausalLM
+
+    source = str(where or name_or_path)
+    return loaded(name_or_path, "model", lambda: AutoModelForCausalLM.from_pretrained(source))
+
+
+def is_decoder_only(name_or_path: str | Path) -> bool:
+    """Whether a paraphraser model is decoder-only (a causal LM): a GGUF file, or a model whose
+    config says it is no encoder-decoder. A config that cannot be read counts as seq2seq (the
+    seq2seq loader then names what is wrong)."""
+    from transformers import AutoConfig
+
+    from spanaug.core.model_files import find
+
+    text = str(name_or_path)
+    if text.startswith("gguf:") or text.lower().endswith(".gguf"):
+        return True
+    found = find(text)
+    try:
+        config = AutoConfig.from_pretrained(str(found.folder) if found else text)
+    except Exception:  # whatever transformers or the hub client raise: not ours to name here
+        return False
+    return not getattr(config, "is_encoder_decoder", False)
+
+
 def positions(config: Any) -> int | None:
     """Learned positions of the model (BART, Pegasus, Marian); None for relative ones (T5)."""
     return getattr(config, "max_position_embeddings", None)

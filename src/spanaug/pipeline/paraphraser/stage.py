@@ -12,6 +12,8 @@ from spanaug.core.devices import choose_device
 from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.core.heap import long_lived_objects_frozen
+from spanaug.pipeline.paraphraser import model_check
+from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
@@ -29,6 +31,8 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
     model by then: ``auto`` falls back to hf before any sentence is decoded)."""
     if not cfg.model:
         raise ConfigError("no paraphraser model: set paraphraser.model (or paraphraser.train)")
+    if model_check.is_decoder_only(cfg.model):
+        return load_decoder_only(cfg, device)
     backend = resolve_backend(cfg.backend, device)
     log.info("paraphraser backend: %s (paraphraser.backend: %s, device: %s)", backend, cfg.backend, device)
     try:
@@ -56,6 +60,18 @@ def check_graphs_required(paraphraser: Paraphraser, cfg: DecodeSettings) -> None
             f"paraphraser.require_cuda_graphs: {what}, which decodes on CUDA without graphs; "
             "set paraphraser.backend: auto (or static) and mode: beam, or require_cuda_graphs: false"
         )
+
+
+def load_decoder_only(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
+    """A decoder-only model (a causal LM, or a GGUF file): transformers' generate on a shared prompt
+    cache (the hf backend); CTranslate2 and the static engine decode seq2seq models only."""
+    if cfg.backend in ("ct2", "static"):
+        raise ConfigError(
+            f"paraphraser.backend: {cfg.backend} decodes seq2seq models only, but paraphraser.model "
+            f"{cfg.model!r} is a decoder-only model: set paraphraser.backend to auto or hf"
+        )
+    log.info("paraphraser backend: hf, decoder-only (paraphraser.backend: %s, device: %s)", cfg.backend, device)
+    return CausalParaphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:

@@ -52,6 +52,8 @@ class Plan:
         out = [ExternalFile("data.inputs", p, directory=framenet) for p in run.data.inputs]
         if run.paraphraser.train:
             out.append(ExternalFile("paraphraser.train.bitext", run.paraphraser.train.bitext))
+            init = self.paraphraser_init_input()
+            out += [ExternalFile("paraphraser.train.init", p, not p.lower().endswith(".gguf")) for p in init]
         out += [ExternalFile("paraphraser.model", p, True) for p in self.paraphraser_model_input()]
         if a.model:
             out.append(ExternalFile("aligner.model", a.model, directory=True))
@@ -122,6 +124,15 @@ class Plan:
     def paraphraser_bitext(self) -> list[str]:
         train = self.run.paraphraser.train
         return [train.bitext] if train else []
+
+    def paraphraser_init_input(self) -> list[str]:
+        """The pretrained model paraphraser.train fine-tunes, as an input: a local folder or a .gguf file
+        (a hub name or a gguf: alias is not a file of the run)."""
+        train = self.run.paraphraser.train
+        init = train.init if train else None
+        if init and init.lower().endswith(".gguf"):
+            return [init]
+        return local_model(init)
 
     def paraphraser_model(self) -> str:
         """The model the paraphrase rule decodes with: trained in the run, or the config's."""
@@ -585,7 +596,9 @@ class Plan:
     def run_description(self, checkout: Path) -> dict[str, Any]:
         """What ran, for the report's summary and the dataset card: data, models and the main settings."""
         run, p, a = self.run, self.run.paraphraser, self.run.aligner
-        if p.train:
+        if p.train and p.train.init:
+            paraphraser = f"{p.train.init}, fine-tuned in this run on {p.train.bitext}"
+        elif p.train:
             paraphraser = (
                 f"trained in this run on {p.train.bitext} (the paper's architecture, d_model {p.train.d_model})"
             )

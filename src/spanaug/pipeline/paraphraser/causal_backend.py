@@ -1,0 +1,344 @@
+"""Decoder-only paraphrasers (``AutoModelForCausalLM``: Llama, Gemma 3, Qwen2, ...): a prompt continued.
+
+The paraphrase loop is the seq2seq one (:class:`~.hf_backend.Paraphraser`: chunks, batches by a
+token budget, OOM splitting, output checks, scoring, ranking); this class changes what a batch's
+inputs are, how it decodes, what its text is, and how an output is scored.
+
+* **The prompt** (:mod:`.prompts`) is a head shared by every sentence (instruction, few-shot
+  examples) and a sentence's query. The head's keys and values are computed once per prompt and
+  kept; a batch's queries are run once per sentence on a copy of them (left-padded after the head,
+  positions counted from the attention mask, so padding changes nothing), and the cache is then
+  repeated for the sentence's beams (``batch_repeat_interleave``). ``generate`` is given that cache
+  and the whole prompt, and runs only the prompt's last token, at ``B x beams`` rows: the
+  prompt is not run again per beam, as ``generate`` with ``num_beams`` would (it repeats the
+  inputs before its prefill).
+* **Bans** are the seq2seq ones (each sentence's own, in the step: :class:`TensorBannedSequences`),
+  applied to the continuation only (:class:`ContinuationBans`): the prompt's tokens never
+  complete a banned sequence. The decoded text is checked against every banned form afterwards,
+  as for seq2seq models: a large vocabulary splits rare upper-case forms into pieces a ban of the
+  form's usual tokenization does not cover.
+* **The output** ends at the first newline or end of sequence: every token whose text holds a
+  newline is an end token beside the model's own. It is cut there, and chatter, echoed prompt text
+  and copies of the source are refused (:class:`.prompts.OutputCheck`), counted in the stats.
+* **The score** is the length-normalised negative log-likelihood of the continuation (and its
+  end: a newline, or end of turn in a chat) given the prompt, computed on the shared head too.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor
+
+from spanaug.core import model_files
+from spanaug.core.config import DecodeSettings
+from spanaug.core.devices import choose_device, choose_dtype
+from spanaug.pipeline.paraphraser import gguf_models, model_check
+from spanaug.pipeline.paraphraser.batching import length_limit
+from spanaug.pipeline.paraphraser.hf_backend import (
+    DecodeStats,
+    HostTools,
+    Paraphraser,
+    Prepared,
+    SentenceBeams,
+    per_sentence,
+)
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
+from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
+from spanaug.pipeline.paraphraser.prompts import OutputCheck, Prompt, build_prompt, span_text
+from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
+
+log = logging.getLogger(__name__)
+
+#: Scoring: logits computed at once, rows x positions x vocabulary (float32: 256 MB).
+SCORE_LOGITS = 1 << 26
+
+
+class ContinuationBans(LogitsProcessor):
+    """A constraint processor shown only the continuation: the history from ``start`` (the
+    prompt's length, the same for every row of a left-padded batch)."""
+
+    def __init__(self, inner: Any, start: int):
+        self.inner = inner
+        self.start = start
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        return self.inner(input_ids[:, self.start :], scores)
+
+
+@dataclasses.dataclass
+class Head:
+    """A prompt's shared head on the device: its ids ``[1, P]`` and its keys and values (batch 1)."""
+
+    ids: torch.Tensor
+    cache: Any
+
+
+class CausalParaphraser(Paraphraser):
+    """A decoder-only paraphraser (``AutoModelForCausalLM``) prompted to rewrite each sentence."""
+
+    name = "causal paraphraser"
+    #: Compute the head once and each query once per sentence, shared by its beams (False: hand
+    #: ``generate`` the whole prompt, as a reference).
+    share_prompt: bool = True
+
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
+        super().__init__(model, tokenizer, device, dtype)
+        if tokenizer.pad_token_id is None:  # Llama-style tokenizers have none; padding is masked anyway
+            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer.padding_side = "left"
+        self._prompts: dict[tuple, tuple[Prompt, OutputCheck]] = {}
+        self._heads: dict[str, Head] = {}
+        self.active: tuple[Prompt, OutputCheck] | None = None
+
+    @classmethod
+    def from_pretrained(
+        cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
+    ) -> CausalParaphraser:
+        dev = choose_device(device)
+        where, gguf = gguf_models.resolve(name_or_path)
+        model_files.check_files(where)
+        model = model_check.load_causal_model(name_or_path, where)
+        tokenizer = model_files.load_tokenizer(
+            name_or_path, model.config.vocab_size, source=Path(where) if gguf or Path(where).is_dir() else None
+        )
+        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
+        paraphraser.name = str(name_or_path)
+        log.info(
+            "paraphraser: decoder-only %s (%s, %.0fM parameters)%s",
+            name_or_path,
+            model.config.model_type,
+            sum(p.numel() for p in model.parameters()) / 1e6,
+            f", from {gguf} converted to {where}" if gguf else "",
+        )
+        return paraphraser
+
+    # ------------------------------------------------------------ the prompt
+
+    def prompt_for(self, cfg: DecodeSettings) -> tuple[Prompt, OutputCheck]:
+        """The prompt ``cfg`` describes, and the check of its outputs (made once)."""
+        key = (cfg.instruction, cfg.prompt, cfg.few_shot, cfg.chat_template)
+        if key not in self._prompts:
+            prompt = build_prompt(cfg, self.tokenizer)
+            self._prompts[key] = (prompt, OutputCheck(prompt))
+            log.info("paraphraser prompt (chat template: %s):\n%s", prompt.chat, prompt.text("{sentence}", "{word}"))
+        return self._prompts[key]
+
+    def head(self, prompt: Prompt) -> Head:
+        """The prompt's head on the device, its keys and values computed once."""
+        found = self._heads.get(prompt.head)
+        if found is None:
+            ids = self.tokenizer(prompt.head, add_special_tokens=prompt.head_specials)["input_ids"]
+            if prompt.head_specials and ids and ids[-1] == self.tokenizer.eos_token_id and len(ids) > 1:
+                ids = ids[:-1]  # a tokenizer that ends every text (T5-style): the prompt goes on
+            found = Head(torch.tensor([ids], dtype=torch.long, device=self.device), self._new_cache())
+            if ids:
+                with torch.inference_mode():
+                    self.model(input_ids=found.ids, cache=found.cache, use_cache=True, logits_to_keep=1)
+            self._heads[prompt.head] = found
+        return found
+
+    def _new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.model.config)
+
+    def _head_cache(self, head: Head, rows: int) -> Any:
+        """A copy of the head's cache for ``rows`` rows."""
+        cache = copy.deepcopy(head.cache)
+        cache.batch_repeat_interleave(rows)
+        return cache
+
+    def paraphrase_chunks(
+        self,
+        chunks: Iterable[Sequence[dict[str, Any]]],
+        cfg: DecodeSettings,
+        stats: DecodeStats | None = None,
+        progress: bool = True,
+    ) -> Iterator[list[dict[str, Any]]]:
+        self.active = self.prompt_for(cfg)  # what check_output checks against
+        yield from super().paraphrase_chunks(chunks, cfg, stats, progress)
+
+    def queries(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> list[str]:
+        prompt, _ = self.prompt_for(cfg)
+        return [prompt.render(r["source_text"], span_text(r)) for r in requests]
+
+    # ------------------------------------------------------------ the loop's hooks
+
+    def source_lengths(self, texts: Sequence[str], prefix: str = "", tokenizer: Any = None) -> list[int]:
+        """Source lengths in tokenizer ids, without special tokens (what a query holds of them)."""
+        enc = (tokenizer or self.tokenizer)(list(texts), add_special_tokens=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
+        """A batch's queries (left-padded, without special tokens), each sentence's new-token limit
+        (by its source's length) and banned sequences."""
+        tokenizer, bans = tools or self.host_tools
+        WORKER_GATE.wait()
+        tokenizer.padding_side = "left"
+        enc = tokenizer(self.queries(requests, cfg), add_special_tokens=False, padding=True, return_tensors="pt")
+        enc = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        sources = self.source_lengths([r["source_text"] for r in requests], tokenizer=tokenizer)
+        limits = [length_limit(n, cfg.max_new_tokens) for n in sources]
+        bans.learn(phrase for r in requests for phrase in r["constraints"])
+        banned = []
+        for r in requests:
+            WORKER_GATE.wait()
+            banned.append(bans(r["constraints"]))
+        WORKER_GATE.wait()
+        table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
+        return Prepared(enc, limits, banned, table)
+
+    @functools.cached_property
+    def end_ids(self) -> list[int]:
+        """Tokens that end an output: the model's end of sequence (and of turn), and every token
+        whose text holds a newline."""
+        gen = getattr(self.model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None)
+        ends = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            ends.add(self.tokenizer.eos_token_id)
+        texts = decode_texts(self.tokenizer, [[i] for i in range(len(self.tokenizer))])
+        ends.update(i for i, text in enumerate(texts) if "\n" in text)
+        return sorted(ends)
+
+    def prompt_inputs(self, head: Head, prepared: Prepared) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole prompt's ids and attention mask ``[B, P + S]`` on the device."""
+        query = prepared.enc["input_ids"].to(self.device)
+        mask = prepared.enc["attention_mask"].to(self.device)
+        rows = query.shape[0]
+        ids = torch.cat([head.ids.expand(rows, -1), query], dim=1)
+        mask = torch.cat([torch.ones_like(head.ids).expand(rows, -1), mask], dim=1)
+        return ids, mask
+
+    def prefill(self, head: Head, ids: torch.Tensor, mask: torch.Tensor, width: int) -> Any:
+        """The cache of every prompt token but the last, for ``width`` rows a sentence: the head's
+        copied, the queries run once per sentence, then repeated for the sentence's rows."""
+        rows, length = ids.shape
+        start = head.ids.shape[1]
+        cache = self._head_cache(head, rows)
+        if length - 1 > start:
+            positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+            self.model(
+                input_ids=ids[:, start:-1],
+                attention_mask=mask[:, :-1],
+                position_ids=positions[:, start:-1],
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        cache.batch_repeat_interleave(width)
+        return cache
+
+    @torch.inference_mode()
+    def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
+        """The device's part of a batch: each sentence's continuations (beams or samples) as token ids."""
+        prompt, _ = self.prompt_for(cfg)
+        head = self.head(prompt)
+        ids, mask = self.prompt_inputs(head, prepared)
+        length = ids.shape[1]
+        inner = self.banned_processor(prepared.constraints(), self.model.config.vocab_size, self.device)
+        if cfg.mode == "beam" and hasattr(inner, "renormalize"):
+            inner.renormalize = True  # as the seq2seq backend: beams see log-probabilities
+        stop = PerSentenceMaxNewTokens(prepared.limits, prompt_length=length, device=self.device)
+        shared = {"cache": self.prefill(head, ids, mask, cfg.width)} if self.share_prompt else {}
+        if cfg.mode == "sample":
+            torch.manual_seed(cfg.seed * 100003 + batch_index)
+        out = self.model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            **shared,
+            **self.search_kwargs(cfg),
+            eos_token_id=self.end_ids,
+            pad_token_id=self.tokenizer.pad_token_id,
+            max_new_tokens=max(prepared.limits),
+            logits_processor=[ContinuationBans(inner, length)],
+            stopping_criteria=[stop],
+            return_dict_in_generate=True,
+            output_scores=cfg.mode == "beam",
+        )
+        continuations = out.sequences[:, length:].cpu()
+        scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(continuations)
+        return per_sentence(continuations.view(len(prepared.limits), cfg.width, -1), scores)
+
+    def texts(self, beams: list[SentenceBeams], tools: HostTools | None = None) -> list[list[tuple[str, float]]]:
+        """Each continuation's text up to its first newline (the end token's text included in it)."""
+        return [
+            [(text.split("\n", 1)[0], score) for text, score in sentence] for sentence in super().texts(beams, tools)
+        ]
+
+    def check_output(self, text: str, request: dict[str, Any], stats: DecodeStats) -> str | None:
+        """The text with a leading prompt label stripped, or None for chatter, echoed prompt text
+        or a copy of the source (:class:`.prompts.OutputCheck`), counted in ``stats``."""
+        assert self.active is not None, "paraphrase_chunks() sets the prompt"
+        kept, why = self.active[1](text, request["source_text"])
+        stats.labels_stripped += why == "stripped"
+        stats.chatter_dropped += kept is None
+        return kept
+
+    # ------------------------------------------------------------ scoring
+
+    @functools.cached_property
+    def _newline_ids(self) -> list[int]:
+        return self.tokenizer("\n", add_special_tokens=False)["input_ids"][-1:]
+
+    def score_outputs(self, requests: list[dict[str, Any]], outputs: list[str], cfg: DecodeSettings) -> list[float]:
+        """Length-normalised negative log-likelihood of each output and its end (newline, or end of
+        turn in a chat) given its sentence's prompt."""
+        prompt, _ = self.prompt_for(cfg)
+        end = [self.tokenizer.eos_token_id] if prompt.chat else self._newline_ids
+        queries = self.tokenizer(self.queries(requests, cfg), add_special_tokens=False)["input_ids"]
+        answers = self.tokenizer([prompt.lead + o for o in outputs], add_special_tokens=False)["input_ids"]
+        rows = [(q, a + end) for q, a in zip(queries, answers)]
+        vocab = self.model.config.vocab_size
+        scores: list[float] = []
+        start = 0
+        while start < len(rows):  # groups whose logits fit SCORE_LOGITS
+            stop = start + 1
+            while (
+                stop < len(rows)
+                and (stop + 1 - start) * (max(len(a) for _, a in rows[start : stop + 1]) + 1) * vocab <= SCORE_LOGITS
+            ):
+                stop += 1
+            scores.extend(self._score_rows(prompt, rows[start:stop]))
+            start = stop
+        return scores
+
+    @torch.inference_mode()
+    def _score_rows(self, prompt: Prompt, rows: list[tuple[list[int], list[int]]]) -> list[float]:
+        head = self.head(prompt)
+        longest = max(len(q) + len(a) for q, a in rows)
+        answer = max(len(a) for _, a in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (longest - len(q) - len(a)) + q + a for q, a in rows], device=self.device)
+        body = torch.tensor(
+            [[0] * (longest - len(q) - len(a)) + [1] * (len(q) + len(a)) for q, a in rows], device=self.device
+        )
+        start = head.ids.shape[1]
+        mask = torch.cat([torch.ones(len(rows), start, dtype=body.dtype, device=self.device), body], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, start:]
+        logits = (
+            self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                cache=self._head_cache(head, len(rows)),
+                use_cache=True,
+                logits_to_keep=answer + 1,
+            )
+            .logits[:, :-1]
+            .float()
+        )
+        logp = torch.log_softmax(logits, dim=-1)
+        targets = ids[:, -answer:]
+        token_logp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        lengths = torch.tensor([len(a) for _, a in rows], device=self.device)
+        counted = torch.arange(answer, device=self.device)[None] >= (answer - lengths)[:, None]
+        return (-(token_logp * counted).sum(-1) / lengths).tolist()
