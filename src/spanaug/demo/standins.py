@@ -350,7 +350,7 @@ def build_causal_model(family: str, tokenizer, seed: int = 0, hidden: int = 32, 
     elif family == "qwen2":
         model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**common))
     elif family == "gemma3":
-        config = tf.Gemma3TextConfig(head_dim=16, sliding_window=64, query_pre_attn_scalar=16, **common)
+        config = tf.Gemma3TextConfig(head_dim=16, sliding_window=512, query_pre_attn_scalar=16, **common)
         model = tf.Gemma3ForCausalLM(config)
     else:
         raise ValueError(f"unknown decoder-only family {family!r}")

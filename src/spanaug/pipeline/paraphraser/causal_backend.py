@@ -237,6 +237,20 @@ class CausalParaphraser(Paraphraser):
         cache.batch_repeat_interleave(width)
         return cache
 
+    def _check_window(self, length: int) -> None:
+        """Warn (once) when a prompt and its continuation outgrow the model's sliding attention
+        window (Gemma 3's local layers): padding then takes places in the window, and a padded row
+        sees a little less of its prompt than it would alone."""
+        window = getattr(self.model.config, "sliding_window", None)
+        if isinstance(window, int) and length > window and not getattr(self, "_window_warned", False):
+            self._window_warned = True
+            log.warning(
+                "paraphrase: prompts and outputs of up to %d tokens outgrow the model's sliding window of %d: "
+                "a padded sentence's local layers see less of its prompt (shorten the prompt or few-shot examples)",
+                length,
+                window,
+            )
+
     @torch.inference_mode()
     def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         """The device's part of a batch: each sentence's continuations (beams or samples) as token ids."""
@@ -244,6 +258,7 @@ class CausalParaphraser(Paraphraser):
         head = self.head(prompt)
         ids, mask = self.prompt_inputs(head, prepared)
         length = ids.shape[1]
+        self._check_window(length + max(prepared.limits))
         inner = self.banned_processor(prepared.constraints(), self.model.config.vocab_size, self.device)
         if cfg.mode == "beam" and hasattr(inner, "renormalize"):
             inner.renormalize = True  # as the seq2seq backend: beams see log-probabilities

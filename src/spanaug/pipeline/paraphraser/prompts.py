@@ -191,10 +191,10 @@ class OutputCheck:
             text, why = text[found.end() :].strip(), "stripped"
         if not text:
             return None, "chatter"
-        if self.labels and self.label_inside.search(text):
-            return None, "echo"
         if CHATTER.search(text):
             return None, "chatter"
+        if self.labels and self.label_inside.search(text):
+            return None, "echo"
         normed = _norm(text)
         if normed == _norm(source):
             return None, "copy"
