@@ -4,6 +4,7 @@ the fly, prompts, bans on the continuation, the shared prompt cache, scores, out
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 
@@ -40,7 +41,7 @@ def family_model(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def causal(family_model):
-    family, path = family_model
+    _, path = family_model
     return CausalParaphraser.from_pretrained(path, device="cpu", dtype="float32")
 
 
@@ -79,8 +80,9 @@ def _with_bans(prepared: Prepared, banned: list[list[tuple[int, ...]]]) -> Prepa
 
 
 def test_auto_and_hf_load_decoder_only_models_and_static_ct2_refuse_them(family_model):
-    family, path = family_model
-    assert isinstance(load_paraphraser(dataclasses.replace(CFG, model=path, backend="hf"), "cpu"), CausalParaphraser)
+    _, path = family_model
+    for backend in ("auto", "hf"):
+        assert isinstance(load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu"), CausalParaphraser)
     for backend in ("static", "ct2"):
         with pytest.raises(ConfigError, match=f"paraphraser.backend: {backend} decodes seq2seq models only"):
             load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu")
@@ -110,7 +112,7 @@ def test_the_prompt_never_completes_a_banned_sequence(causal):
     checked = 0
     for s, (a, b) in enumerate(zip(free, again)):
         top = a.ids[0].tolist()
-        if pairs[s][0] not in zip(top, top[1:]):  # the pair inside the continuation is banned there
+        if pairs[s][0] not in itertools.pairwise(top):  # the pair inside the continuation is banned there
             assert b.ids[0].tolist() == top
             checked += 1
     assert checked
@@ -195,7 +197,7 @@ def test_the_default_prompt_holds_instruction_examples_and_the_query(family_mode
     else:
         assert not prompt.chat and text.endswith("Rewrite:") and prompt.lead == " "
         assert f"Rewrite: {DEFAULT_EXAMPLES[0].rewrite}\n\n" in text
-        with pytest.raises(ConfigError, match="paraphraser.chat_template: true"):
+        with pytest.raises(ConfigError, match=r"paraphraser\.chat_template: true"):
             build_prompt(dataclasses.replace(CFG, chat_template=True), tokenizer)
 
 
@@ -203,7 +205,7 @@ def test_prompt_settings_are_checked(tmp_path, family_model):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(family_model[1])
-    with pytest.raises(ConfigError, match="no {sentence} placeholder"):
+    with pytest.raises(ConfigError, match=r"no \{sentence\} placeholder"):
         build_prompt(dataclasses.replace(CFG, prompt="Word: {word}"), tokenizer)
     shots = tmp_path / "shots.jsonl"
     shots.write_text(json.dumps({"word": "big", "sentence": "A big dog.", "rewrite": "A large dog."}) + "\n\n")
