@@ -82,7 +82,8 @@ def _with_bans(prepared: Prepared, banned: list[list[tuple[int, ...]]]) -> Prepa
 def test_auto_and_hf_load_decoder_only_models_and_static_ct2_refuse_them(family_model):
     _, path = family_model
     for backend in ("auto", "hf"):
-        assert isinstance(load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu"), CausalParaphraser)
+        loaded = load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu")
+        assert isinstance(loaded, CausalParaphraser)
     for backend in ("static", "ct2"):
         with pytest.raises(ConfigError, match=f"paraphraser.backend: {backend} decodes seq2seq models only"):
             load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu")
