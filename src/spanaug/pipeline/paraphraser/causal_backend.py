@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import LogitsProcessor
+from transformers import DynamicCache, LogitsProcessor
 
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
@@ -71,6 +71,20 @@ class ContinuationBans(LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         return self.inner(input_ids[:, self.start :], scores)
+
+
+class BeamCache(DynamicCache):
+    """A ``DynamicCache`` whose beam-search reordering indexes its tensors (``keys[beam_idx]``)
+    instead of ``index_select``: on this project's CPU (torch 2.13) selecting 30 rows of a
+    ``[30, 1, 300, 256]`` float32 tensor took 0.47 s with ``index_select`` and 0.016 s by indexing,
+    and the reordering of Gemma 3 270M's cache took 67 of a beam-5 batch's 231 seconds."""
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        for layer in self.layers:
+            keys = getattr(layer, "keys", None)
+            if keys is not None and keys.numel():
+                index = beam_idx.to(keys.device)
+                layer.keys, layer.values = keys[index], layer.values[index]
 
 
 @dataclasses.dataclass
@@ -146,9 +160,7 @@ class CausalParaphraser(Paraphraser):
         return found
 
     def _new_cache(self) -> Any:
-        from transformers import DynamicCache
-
-        return DynamicCache(config=self.model.config)
+        return BeamCache(config=self.model.config)
 
     def _head_cache(self, head: Head, rows: int) -> Any:
         """A copy of the head's cache for ``rows`` rows."""
