@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import inspect
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -134,6 +135,11 @@ class CausalParaphraser(Paraphraser):
         )
         return paraphraser
 
+    @functools.cached_property
+    def cache_kwarg(self) -> str:
+        """What the model's forward calls its cache: ``cache`` (transformers 5.x), once ``past_key_values``."""
+        return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+
     # ------------------------------------------------------------ the prompt
 
     def prompt_for(self, cfg: DecodeSettings) -> tuple[Prompt, OutputCheck]:
@@ -155,7 +161,7 @@ class CausalParaphraser(Paraphraser):
             found = Head(torch.tensor([ids], dtype=torch.long, device=self.device), self._new_cache())
             if ids:
                 with torch.inference_mode():
-                    self.model(input_ids=found.ids, cache=found.cache, use_cache=True, logits_to_keep=1)
+                    self.model(input_ids=found.ids, **{self.cache_kwarg: found.cache}, use_cache=True, logits_to_keep=1)
             self._heads[prompt.head] = found
         return found
 
@@ -242,7 +248,7 @@ class CausalParaphraser(Paraphraser):
                 input_ids=ids[:, start:-1],
                 attention_mask=mask[:, :-1],
                 position_ids=positions[:, start:-1],
-                cache=cache,
+                **{self.cache_kwarg: cache},
                 use_cache=True,
                 logits_to_keep=1,
             )
@@ -275,7 +281,7 @@ class CausalParaphraser(Paraphraser):
         if cfg.mode == "beam" and hasattr(inner, "renormalize"):
             inner.renormalize = True  # as the seq2seq backend: beams see log-probabilities
         stop = PerSentenceMaxNewTokens(prepared.limits, prompt_length=length, device=self.device)
-        shared = {"cache": self.prefill(head, ids, mask, cfg.width)} if self.share_prompt else {}
+        shared = {self.cache_kwarg: self.prefill(head, ids, mask, cfg.width)} if self.share_prompt else {}
         if cfg.mode == "sample":
             torch.manual_seed(cfg.seed * 100003 + batch_index)
         out = self.model.generate(
@@ -356,7 +362,7 @@ class CausalParaphraser(Paraphraser):
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions,
-                cache=self._head_cache(head, len(rows)),
+                **{self.cache_kwarg: self._head_cache(head, len(rows))},
                 use_cache=True,
                 logits_to_keep=answer + 1,
             )
