@@ -252,3 +252,16 @@ def test_refused_outputs_are_counted_never_output(causal, monkeypatch):
     assert (
         rows == [] and stats.chatter_dropped == CFG.beam_size * len(REQS) and stats.requests_without_output == len(REQS)
     )
+
+
+def test_cpu_batches_keep_to_the_decoder_only_budget(causal):
+    from spanaug.pipeline.paraphraser.causal_backend import CPU_BATCH_TOKENS
+
+    reqs = [_req(t) for t in CORPUS * 4]
+    cfg = dataclasses.replace(CFG, beam_size=20, return_top=3)
+    lengths = causal.source_lengths([r["source_text"] for r in reqs])
+    batches = causal.batches(reqs, cfg)
+    assert sorted(i for b in batches for i in b) == list(range(len(reqs)))
+    assert len(batches) > 1
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) * 20 <= CPU_BATCH_TOKENS

@@ -58,6 +58,10 @@ from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 
 log = logging.getLogger(__name__)
 
+#: The decode budget on CPU (sentences x longest source x width): about 30 decoder rows of
+#: 35-token sentences (five sentences at beam 5, one at beam 20).
+CPU_BATCH_TOKENS = 1024
+
 #: Scoring: logits computed at once, rows x positions x vocabulary (float32: 256 MB).
 SCORE_LOGITS = 1 << 26
 
@@ -194,6 +198,31 @@ class CausalParaphraser(Paraphraser):
         """Source lengths in tokenizer ids, without special tokens (what a query holds of them)."""
         enc = (tokenizer or self.tokenizer)(list(texts), add_special_tokens=False)
         return [len(ids) for ids in enc["input_ids"]]
+
+    def batches(
+        self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, tokenizer: Any = None
+    ) -> list[list[int]]:
+        """As the seq2seq batches (sentences x longest source x width within a budget), with a
+        default budget for a prompt: on CPU, CPU_BATCH_TOKENS (a batch runs until its slowest
+        sentence is done, so every decoder row of a sentence done early is work lost, while some 30
+        rows a step are enough to read the weights once for many rows); elsewhere the device's
+        budget shrunk by the share of the prompt's tokens that are the sentence's (every row keeps
+        the whole prompt's keys and values)."""
+        if cfg.max_batch_tokens is None and requests:
+            if self.device.type == "cpu":
+                budget = CPU_BATCH_TOKENS
+            else:
+                from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens
+
+                prompt, _ = self.prompt_for(cfg)
+                tok = tokenizer or self.tokenizer
+                sources = sum(self.source_lengths([r["source_text"] for r in requests], tokenizer=tok))
+                queries = sum(self.source_lengths(self.queries(requests, cfg), tokenizer=tok))
+                head = len(tok(prompt.head, add_special_tokens=prompt.head_specials)["input_ids"])
+                share = sources / max(1, queries + head * len(requests))
+                budget = max(1, int(default_max_batch_tokens(self.device, self.model.config, self.dtype) * share))
+            cfg = dataclasses.replace(cfg, max_batch_tokens=budget)
+        return super().batches(requests, cfg, tokenizer)
 
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's queries (left-padded, without special tokens), each sentence's new-token limit
