@@ -111,9 +111,7 @@ def main() -> None:
     print(f"banned forms found in outputs:  {len(banned)} {banned[:5]}")
     print(f"mean MiniLM cosine top/source:  {sum(cos) / max(len(cos), 1):.3f} (min {min(cos, default=0):.3f})")
     ratio = [len(r["paraphrase_text"].split()) / len(r["source_tokens"]) for r in top.values()]
-    print(
-        f"mean words top/source:          {sum(ratio) / max(len(ratio), 1):.2f} (a trigger deleted, not replaced, shortens)"
-    )
+    print(f"mean words top/source:          {sum(ratio) / max(len(ratio), 1):.2f} (a deleted trigger shortens)")
     print(f"stats: {dataclasses.asdict(stats)}")
     print(
         f"beam {base.beam_size}: {len(reqs) / wall:.3f} sentences/s, {wall / len(reqs):.2f} s and "
