@@ -193,13 +193,13 @@ def test_the_default_prompt_holds_instruction_examples_and_the_query(family_mode
     if family == "qwen2":  # ChatML: examples as turns, the answer after the assistant's turn opens
         assert prompt.chat and text.endswith("<|im_start|>assistant\n") and prompt.lead == ""
         assert f"<|im_start|>assistant\n{DEFAULT_EXAMPLES[0].rewrite}<|im_end|>" in text
-        plain = build_prompt(dataclasses.replace(CFG, chat_template=False), tokenizer)
+        plain = build_prompt(dataclasses.replace(CFG, prompt_format="plain"), tokenizer)
         assert not plain.chat and plain.text("s", "w").endswith("Rewrite:")
     else:
         assert not prompt.chat and text.endswith("Rewrite:") and prompt.lead == " "
         assert f"Rewrite: {DEFAULT_EXAMPLES[0].rewrite}\n\n" in text
-        with pytest.raises(ConfigError, match=r"paraphraser\.chat_template: true"):
-            build_prompt(dataclasses.replace(CFG, chat_template=True), tokenizer)
+        with pytest.raises(ConfigError, match=r"paraphraser\.prompt_format: chat"):
+            build_prompt(dataclasses.replace(CFG, prompt_format="chat"), tokenizer)
 
 
 def test_prompt_settings_are_checked(tmp_path, family_model):
@@ -211,7 +211,7 @@ def test_prompt_settings_are_checked(tmp_path, family_model):
     shots = tmp_path / "shots.jsonl"
     shots.write_text(json.dumps({"word": "big", "sentence": "A big dog.", "rewrite": "A large dog."}) + "\n\n")
     cfg = dataclasses.replace(CFG, few_shot=str(shots), instruction="", prompt="In: {sentence}\nOut:")
-    prompt = build_prompt(dataclasses.replace(cfg, chat_template=False), tokenizer)
+    prompt = build_prompt(dataclasses.replace(cfg, prompt_format="plain"), tokenizer)
     assert prompt.head.endswith("In: A big dog.\nOut: A large dog.\n\n") and prompt.query == "In: {sentence}\nOut:"
     assert load_examples(shots)[0].word == "big"
     shots.write_text('{"word": "big", "sentence": "A big dog."}\n')
@@ -265,3 +265,28 @@ def test_cpu_batches_keep_to_the_decoder_only_budget(causal):
     assert len(batches) > 1
     for batch in batches:
         assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) * 20 <= CPU_BATCH_TOKENS
+
+
+@pytest.mark.parametrize("prompt_format", ["auto", "plain"])
+def test_the_paraphrase_command_takes_the_prompt_settings_as_the_workflow_passes_them(
+    family_model, tmp_path, prompt_format
+):
+    """The rules pass a config section as options (newlines and braces in the prompt quoted)."""
+    import shlex
+
+    from spanaug.cli.main import main
+    from spanaug.core import artifacts
+    from spanaug.workflow.plan.options import flags
+
+    _, path = family_model
+    requests = tmp_path / "requests.parquet"
+    rows = [{**r, "frame": "F", "lexical_unit": "buy.v", "seed_trigger": "x", "iteration": 1} for r in REQS]
+    with artifacts.open_writer(requests, artifacts.REQUESTS, {"source": "test"}) as writer:
+        writer.write([{**r, "source_frame_elements": None} for r in rows])
+    cfg = dataclasses.replace(CFG, model=None, prompt_format=prompt_format)
+    options = shlex.split(flags(dataclasses.asdict(cfg), skip=("model", "train")))
+    out = tmp_path / "paraphrases.parquet"
+    args = ["paraphrase", "--requests", str(requests), "--out", str(out), "--model", path, "--device", "cpu"]
+    assert main([*args, *options]) == 0
+    written = artifacts.read_table(out, artifacts.PARAPHRASES).to_pylist()
+    assert written and {r["seed_id"] for r in written} <= {r["seed_id"] for r in REQS}

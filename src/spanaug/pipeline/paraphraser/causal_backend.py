@@ -148,7 +148,7 @@ class CausalParaphraser(Paraphraser):
 
     def prompt_for(self, cfg: DecodeSettings) -> tuple[Prompt, OutputCheck]:
         """The prompt ``cfg`` describes, and the check of its outputs (made once)."""
-        key = (cfg.instruction, cfg.prompt, cfg.few_shot, cfg.chat_template)
+        key = (cfg.instruction, cfg.prompt, cfg.few_shot, cfg.prompt_format)
         if key not in self._prompts:
             prompt = build_prompt(cfg, self.tokenizer)
             self._prompts[key] = (prompt, OutputCheck(prompt))

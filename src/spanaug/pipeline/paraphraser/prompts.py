@@ -134,15 +134,15 @@ _SPLIT = "\u0000spanaug-query\u0000"
 
 
 def build_prompt(cfg: DecodeSettings, tokenizer: Any) -> Prompt:
-    """The prompt ``cfg`` describes, in the tokenizer's chat template when ``cfg.chat_template``
-    says so (null: when it has one)."""
+    """The prompt ``cfg`` describes, in the tokenizer's chat template when ``cfg.prompt_format``
+    says so (auto: when it has one)."""
     if SENTENCE not in cfg.prompt:
         raise ConfigError(f"paraphraser.prompt: {cfg.prompt!r} has no {SENTENCE} placeholder")
     examples = load_examples(cfg.few_shot)
     has_template = bool(getattr(tokenizer, "chat_template", None))
-    chat = has_template if cfg.chat_template is None else cfg.chat_template
+    chat = has_template if cfg.prompt_format == "auto" else cfg.prompt_format == "chat"
     if chat and not has_template:
-        raise ConfigError("paraphraser.chat_template: true, but the model's tokenizer has no chat template")
+        raise ConfigError("paraphraser.prompt_format: chat, but the model's tokenizer has no chat template")
     labels = tuple(dict.fromkeys(re.findall(r"(?m)^\s*([A-Za-z][A-Za-z ]{0,30}):", cfg.prompt)))
     instruction = cfg.instruction.strip()
     if not chat:
@@ -160,7 +160,7 @@ def build_prompt(cfg: DecodeSettings, tokenizer: Any) -> Prompt:
     rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     head, found, query = rendered.partition(_SPLIT)
     if not found:
-        raise ConfigError("paraphraser.chat_template: the tokenizer's chat template drops the prompt's text")
+        raise ConfigError("paraphraser.prompt_format: chat, but the tokenizer's chat template drops the prompt's text")
     return Prompt(head, query, False, "", labels, examples, chat=True)
 
 
