@@ -140,8 +140,8 @@ def test_trained_paraphraser_round_trip_and_resume(tmp_path):
 
 
 def test_bitext_errors_name_line(tmp_path):
+    from spanaug.core.bitext import read_bitext
     from spanaug.core.errors import InputError
-    from spanaug.pipeline.paraphraser.training import read_bitext
 
     path = tmp_path / "b.tsv"
     path.write_text("a\tb\nno tab here\n")

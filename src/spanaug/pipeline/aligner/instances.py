@@ -148,8 +148,8 @@ def reverse_instances(instances: Iterable[Instance]) -> list[Instance]:
 
 
 def iter_pairs_from_bitext(path: Path | str) -> Iterator[tuple[list[str], list[str]]]:
+    from spanaug.core.bitext import read_bitext
     from spanaug.core.text import tokenize
-    from spanaug.pipeline.paraphraser.training import read_bitext
 
     for src, tgt in read_bitext(path):
         yield tokenize(src), tokenize(tgt)

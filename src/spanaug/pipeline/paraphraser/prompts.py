@@ -37,21 +37,33 @@ class Example:
     rewrite: str
 
 
-#: The built-in examples: a word replaced by a synonym or a paraphrase of it, everything else kept
-#: (the usual failure of a small base model is deleting the word: these never delete it). None of
-#: them is a FrameNet sentence.
+#: The built-in examples: a word replaced by a synonym or a paraphrase of it, everything else kept,
+#: in sentences as long as FrameNet's (none of them is a FrameNet sentence). With short sentences
+#: (10 words) Gemma 3 270M shortened FrameNet dev sentences to 0.73 of their words on average,
+#: deleting the word and whole clauses around it, mean MiniLM cosine 0.90; with these, 0.85 of
+#: their words and cosine 0.95 (12 sentences, beam 5, scripts/lm_check.py).
 DEFAULT_EXAMPLES = (
-    Example("evidence", "There is no evidence that the new drug works.", "There is no proof that the new drug works."),
-    Example("bought", "She bought a small house near the river.", "She purchased a small house near the river."),
+    Example(
+        "evidence",
+        "Investigators said on Monday that there is still no evidence that the fire at the warehouse was started "
+        "on purpose.",
+        "Investigators said on Monday that there is still no proof that the fire at the warehouse was started "
+        "on purpose.",
+    ),
+    Example(
+        "bought",
+        "Last year the company bought two small factories in the north, and it plans to open a third one soon.",
+        "Last year the company purchased two small factories in the north, and it plans to open a third one soon.",
+    ),
     Example(
         "take part",
-        "More than two hundred students will take part in the contest.",
-        "More than two hundred students will participate in the contest.",
+        "More than two hundred students from five countries will take part in the contest, which starts next week.",
+        "More than two hundred students from five countries will participate in the contest, which starts next week.",
     ),
     Example(
         "angry",
-        "The farmers were angry about the new water rules.",
-        "The farmers were furious about the new water rules.",
+        "The farmers, who had waited for months, were angry about the new rules on water use.",
+        "The farmers, who had waited for months, were furious about the new rules on water use.",
     ),
 )
 
@@ -122,15 +134,15 @@ _SPLIT = "\u0000spanaug-query\u0000"
 
 
 def build_prompt(cfg: DecodeSettings, tokenizer: Any) -> Prompt:
-    """The prompt ``cfg`` describes, in the tokenizer's chat template when ``cfg.chat_template``
-    says so (null: when it has one)."""
+    """The prompt ``cfg`` describes, in the tokenizer's chat template when ``cfg.prompt_format``
+    says so (auto: when it has one)."""
     if SENTENCE not in cfg.prompt:
         raise ConfigError(f"paraphraser.prompt: {cfg.prompt!r} has no {SENTENCE} placeholder")
     examples = load_examples(cfg.few_shot)
     has_template = bool(getattr(tokenizer, "chat_template", None))
-    chat = has_template if cfg.chat_template is None else cfg.chat_template
+    chat = has_template if cfg.prompt_format == "auto" else cfg.prompt_format == "chat"
     if chat and not has_template:
-        raise ConfigError("paraphraser.chat_template: true, but the model's tokenizer has no chat template")
+        raise ConfigError("paraphraser.prompt_format: chat, but the model's tokenizer has no chat template")
     labels = tuple(dict.fromkeys(re.findall(r"(?m)^\s*([A-Za-z][A-Za-z ]{0,30}):", cfg.prompt)))
     instruction = cfg.instruction.strip()
     if not chat:
@@ -148,7 +160,7 @@ def build_prompt(cfg: DecodeSettings, tokenizer: Any) -> Prompt:
     rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     head, found, query = rendered.partition(_SPLIT)
     if not found:
-        raise ConfigError("paraphraser.chat_template: the tokenizer's chat template drops the prompt's text")
+        raise ConfigError("paraphraser.prompt_format: chat, but the tokenizer's chat template drops the prompt's text")
     return Prompt(head, query, False, "", labels, examples, chat=True)
 
 
@@ -191,10 +203,10 @@ class OutputCheck:
             text, why = text[found.end() :].strip(), "stripped"
         if not text:
             return None, "chatter"
-        if self.labels and self.label_inside.search(text):
-            return None, "echo"
         if CHATTER.search(text):
             return None, "chatter"
+        if self.labels and self.label_inside.search(text):
+            return None, "echo"
         normed = _norm(text)
         if normed == _norm(source):
             return None, "copy"

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from spanaug.core import files, modeldir
+from spanaug.core.bitext import read_bitext
 from spanaug.core.config import DecodeSettings, ParaphraserArchitecture, ParaphraserTrainSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.core.errors import InputError
@@ -31,21 +32,6 @@ from spanaug.pipeline.paraphraser.bitext import split_heldout
 log = logging.getLogger(__name__)
 
 SPECIAL = {"pad": "<pad>", "eos": "</s>", "unk": "<unk>", "bos": "<s>"}
-
-
-def read_bitext(path: Path | str) -> list[tuple[str, str]]:
-    """``source<TAB>paraphrase`` lines; a malformed line is an error naming its number."""
-    pairs = []
-    for lineno, line in files.iter_lines(path):
-        if not line.strip() or line.startswith("#"):
-            continue
-        cols = line.split("\t")
-        if len(cols) < 2 or not cols[0].strip() or not cols[1].strip():
-            raise InputError(path, lineno, "expected 'source<TAB>paraphrase' with both sides non-empty")
-        pairs.append((cols[0].strip(), cols[1].strip()))
-    if not pairs:
-        raise InputError(path, None, "bitext holds no pairs")
-    return pairs
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):
