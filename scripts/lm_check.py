@@ -10,6 +10,7 @@ sentences/s at every ``--beams`` (and with ``--baseline``, with the prompt given
 ``generate`` at every beam, as a user would first run it). CPU-seconds are process time (all threads).
 
     PYTHONPATH=src python scripts/lm_check.py --n 25 --beams 5 20 --speed-n 8
+    PYTHONPATH=src python scripts/lm_check.py --pipeline results/gemma-paraphrase/iterations   # a run's outputs
 """
 
 from __future__ import annotations
@@ -69,6 +70,41 @@ def cosines(pairs: list[tuple[str, str]]) -> list[float]:
     return (a * b).sum(-1).tolist()
 
 
+def quality(reqs: list[dict], rows: list[dict], what: str, examples: int) -> None:
+    """The issue's figures of ``rows`` (PARAPHRASES rows) against their ``reqs``: outputs, copies,
+    banned forms, MiniLM cosine, length, and examples."""
+    top = {r["seed_id"]: r for r in rows if r["beam_rank"] == 0}
+    copies = sum(norm(r["paraphrase_text"]) == norm(r["source_text"]) for r in top.values())
+    banned = [(r["seed_id"], v) for r in rows for v in violations(r["paraphrase_text"], r["constraints"])]
+    cos = cosines([(r["paraphrase_text"], r["source_text"]) for r in top.values()])
+    print(f"\n== quality: {len(reqs)} requests, {what}")
+    print(f"requests with an output:        {len(top) / len(reqs):.1%} ({len(top)}/{len(reqs)})")
+    print(f"top outputs not copies:         {1 - copies / max(len(top), 1):.1%} ({len(top) - copies}/{len(top)})")
+    print(f"banned forms found in outputs:  {len(banned)} {banned[:5]}")
+    print(f"mean MiniLM cosine top/source:  {sum(cos) / max(len(cos), 1):.3f} (min {min(cos, default=0):.3f})")
+    ratio = [len(r["paraphrase_text"].split()) / len(r["source_tokens"]) for r in top.values()]
+    print(f"mean words top/source:          {sum(ratio) / max(len(ratio), 1):.2f} (a deleted trigger shortens)")
+    print("\nexamples (word | source -> top output, cosine):")
+    for r, c in list(zip(top.values(), cos))[:examples]:
+        word = " ".join(r["source_tokens"][r["source_span_start"] : r["source_span_end"] + 1])
+        print(f"  [{word}] {r['source_text']}\n      -> {r['paraphrase_text']}  ({c:.2f})")
+
+
+def pipeline_quality(folder: Path, examples: int) -> None:
+    """The figures of a pipeline run's first iteration: every ``iter1/shard*.requests.parquet`` of
+    ``folder`` (a run's ``iterations/``) and its paraphrases, as the paraphrase rule wrote them."""
+    from spanaug.core import artifacts
+
+    reqs, rows = [], []
+    for path in sorted((folder / "iter1").glob("shard*.requests.parquet")):
+        reqs += artifacts.read_table(path, artifacts.REQUESTS).to_pylist()
+        out = path.with_name(path.name.replace(".requests.", ".paraphrases."))
+        rows += artifacts.read_table(out, artifacts.PARAPHRASES).to_pylist()
+    if not reqs:
+        raise SystemExit(f"lm_check: no iter1/shard*.requests.parquet under {folder}")
+    quality(reqs, rows, f"iteration 1 of {folder}", examples)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="gguf:gemma3-270m")
@@ -83,11 +119,19 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=8)
     ap.add_argument("--instruction", default=None)
     ap.add_argument("--few-shot", default=None)
+    ap.add_argument(
+        "--pipeline",
+        type=Path,
+        help="no decoding: the figures of a run's iteration 1 (its iterations/ folder, e.g. results/gemma/iterations)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in ("transformers", "sentence_transformers", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
     torch.set_num_threads(args.threads)
+    if args.pipeline:
+        pipeline_quality(args.pipeline, args.examples)
+        return
 
     reqs = requests(args.data, args.n, args.stride, args.max_tokens)
     base = DecodeSettings(model=args.model, beam_size=args.beams[0], return_top=3, backend="auto")
@@ -100,27 +144,12 @@ def main() -> None:
     print(f"loaded {args.model} in {time.perf_counter() - t:.1f} s")
 
     rows, stats, wall, cpu = run(paraphraser, reqs, base)
-    top = {r["seed_id"]: r for r in rows if r["beam_rank"] == 0}
-    with_output = len(top) / len(reqs)
-    copies = sum(norm(r["paraphrase_text"]) == norm(r["source_text"]) for r in top.values())
-    banned = [(r["seed_id"], v) for r in rows for v in violations(r["paraphrase_text"], r["constraints"])]
-    cos = cosines([(r["paraphrase_text"], r["source_text"]) for r in top.values()])
-    print(f"\n== quality: {len(reqs)} requests, beam {base.beam_size}, top 3 kept")
-    print(f"requests with an output:        {with_output:.1%} ({len(top)}/{len(reqs)})")
-    print(f"top outputs not copies:         {1 - copies / max(len(top), 1):.1%} ({len(top) - copies}/{len(top)})")
-    print(f"banned forms found in outputs:  {len(banned)} {banned[:5]}")
-    print(f"mean MiniLM cosine top/source:  {sum(cos) / max(len(cos), 1):.3f} (min {min(cos, default=0):.3f})")
-    ratio = [len(r["paraphrase_text"].split()) / len(r["source_tokens"]) for r in top.values()]
-    print(f"mean words top/source:          {sum(ratio) / max(len(ratio), 1):.2f} (a deleted trigger shortens)")
+    quality(reqs, rows, f"beam {base.beam_size}, top 3 kept", args.examples)
     print(f"stats: {dataclasses.asdict(stats)}")
     print(
         f"beam {base.beam_size}: {len(reqs) / wall:.3f} sentences/s, {wall / len(reqs):.2f} s and "
         f"{cpu / len(reqs):.2f} CPU-s a sentence"
     )
-    print("\nexamples (word | source -> top output, cosine):")
-    for r, c in list(zip(top.values(), cos))[: args.examples]:
-        word = " ".join(r["source_tokens"][r["source_span_start"] : r["source_span_end"] + 1])
-        print(f"  [{word}] {r['source_text']}\n      -> {r['paraphrase_text']}  ({c:.2f})")
 
     timed = reqs[: args.speed_n]
     for beams in args.beams[1:]:
