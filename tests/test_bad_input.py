@@ -700,7 +700,8 @@ def test_iterate_with_an_iterations_dir_that_is_a_file_exits_2_naming_it(tmp_pat
     args = ["iterate", "--chain", str(chain), "--iterations-dir", str(taken), "--shard", "000", "--iterations", "1"]
     assert main([*args, "--align", "--model nowhere"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"spanaug: error: {taken}: a file, where a folder is needed to write {taken}/iter1/")
+    # Found by the command's checks before any model loads, naming the option.
+    assert err.startswith(f"spanaug: error: --iterations-dir {taken}: {taken} is a file, not a folder")
     assert ".spanaug-tmp" not in err and len(err.strip().splitlines()) == 1
     assert taken.read_text() == "not a folder"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c0.parquet", "iterations", "s.parquet"]

@@ -47,10 +47,9 @@ def _arguments_under(printed: str, prefix: str) -> list[str]:
     """The arguments of the printed shell commands that start with ``prefix`` (a path with a space, a
     quote and ``$(...)`` in it stays one argument only when the rule quotes it)."""
     args = []
-    for line in printed.splitlines():
-        if "spanaug " in line:
-            command = line[line.index("spanaug ") :].split(" > ")[0]
-            args += [a for a in shlex.split(command) if a.startswith(prefix)]
+    # A command may span lines: a quoted argument can hold a newline (paraphraser.prompt's).
+    for command in re.findall(r"spanaug (.*?) > ", printed, re.S):
+        args += [a for a in shlex.split(command) if a.startswith(prefix)]
     return args
 
 
