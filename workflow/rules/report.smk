@@ -68,7 +68,9 @@ rule report_warnings:
         **CPU,
     params:
         width=PLAN.decode_width(),
-        optional=input_options("aligner", "comparison", "curves", "argid_curves", "simulated_judgments"),
+        optional=input_options(
+            "aligner", "comparison", "curves", "argid_curves", "simulated_judgments"
+        ),
         base=two_levels_up,
         demo=PLAN.is_demo(CHECKOUT),
         max_rows=config["report"]["max_rows"],
