@@ -84,6 +84,7 @@ def test_auto_and_hf_load_decoder_only_models_and_static_ct2_refuse_them(family_
     for backend in ("auto", "hf"):
         loaded = load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu")
         assert isinstance(loaded, CausalParaphraser)
+        assert loaded.provenance(CFG).backend == "hf decoder-only"  # as its shards' records name it
     for backend in ("static", "ct2"):
         with pytest.raises(ConfigError, match=f"paraphraser.backend: {backend} decodes seq2seq models only"):
             load_paraphraser(dataclasses.replace(CFG, model=path, backend=backend), "cpu")
@@ -290,3 +291,15 @@ def test_the_paraphrase_command_takes_the_prompt_settings_as_the_workflow_passes
     assert main([*args, *options]) == 0
     written = artifacts.read_table(out, artifacts.PARAPHRASES).to_pylist()
     assert written and {r["seed_id"] for r in written} <= {r["seed_id"] for r in REQS}
+
+
+def test_a_decoder_only_model_is_refused_on_cuda_when_graphs_are_required(family_model, monkeypatch):
+    """It decodes with generate, never with the static engine's graphs: with require_cuda_graphs the job
+    stops before the weights load, rather than decoding without the graphs it was told to require."""
+    import spanaug.pipeline.paraphraser.stage as stage
+
+    _, path = family_model
+    monkeypatch.setattr(stage, "choose_device", lambda device: torch.device("cuda"))
+    monkeypatch.setattr(CausalParaphraser, "from_pretrained", lambda *a, **k: pytest.fail("the weights loaded"))
+    with pytest.raises(ConfigError, match="require_cuda_graphs: false"):
+        load_paraphraser(dataclasses.replace(CFG, model=path, require_cuda_graphs=True), "cuda")

@@ -70,8 +70,19 @@ def load_decoder_only(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
             f"paraphraser.backend: {cfg.backend} decodes seq2seq models only, but paraphraser.model "
             f"{cfg.model!r} is a decoder-only model: set paraphraser.backend to auto or hf"
         )
+    if cfg.require_cuda_graphs and choose_device(device).type == "cuda":  # before the weights load
+        raise ConfigError(
+            f"paraphraser.require_cuda_graphs: paraphraser.model {cfg.model!r} is a decoder-only model, which "
+            "decodes with generate, without CUDA graphs: set paraphraser.require_cuda_graphs: false"
+        )
     log.info("paraphraser backend: hf, decoder-only (paraphraser.backend: %s, device: %s)", cfg.backend, device)
-    return CausalParaphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    paraphraser = CausalParaphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+    paraphraser.backend = DECODER_ONLY
+    return paraphraser
+
+
+#: The backend a decoder-only model decodes on, as its shards' records name it.
+DECODER_ONLY = "hf decoder-only"
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:
