@@ -304,14 +304,11 @@ def test_an_aligner_train_that_aligner_model_overrides_is_told():
 # ---------------------------------------------------------------- every model and folder setting (issue 49)
 
 
-def _marked_keys(cls=None, prefix=""):
-    """The config keys of every setting marked as naming a model or folder (core.settings.NAMES),
-    found from the dataclasses: a new setting so marked is covered by the test below."""
-    import dataclasses
+def _settings(cls=None, prefix=""):
+    """(config key, field, its types but None) of every setting of the config, sections walked into."""
     import typing
 
     from spanaug.core.config import RunConfig
-    from spanaug.core.settings import NAMES
 
     cls = cls or RunConfig
     hints = typing.get_type_hints(cls)
@@ -319,9 +316,17 @@ def _marked_keys(cls=None, prefix=""):
         args = [a for a in (typing.get_args(hints[field.name]) or [hints[field.name]]) if a is not type(None)]
         section = next((a for a in args if dataclasses.is_dataclass(a)), None)
         if section is not None:
-            yield from _marked_keys(section, f"{prefix}{field.name}.")
-        elif field.metadata.get(NAMES):
-            yield f"{prefix}{field.name}"
+            yield from _settings(section, f"{prefix}{field.name}.")
+        else:
+            yield f"{prefix}{field.name}", field, args
+
+
+def _marked_keys():
+    """The config keys of every setting marked as naming a model or folder (core.settings.NAMES),
+    found from the dataclasses: a new setting so marked is covered by the test below."""
+    from spanaug.core.settings import NAMES
+
+    return [key for key, field, _ in _settings() if field.metadata.get(NAMES)]
 
 
 #: What a marked setting needs beside it for the run to use it.
@@ -401,23 +406,15 @@ _NOT_MARKED = {
 def test_a_setting_that_names_a_model_or_folder_is_marked():
     """A tripwire for new settings: one whose help speaks of an encoder, a model, a release, a folder or
     a directory is marked (core.settings NAMES) so that config check finds it, or is listed above."""
-    import dataclasses
     import re
-    import typing
 
-    from spanaug.core.config import RunConfig
     from spanaug.core.settings import NAMES
 
-    def unmarked(cls, prefix=""):
-        hints = typing.get_type_hints(cls)
-        for field in dataclasses.fields(cls):
-            args = [a for a in (typing.get_args(hints[field.name]) or [hints[field.name]]) if a is not type(None)]
-            section = next((a for a in args if dataclasses.is_dataclass(a)), None)
-            if section is not None:
-                yield from unmarked(section, f"{prefix}{field.name}.")
-                continue
-            speaks = re.search(r"encoder|model|release|folder|director", field.metadata.get("help", ""), re.I)
-            if (str in args or list[str] in args) and speaks and not field.metadata.get(NAMES):
-                yield f"{prefix}{field.name}"
-
-    assert sorted(set(unmarked(RunConfig)) - _NOT_MARKED) == []
+    unmarked = {
+        key
+        for key, field, args in _settings()
+        if (str in args or list[str] in args)
+        and re.search(r"encoder|model|release|folder|director", field.metadata.get("help", ""), re.I)
+        and not field.metadata.get(NAMES)
+    }
+    assert sorted(unmarked - _NOT_MARKED) == []
