@@ -142,3 +142,25 @@ def test_stats_count_frame_elements_per_iteration(tmp_path):
     assert counts == [(1, 6, 0, 1, 2), (2, 3, 3, 1, 0)]
     assert [r["mean_fe_score"] for r in fes["per_iteration"]] == pytest.approx([0.75, 0.75])
     assert [r["retention"] for r in fes["per_iteration"]] == [1.0, 0.5]
+
+
+def test_per_iteration_seed_share_and_lexicon_up_to_each_iteration(run):
+    cfg = StatsSettings(lexicon=str(run / "lexicon.json"))
+    _, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", cfg)
+    # Iteration 1: both seeds aligned; iteration 2: s2's output failed to align.
+    assert [r["seeds_with_aligned_share"] for r in rows] == [1.0, 0.5]
+    # Up to iteration 1: purchase.v and give up.v (both held out): precision 1, recall 2/4.
+    # Up to iteration 2: + acquire.v (not in the lexicon): precision 2/3, recall still 2/4.
+    assert [r["lu_precision"] for r in rows] == pytest.approx([1.0, 2 / 3])
+    assert [r["lu_recall"] for r in rows] == pytest.approx([0.5, 0.5])
+
+
+def test_per_iteration_csv_columns_follow_the_settings(run):
+    from spanaug.core.files import read_csv
+    from spanaug.evaluation.statistics import LEXICON_FIELDS, PER_ITERATION_FIELDS, write_stats
+
+    write_stats(run / "augmented.parquet", run / "seeds.parquet", run / "a.json", run / "a.csv")
+    assert [list(row) for _, row in read_csv(run / "a.csv")] == [PER_ITERATION_FIELDS] * 2
+    cfg = StatsSettings(lexicon=str(run / "lexicon.json"))
+    write_stats(run / "augmented.parquet", run / "seeds.parquet", run / "b.json", run / "b.csv", cfg=cfg)
+    assert [list(row) for _, row in read_csv(run / "b.csv")] == [PER_ITERATION_FIELDS + LEXICON_FIELDS] * 2

@@ -247,3 +247,16 @@ class StatsSettings(Settings):
     )
     pos_tagger: str | None = setting(None, "'lexicon' or 'spacy:<model>' for POS diversity (null: skipped)")
     pos_sample: int = setting(5000, "aligned outputs tagged for POS diversity", minimum=1)
+    meaning_encoder: str | None = setting(
+        None,
+        "sentence encoder of the meaning check, each kept paraphrase against its source "
+        "('minilm': the offline all-MiniLM-L6-v2; null: skipped)",
+        names="encoder",
+    )
+    meaning_threshold: float = setting(
+        0.55,
+        "cosine at or above which a paraphrase keeps its source's meaning: 95.6% of human paraphrases "
+        "and 0.1% of mismatched pairs reach 0.55 with MiniLM (scripts/meaning_threshold.py)",
+        minimum=-1.0,
+        maximum=1.0,
+    )

@@ -22,6 +22,7 @@ from spanaug.core.evaluation_settings import StatsSettings
 from spanaug.core.metrics import prf
 from spanaug.core.tagging import load_tagger
 from spanaug.evaluation import fe_retention
+from spanaug.evaluation.meaning import SentenceEncoder, meaning_check
 from spanaug.pipeline.framenet import read_lexicon
 
 log = logging.getLogger(__name__)
@@ -54,25 +55,53 @@ def _unique_pairs(table: pa.Table, col: str) -> int:
     return lowered.group_by(["frame", col]).aggregate([]).num_rows
 
 
-def per_iteration(table: pa.Table) -> list[dict[str, Any]]:
-    """Outputs, alignment failures and mean scores per iteration."""
+#: The per-iteration CSV's columns: always, then with ``stats.lexicon``, then with ``stats.meaning_encoder``.
+PER_ITERATION_FIELDS = [
+    "iteration",
+    "outputs",
+    "aligned",
+    "failed_to_align_share",
+    "seeds_with_aligned_share",
+    "mean_paraphrase_score",
+    "mean_aligner_score",
+]
+LEXICON_FIELDS = ["lu_precision", "lu_recall"]
+MEANING_FIELDS = ["mean_cosine_to_source", "share_meaning_kept", "mean_cosine_to_seed"]
+
+
+def per_iteration(table: pa.Table, n_seeds: int | None = None) -> list[dict[str, Any]]:
+    """Outputs, alignment failures, the share of the ``n_seeds`` seeds with an aligned output (a
+    paraphrase that passed the stage's checks and whose trigger was found) and mean scores per iteration."""
     rows = []
     iterations = sorted(set(table.column("iteration").to_pylist()))
     for it in iterations:
         part = table.filter(pc.equal(table.column("iteration"), it))
         aligned = part.column("aligned_start").is_valid()
         n_aligned = pc.sum(aligned).as_py() or 0
+        seeds_aligned = len(pc.unique(part.filter(aligned).column("seed_id")))
         rows.append(
             {
                 "iteration": it,
                 "outputs": part.num_rows,
                 "aligned": n_aligned,
                 "failed_to_align_share": 1 - n_aligned / part.num_rows if part.num_rows else 0.0,
+                "seeds_with_aligned_share": seeds_aligned / n_seeds if n_seeds else None,
                 "mean_paraphrase_score": pc.mean(part.column("paraphrase_score")).as_py(),
                 "mean_aligner_score": pc.mean(part.column("aligner_score")).as_py(),
             }
         )
     return rows
+
+
+def lexicon_recovery_per_iteration(
+    table: pa.Table, seeds: pa.Table, lexicon: dict[str, set[str]], rows: list[dict[str, Any]]
+) -> None:
+    """Adds to each per-iteration row the LU precision and recall of the outputs up to and including
+    its iteration (:func:`lexicon_recovery`: what a run stopped there would have found)."""
+    for row in rows:
+        upto = table.filter(pc.less_equal(table.column("iteration"), row["iteration"]))
+        found = lexicon_recovery(upto, seeds, lexicon)
+        row["lu_precision"], row["lu_recall"] = found["precision"], found["recall"]
 
 
 def frame_element_stats(table: pa.Table, seeds: pa.Table) -> dict[str, Any]:
@@ -174,8 +203,9 @@ def intrinsic_stats(
     stats.update(bleu_measures(table, seed_table, cfg.bleu_sample))
     stats["frame_elements"] = frame_element_stats(table, seed_table)
     warnings: list[dict[str, Any]] = []
-    if cfg.lexicon:
-        stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, read_lexicon(cfg.lexicon))
+    lexicon = read_lexicon(cfg.lexicon) if cfg.lexicon else None
+    if lexicon is not None:
+        stats["lexicon_recovery"] = lexicon_recovery(table, seed_table, lexicon)
         missing = stats["lexicon_recovery"]["frames_missing_from_lexicon"]
         if missing:
             warn(
@@ -191,7 +221,14 @@ def intrinsic_stats(
         stats["pos_diversity"] = {"skipped": POS_METRICS, "reason": why_not}
     else:
         stats["pos_diversity"] = pos_diversity(table, tagger, cfg.pos_sample)
-    rows = per_iteration(table)
+    rows = per_iteration(table, n_seeds)
+    if lexicon is not None:
+        lexicon_recovery_per_iteration(table, seed_table, lexicon, rows)
+    if cfg.meaning_encoder:
+        stats["meaning"] = meaning_check(table, seed_table, SentenceEncoder(cfg.meaning_encoder), cfg.meaning_threshold)
+        by_iteration = {r["iteration"]: r for r in stats["meaning"]["per_iteration"]}
+        for row in rows:
+            row.update({k: by_iteration.get(row["iteration"], {}).get(k) for k in MEANING_FIELDS})
     if not table.num_rows:
         warn(warnings, "empty", "the augmented dataset has no outputs: every statistic is empty", log)
     elif not aligned.num_rows:
@@ -213,18 +250,10 @@ def write_stats(
     stats, rows, dists = intrinsic_stats(augmented, seeds, cfg)
     stats["span_distributions"] = dists
     files.write_json(stats, out_json)
-    files.write_csv(
-        rows,
-        out_csv,
-        fields=[
-            "iteration",
-            "outputs",
-            "aligned",
-            "failed_to_align_share",
-            "mean_paraphrase_score",
-            "mean_aligner_score",
-        ],
+    fields = PER_ITERATION_FIELDS + (LEXICON_FIELDS if cfg and cfg.lexicon else []) + (
+        MEANING_FIELDS if cfg and cfg.meaning_encoder else []
     )
+    files.write_csv(rows, out_csv, fields=fields)
     if out_plot:
         plot_per_iteration(rows, out_plot)
     if out_dist_plot:

@@ -66,6 +66,15 @@ def dataset_pairs(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
             ("new LUs found: precision (from scratch, §6.1)", rec.get("precision")),
             ("new LUs found: recall", rec.get("recall")),
         ]
+    meaning = stats.get("meaning")
+    if meaning:
+        overall, encoder, threshold = meaning["overall"], meaning["encoder"], meaning["threshold"]
+        pairs += [
+            (f"meaning kept: share of aligned outputs at cosine ≥ {threshold} to their source ({encoder})",
+             overall.get("share_meaning_kept")),
+            (f"mean cosine to the source ({encoder})", overall.get("mean_cosine_to_source")),
+            (f"mean cosine to the seed ({encoder}; lower: the chains drift)", overall.get("mean_cosine_to_seed")),
+        ]
     pos = stats.get("pos_diversity") or {}
     if "not_ext" in pos:
         pairs.append((f"POS changed (¬EXT, {pos.get('pos_tagger')} tagger)", pos.get("not_ext")))
@@ -90,6 +99,7 @@ def iteration_rows(
                 "dropped (constraint)": d.get("violations_dropped"),
                 "mean paraphrase score": r["mean_paraphrase_score"],
                 "mean aligner score": r["mean_aligner_score"],
+                **{label: r[key] for key, label in _OPTIONAL_ITERATION_COLUMNS.items() if r.get(key) is not None},
             }
         )
     columns = [
@@ -104,7 +114,18 @@ def iteration_rows(
     ]
     if not paraphrase:
         columns = [c for c in columns if c not in ("requests", "no output", "dropped (constraint)")]
+    columns += [label for label in _OPTIONAL_ITERATION_COLUMNS.values() if any(label in row for row in rows)]
     return rows, columns
+
+
+#: Per-iteration columns the statistics write when the run measures them (CSV key -> the summary's label).
+_OPTIONAL_ITERATION_COLUMNS = {
+    "seeds_with_aligned_share": "seeds with an aligned output",
+    "lu_precision": "new LUs: precision so far",
+    "lu_recall": "new LUs: recall so far",
+    "share_meaning_kept": "meaning kept",
+    "mean_cosine_to_source": "mean cosine to source",
+}
 
 
 def filter_rows(filters: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -252,6 +273,7 @@ def frame_element_rows(fe: Mapping[str, Any] | None) -> list[dict[str, Any]]:
             "lost": r["lost"],
             "retention": r["retention"],
             "outputs keeping every FE": r["outputs_keeping_every_fe"],
+            **({"verbatim agreement": r["verbatim_agreement"]} if r.get("verbatim_agreement") is not None else {}),
         }
         for r in (fe or {}).get("per_iteration", [])
     ]

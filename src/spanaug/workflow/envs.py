@@ -41,7 +41,9 @@ class EnvSpec:
 
 ENVS = {
     "cpu": EnvSpec(
-        "CPU stages: import, seeds, constraints, selection, gathering, statistics, filters, augmenters", cpu_torch=True
+        "CPU stages: import, seeds, constraints, selection, gathering, statistics, filters, augmenters",
+        extras=("offline-encoder",),  # stats.meaning_encoder: minilm
+        cpu_torch=True,
     ),
     "gpu": EnvSpec(
         "GPU stages: paraphraser training and decoding (hf, ct2), aligner training and prediction, "
@@ -50,7 +52,7 @@ ENVS = {
     ),
     "spacy": EnvSpec(
         "CPU stages that tag with spaCy (stats.pos_tagger or augmenters.lexsub.pos_tagger 'spacy:en_core_web_sm')",
-        extras=("spacy",),
+        extras=("spacy", "offline-encoder"),
         cpu_torch=True,
         pip_extra=(SPACY_MODEL_WHEEL,),
     ),
