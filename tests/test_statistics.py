@@ -164,3 +164,16 @@ def test_per_iteration_csv_columns_follow_the_settings(run):
     cfg = StatsSettings(lexicon=str(run / "lexicon.json"))
     write_stats(run / "augmented.parquet", run / "seeds.parquet", run / "b.json", run / "b.csv", cfg=cfg)
     assert [list(row) for _, row in read_csv(run / "b.csv")] == [PER_ITERATION_FIELDS + LEXICON_FIELDS] * 2
+
+
+def test_per_iteration_plot_gains_the_shares_panel_when_measured(run):
+    from PIL import Image
+
+    from spanaug.evaluation.statistics import plot_per_iteration
+
+    _, rows, _ = intrinsic_stats(run / "augmented.parquet", run / "seeds.parquet", StatsSettings())
+    bare = [{k: v for k, v in r.items() if k != "seeds_with_aligned_share"} for r in rows]
+    plot_per_iteration(bare, run / "a.png")
+    plot_per_iteration(rows, run / "b.png")
+    two, three = Image.open(run / "a.png").size[0], Image.open(run / "b.png").size[0]
+    assert three == pytest.approx(two * 13.5 / 9, rel=0.05)

@@ -268,7 +268,9 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     (0) aligns every output, and the legend then says that none failed instead of drawing two
     identical bars.
     """
-    fig, (ax, ax_scores) = plotting.subplots(1, 2, figsize=(9, 3.5))
+    shares = {key: label for key, label in _SHARE_LINES.items() if any(r.get(key) is not None for r in rows)}
+    fig, axes = plotting.subplots(1, 3 if shares else 2, figsize=(13.5 if shares else 9, 3.5))
+    ax, ax_scores = axes[0], axes[1]
     its = [r["iteration"] for r in rows]
     aligned = [r["aligned"] for r in rows]
     failed = [r["outputs"] - r["aligned"] for r in rows]
@@ -306,7 +308,27 @@ def plot_per_iteration(rows: list[dict[str, Any]], out: Path | str) -> None:
     handles = ax_scores.get_legend_handles_labels()[0] + ax_aligner.get_legend_handles_labels()[0]
     ax_scores.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="lower left")
     ax_scores.set_title("Mean scores per iteration")
+    if shares:
+        ax_shares = axes[2]
+        for (key, label), marker in zip(shares.items(), "os^vD"):
+            values = [float("nan") if r.get(key) is None else r[key] for r in rows]
+            ax_shares.plot(its, values, marker=marker, label=label)
+        ax_shares.set_xlabel("iteration")
+        ax_shares.set_ylabel("share")
+        ax_shares.set_ylim(0, 1.05)
+        ax_shares.set_xticks(its)
+        ax_shares.legend(fontsize=7, loc="lower left")
+        ax_shares.set_title("Seeds, new LUs and meaning per iteration")
     plotting.save(fig, out)
+
+
+#: The plot's third panel: the shares the statistics measured (per-iteration key -> legend).
+_SHARE_LINES = {
+    "seeds_with_aligned_share": "seeds with an aligned output",
+    "lu_precision": "new LUs: precision so far",
+    "lu_recall": "new LUs: recall so far",
+    "share_meaning_kept": "meaning kept (cosine ≥ threshold)",
+}
 
 
 def with_sources(augmented: pa.Table, seeds: pa.Table) -> pa.Table:
