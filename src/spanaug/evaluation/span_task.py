@@ -35,7 +35,7 @@ from spanaug.core import artifacts, files
 from spanaug.core.degraded import warn
 from spanaug.core.errors import InputError
 from spanaug.core.metrics import span_metrics
-from spanaug.evaluation.statistics import with_sources
+from spanaug.evaluation.sources import with_sources
 
 #: Columns of the task CSV a crowd tool reads.
 TASK_COLUMNS = [

@@ -70,8 +70,10 @@ def dataset_pairs(stats: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if meaning:
         overall, encoder, threshold = meaning["overall"], meaning["encoder"], meaning["threshold"]
         pairs += [
-            (f"meaning kept: share of aligned outputs at cosine ≥ {threshold} to their source ({encoder})",
-             overall.get("share_meaning_kept")),
+            (
+                f"meaning kept: share of aligned outputs at cosine ≥ {threshold} to their source ({encoder})",
+                overall.get("share_meaning_kept"),
+            ),
             (f"mean cosine to the source ({encoder})", overall.get("mean_cosine_to_source")),
             (f"mean cosine to the seed ({encoder}; lower: the chains drift)", overall.get("mean_cosine_to_seed")),
         ]
