@@ -531,3 +531,17 @@ def test_chains_ended_by_require_are_warnings_with_their_counts(tmp_path):
     assert "iteration 1: frame_elements.require ended 1,180 of 1,539 chains (77%)" in records[0]["message"]
     assert "iteration 3: frame_elements.require ended 4 of 4 chains" in records[1]["message"]
     assert "frame_elements.require ended" in (tmp_path / "w.html").read_text()
+
+
+def test_the_summary_counts_a_gguf_paraphrasers_parameters_from_its_file(tmp_path):
+    from spanaug.report.summary import paraphraser_identity
+
+    gguf = pytest.importorskip("gguf")
+    writer = gguf.GGUFWriter(str(tmp_path / "tiny.gguf"), "llama")
+    writer.add_tensor("token_embd.weight", __import__("numpy").zeros((10, 4), dtype="float32"))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert paraphraser_identity(str(tmp_path / "tiny.gguf"))["parameters"] == 40
+    assert paraphraser_identity("gguf:no-such-model")["parameters"] is None

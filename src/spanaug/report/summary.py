@@ -19,6 +19,7 @@ from spanaug.core.modeldir import TRAINING_SUMMARY
 from spanaug.core.provenance import ModelOrigin, model_origin, paraphraser_training, toy_models
 from spanaug.core.settings import setting, settings
 from spanaug.downstream.curve_checks import label
+from spanaug.pipeline.paraphraser import gguf_names
 from spanaug.report import html
 from spanaug.report.tables import read_csv, read_json, toy_descriptions
 
@@ -34,7 +35,7 @@ def paraphraser_identity(path: str | None) -> dict[str, Any] | None:
     when it is one (None: no paraphraser named)."""
     if not path:
         return None
-    n = parameter_count(path)
+    n = parameter_count(gguf_names.file_at_hand(path) or path)
     origin = model_origin("paraphraser", path)
     return {
         "name": path,

