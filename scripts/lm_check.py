@@ -60,14 +60,10 @@ def run(paraphraser, reqs: list[dict], cfg: DecodeSettings) -> tuple[list[dict],
 
 
 def cosines(pairs: list[tuple[str, str]]) -> list[float]:
-    from sentence_transformers import SentenceTransformer
+    """MiniLM cosines, as the statistics' meaning check computes them."""
+    from spanaug.evaluation.meaning import SentenceEncoder
 
-    from spanaug.core.encoders import resolve
-
-    model = SentenceTransformer(resolve("minilm"), device="cpu")
-    a = model.encode([p for p, _ in pairs], convert_to_tensor=True, normalize_embeddings=True)
-    b = model.encode([s for _, s in pairs], convert_to_tensor=True, normalize_embeddings=True)
-    return (a * b).sum(-1).tolist()
+    return SentenceEncoder("minilm").cosines([p for p, _ in pairs], [s for _, s in pairs])
 
 
 def quality(reqs: list[dict], rows: list[dict], what: str, examples: int) -> None:

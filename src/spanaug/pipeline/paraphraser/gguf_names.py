@@ -29,9 +29,16 @@ def file_at_hand(name: str | Path) -> Path | None:
         path = Path(default_output_path())
         return path if path.is_file() else None
     if text in ALIAS_MODULES:
-        spec = importlib.util.find_spec(ALIAS_MODULES[text])
-        folders = spec.submodule_search_locations if spec is not None else None
-        found = sorted(f for folder in folders or [] for f in Path(folder).glob("*.gguf"))
+        found = package_gguf_files(ALIAS_MODULES[text])
         return found[0] if found else None
     path = Path(text).expanduser()
     return path if is_gguf_name(text) and path.is_file() else None
+
+
+def package_gguf_files(module: str) -> list[Path] | None:
+    """The ``.gguf`` files shipped inside an installed package (found without importing it), or None
+    when the package is not installed."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return sorted(f for folder in spec.submodule_search_locations for f in Path(folder).glob("*.gguf"))
