@@ -102,10 +102,11 @@ from spanaug.core.heap import long_lived_objects_frozen
 from spanaug.demo.standins import T5_BASE, T5_CPU, Size, bert_tokenizer, build_model, train_tokenizer
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.frame_elements import has_span, to_place
-from spanaug.pipeline.paraphraser import hf_backend, step_runner
+from spanaug.pipeline.paraphraser import decode_loop, search_spec, step_runner
 from spanaug.pipeline.paraphraser.banned import PhraseBans, banned_sequences
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase_chunks
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.processors import (
     PerSentenceMaxNewTokens,
@@ -165,10 +166,10 @@ def sync(device: torch.device) -> None:
 
 
 @torch.inference_mode()
-def decode_hf(para: Paraphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor):
+def decode_hf(para: HFParaphraser, batch: list[dict], limits: list[int], cfg: DecodeSettings, processor):
     """transformers' generate as the hf backend runs it; the top beams' token ids ``[B * beams, T]``."""
     enc = para.encode([r["source_text"] for r in batch], "")
-    kwargs = para.search_kwargs(cfg)
+    kwargs = para.search_spec(cfg).generate_kwargs()
     stop = [PerSentenceMaxNewTokens(limits, device=para.device)]
     procs = []
     if processor is not None:
@@ -192,7 +193,7 @@ def decode_static(engine: StaticParaphraser, batch: list[dict], limits: list[int
 
 
 def bench_decoding(
-    para: Paraphraser,
+    para: HFParaphraser,
     engine: StaticParaphraser,
     rows: list[dict],
     sets: dict[int, list[list[str]]],
@@ -331,7 +332,7 @@ def bench_stage(
         methods += [(f"iter {last}, switch interval 0.1 ms", last, True)]
         methods += [(f"iter {last}, worker never paused", last, True)]
         methods += [(f"iter {last}, heap not frozen", last, True)]
-    interval = hf_backend.HOST_SWITCH_INTERVAL
+    interval = decode_loop.HOST_SWITCH_INTERVAL
 
     def requests(it: int | None, n: int = n_sentences) -> list[dict]:
         return [
@@ -355,7 +356,7 @@ def bench_stage(
         for r in range(repeats + 1):  # the first round warms up
             for name, it, overlap in methods if r % 2 == 0 else methods[::-1]:
                 engine.overlap_host = overlap
-                hf_backend.HOST_SWITCH_INTERVAL = (
+                decode_loop.HOST_SWITCH_INTERVAL = (
                     sys.getswitchinterval() if "Python's" in name else 1e-4 if "0.1 ms" in name else interval
                 )
                 WORKER_GATE.enabled = "never paused" not in name
@@ -369,14 +370,14 @@ def bench_stage(
                     gc.unfreeze()
                 start = time.perf_counter()
                 chunks = [reqs[first : first + CHUNK_ROWS] for first in range(0, len(reqs), CHUNK_ROWS)]
-                out = [row for rows in engine.paraphrase_chunks(chunks, cfg, progress=False) for row in rows]
+                out = [row for rows in paraphrase_chunks(engine, chunks, cfg, progress=False) for row in rows]
                 sync(engine.device)
                 if "not frozen" in name:
                     gc.freeze()
                 if r:
                     times[name].append(time.perf_counter() - start)
                     pauses[name].append((collections.count, collections.seconds))
-    engine.overlap_host, hf_backend.HOST_SWITCH_INTERVAL, WORKER_GATE.enabled = None, interval, True
+    engine.overlap_host, decode_loop.HOST_SWITCH_INTERVAL, WORKER_GATE.enabled = None, interval, True
     print(
         f"paraphrase stage (static): {n_sentences} sentences in {batches} batches, each decoding its source's "
         f"length in new tokens ({describe(new_tokens)}), {len(out)} outputs under iteration {last}'s constraints"
@@ -396,12 +397,12 @@ def outputs_as_long_as_sources(cap: int | None) -> Iterator[None]:
     most ``cap``) instead of the stage's ceiling (1.5 x source + 10). Random weights never choose EOS,
     so every beam runs to its limit: this makes each output as long as its source, as a trained
     paraphraser's outputs about are, and the decoding cost follow the sum of the outputs' lengths."""
-    real = hf_backend.length_limit
-    hf_backend.length_limit = lambda n, _max_new=None: min(n, cap) if cap else n
+    real = search_spec.length_limit
+    search_spec.length_limit = lambda n, _max_new=None: min(n, cap) if cap else n
     try:
         yield
     finally:
-        hf_backend.length_limit = real
+        search_spec.length_limit = real
 
 
 class FullCollections:
@@ -634,7 +635,7 @@ def bench_decoders(args: argparse.Namespace, device: torch.device, rows: list[di
     size: Size = T5_BASE if gpu else T5_CPU
     tokenizer = train_tokenizer("unigram", texts, vocab_size=8000)
     model = build_model("t5", tokenizer, size, seed=args.seed)
-    para = Paraphraser(model, tokenizer, device, choose_dtype(device))
+    para = HFParaphraser(model, tokenizer, device, choose_dtype(device))
     engine = StaticParaphraser(para.model, tokenizer, device, para.dtype)
     name = device_name(device)
     print(

@@ -29,7 +29,8 @@ sys.path.insert(0, str(REPO / "src"))
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.constraints import expand, lu_upos
 from spanaug.pipeline.importers import read_framenet
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
 from spanaug.pipeline.paraphraser.stage import BACKENDS
 
 
@@ -99,10 +100,10 @@ def main() -> None:
         except Exception as exc:
             print(f"{label:<9} skipped: {exc}")
             continue
-        list(para.paraphrase(reqs[:4], cfg, progress=False))  # warm-up
+        list(paraphrase(para, reqs[:4], cfg, progress=False))  # warm-up
         stats = DecodeStats()
         start = time.perf_counter()
-        list(para.paraphrase(reqs, cfg, stats, progress=False))
+        list(paraphrase(para, reqs, cfg, stats, progress=False))
         elapsed = time.perf_counter() - start
         rates[label] = len(reqs) / elapsed
         print(

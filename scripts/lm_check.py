@@ -29,7 +29,8 @@ from spanaug.core.config import ConstraintSettings, DecodeSettings
 from spanaug.pipeline.constraints import requests_from_chain, violations
 from spanaug.pipeline.importers.conll import read_conll
 from spanaug.pipeline.iterations import seed_rows
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fn1.7.dev.syntaxnet.conll"
@@ -55,7 +56,7 @@ def norm(text: str) -> str:
 def run(paraphraser, reqs: list[dict], cfg: DecodeSettings) -> tuple[list[dict], DecodeStats, float, float]:
     stats = DecodeStats()
     wall, cpu = time.perf_counter(), time.process_time()
-    rows = list(paraphraser.paraphrase(reqs, cfg, stats, progress=False))
+    rows = list(paraphrase(paraphraser, reqs, cfg, stats, progress=False))
     return rows, stats, time.perf_counter() - wall, time.process_time() - cpu
 
 

@@ -13,14 +13,14 @@ spec.loader.exec_module(bench_gpu)
 
 def test_each_output_is_as_long_as_its_source_while_the_stage_is_timed():
     """Random weights never end a beam: each sentence's limit is its source's length (at most the cap)."""
-    real = bench_gpu.hf_backend.length_limit
+    real = bench_gpu.search_spec.length_limit
     with bench_gpu.outputs_as_long_as_sources(None):
-        assert bench_gpu.hf_backend.length_limit(30) == 30
-        assert bench_gpu.hf_backend.length_limit(30, 64) == 30  # not the stage's max_new_tokens
+        assert bench_gpu.search_spec.length_limit(30) == 30
+        assert bench_gpu.search_spec.length_limit(30, 64) == 30  # not the stage's max_new_tokens
     with bench_gpu.outputs_as_long_as_sources(25):
-        assert bench_gpu.hf_backend.length_limit(30) == 25
-        assert bench_gpu.hf_backend.length_limit(12) == 12
-    assert bench_gpu.hf_backend.length_limit is real
+        assert bench_gpu.search_spec.length_limit(30) == 25
+        assert bench_gpu.search_spec.length_limit(12) == 12
+    assert bench_gpu.search_spec.length_limit is real
     assert real(30) == 55  # the stage's own rule: 1.5 x 30 + 10
 
 

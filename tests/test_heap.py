@@ -88,18 +88,18 @@ def test_the_interpreter_shuts_down_without_leak_reports():
 
 
 def test_the_paraphrase_stage_decodes_with_the_loaded_model_frozen(tiny_paraphraser, tmp_path, monkeypatch):
-    from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+    from spanaug.pipeline.paraphraser import decode_loop
     from spanaug.pipeline.paraphraser.stage import paraphrase_stage
 
     frozen = []
-    decode = Paraphraser.paraphrase_chunks
+    decode = decode_loop.paraphrase_chunks
 
-    def recording(self, *args, **kwargs):
-        for rows in decode(self, *args, **kwargs):
+    def recording(*args, **kwargs):
+        for rows in decode(*args, **kwargs):
             frozen.append(gc.get_freeze_count())
             yield rows
 
-    monkeypatch.setattr(Paraphraser, "paraphrase_chunks", recording)
+    monkeypatch.setattr(decode_loop, "paraphrase_chunks", recording)
     artifacts.write_table(requests_table(CORPUS[:2], ["the"]), tmp_path / "req.parquet", artifacts.REQUESTS)
     cfg = DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1, max_new_tokens=4, dtype="float32")
     paraphrase_stage(tmp_path / "req.parquet", tmp_path / "para.parquet", cfg, "cpu", chunk_rows=1)

@@ -11,6 +11,7 @@ import torch
 from conftest import stub_captures
 
 from spanaug.pipeline.paraphraser import step_runner
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE, HostGate
 
 
@@ -116,8 +117,8 @@ def test_on_cuda_the_engine_closes_the_gate_while_it_captures(tiny_paraphraser, 
 
     monkeypatch.setattr(gate, "closed", closed)
     monkeypatch.setattr(step_runner, "WORKER_GATE", gate)
-    gated = list(para.paraphrase(requests, cfg, progress=False))
+    gated = list(paraphrase(para, requests, cfg, progress=False))
     assert closings and gate.is_open
     gate.enabled = False
-    plain = list(para.paraphrase(requests, cfg, progress=False))
+    plain = list(paraphrase(para, requests, cfg, progress=False))
     assert [r["paraphrase_text"] for r in gated] == [r["paraphrase_text"] for r in plain]

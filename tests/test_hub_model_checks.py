@@ -23,7 +23,7 @@ from spanaug.cli.main import main
 from spanaug.core import model_files
 from spanaug.core.errors import InputError
 from spanaug.demo.standins import save_standin
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 
 FAMILIES = ["t5", "bart", "pegasus", "marian"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -111,7 +111,7 @@ def test_a_good_hub_model_passes_config_check(hub, tmp_path, capsys, family):
     assert model_files.find(name) == model_files.ModelFiles(name, snapshot, complete=True)
     code, problems, err = config_check(config_file(tmp_path, name, encoder), capsys)
     assert (code, problems) == (0, []), err
-    assert Paraphraser.from_pretrained(name, device="cpu").name == name  # the stage finds it offline
+    assert HFParaphraser.from_pretrained(name, device="cpu").name == name  # the stage finds it offline
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -124,7 +124,7 @@ def test_a_hub_model_without_tokenizer_files_is_refused(hub, tmp_path, capsys, f
     assert code == 2 and len(problems) == 1, err
     assert problems[0].startswith(f"paraphraser.model: {name}: no tokenizer files in its cached snapshot {snapshot}")
     with pytest.raises(InputError, match=f"{name}: no tokenizer files"):  # the stage refuses it the same way
-        Paraphraser.from_pretrained(name, device="cpu")
+        HFParaphraser.from_pretrained(name, device="cpu")
 
 
 def _special_tokens_only(folder: Path) -> None:
@@ -184,7 +184,7 @@ def test_hub_weights_cut_short_are_refused_without_loading_them(hub, tmp_path, c
     replace_blob(weights, data[:100])
     assert "model.safetensors" in config_check(config_file(tmp_path, name), capsys)[1][0]
     with pytest.raises(InputError, match=rf"{name}: model\.safetensors in its cached snapshot .*: truncated"):
-        Paraphraser.from_pretrained(name, device="cpu")
+        HFParaphraser.from_pretrained(name, device="cpu")
 
 
 @pytest.mark.parametrize("family", ["bart", "pegasus", "marian"])

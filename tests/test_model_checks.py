@@ -10,7 +10,8 @@ from spanaug.cli.main import main
 from spanaug.core import artifacts, modeldir
 from spanaug.core.errors import InputError
 from spanaug.pipeline.aligner.model import SpanAligner
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 
 
 def flip_byte(path, offset=None):
@@ -66,7 +67,7 @@ def test_paraphraser_without_tokenizer_files_is_refused(tiny_paraphraser, tmp_pa
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         (bare / name).unlink(missing_ok=True)
     with pytest.raises(InputError, match="no tokenizer files"):
-        Paraphraser.from_pretrained(bare, device="cpu")
+        HFParaphraser.from_pretrained(bare, device="cpu")
     requests = tmp_path / "r.parquet"
     artifacts.write_table([], requests, artifacts.REQUESTS)  # a valid input: the stage checks it first
     code = main(["paraphrase", "--requests", str(requests), "--out", str(tmp_path / "o.parquet"), "--model", str(bare)])
@@ -80,7 +81,7 @@ def test_paraphraser_with_damaged_weights_names_the_model(tiny_paraphraser, tmp_
     weights = damaged / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:200])
     with pytest.raises(InputError, match=rf"{damaged}: model\.safetensors: truncated"):
-        Paraphraser.from_pretrained(damaged, device="cpu")
+        HFParaphraser.from_pretrained(damaged, device="cpu")
 
 
 def test_paraphraser_trained_by_spanaug_is_verified(tiny_paraphraser, tmp_path):
@@ -88,16 +89,16 @@ def test_paraphraser_trained_by_spanaug_is_verified(tiny_paraphraser, tmp_path):
     folder = tmp_path / "p"
     shutil.copytree(tiny_paraphraser, folder)
     modeldir.write_manifest(folder)
-    Paraphraser.from_pretrained(folder, device="cpu")
+    HFParaphraser.from_pretrained(folder, device="cpu")
     flip_byte(folder / "model.safetensors")
     with pytest.raises(InputError, match="sha256 differs"):
-        Paraphraser.from_pretrained(folder, device="cpu")
+        HFParaphraser.from_pretrained(folder, device="cpu")
 
 
 def test_a_source_longer_than_the_positions_is_one_error(tiny_paraphraser):
     from spanaug.core.config import DecodeSettings
 
-    paraphraser = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu")
+    paraphraser = HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu")
     assert paraphraser.positions == 128
     long_text = " ".join(["the cat sat on the mat"] * 60)
     requests = [
@@ -106,8 +107,8 @@ def test_a_source_longer_than_the_positions_is_one_error(tiny_paraphraser):
     ]
     with pytest.raises(InputError, match=r"1 source\(s\) longer than the model's 128 positions \(seed 's2'"):
         list(
-            paraphraser.paraphrase(
-                requests, DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1), progress=False
+            paraphrase(
+                paraphraser, requests, DecodeSettings(model=tiny_paraphraser, beam_size=2, return_top=1), progress=False
             )
         )
 
@@ -146,6 +147,24 @@ def test_config_check_runs_the_stage_checks_on_a_paraphraser_folder(tiny_paraphr
     long = check_run(_config_with(tiny_paraphraser, data={"max_tokens": 200}))
     assert [p.key for p in long] == ["data.max_tokens"] and "128 positions" in long[0].message
     assert [p.key for p in check_run(_config_with(tiny_paraphraser, data={"max_tokens": None}))] == ["data.max_tokens"]
+
+
+def test_config_check_names_a_generation_config_key_no_decoder_implements(tiny_paraphraser, tmp_path):
+    """As the stage refuses it when the model loads (search_spec): before any job is submitted."""
+    import json
+
+    from spanaug.workflow.preflight import check_run
+
+    odd = tmp_path / "odd"
+    shutil.copytree(tiny_paraphraser, odd)
+    gen = odd / "generation_config.json"
+    keys = json.loads(gen.read_text()) if gen.exists() else {}
+    gen.write_text(json.dumps({**keys, "num_beams": 4, "num_beam_groups": 2, "diversity_penalty": 0.5}))
+    problems = check_run(_config_with(odd))
+    assert [p.key for p in problems] == ["paraphraser.model"]
+    assert "diversity_penalty=0.5, num_beam_groups=2, which no paraphrase decoder implements" in problems[0].message
+    gen.write_text("{not json")
+    assert "not a readable JSON file" in check_run(_config_with(odd))[0].message
 
 
 def test_config_check_verifies_a_trained_aligner_folder(tiny_aligner, tiny_paraphraser, tmp_path):

@@ -12,7 +12,8 @@ from conftest import CORPUS
 from spanaug.core import oom
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser import batching
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -93,7 +94,7 @@ def _requests(n: int) -> list[dict]:
 @pytest.fixture(scope="module")
 def para(tiny_paraphraser):
     # CPU float32: the comparison with the unsplit run is about batching, on every machine.
-    return Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    return HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
 
 
 @pytest.mark.parametrize("mode", ["beam", "sample"])
@@ -103,12 +104,12 @@ def test_paraphrase_recovers_from_oom_with_the_unsplit_outputs(para, monkeypatch
     longest = max(para.source_lengths([r["source_text"] for r in requests]))
     cfg = DecodeSettings(mode=mode, beam_size=4, return_top=2, num_samples=2, max_new_tokens=8)
     cfg.max_batch_tokens = 6 * longest * cfg.width
-    whole = list(para.paraphrase(requests, cfg, progress=False))
+    whole = list(paraphrase(para, requests, cfg, progress=False))
     assert len(para.batches(requests, cfg)) == 2
     calls: list[int] = []
-    monkeypatch.setattr(para, "_decode_batch", _fails_over(2, para._decode_batch, calls))
+    monkeypatch.setattr(para, "decode_batch", _fails_over(2, para.decode_batch, calls))
     with caplog.at_level(logging.WARNING):
-        split = list(para.paraphrase(requests, cfg, progress=False))
+        split = list(paraphrase(para, requests, cfg, progress=False))
     assert max(calls) == 6 and all(n <= 2 for n in calls if n not in (6, 3))
     assert len(_warnings(caplog)) == 2  # once per batch, not per split
     if mode == "beam":
@@ -119,7 +120,7 @@ def test_paraphrase_recovers_from_oom_with_the_unsplit_outputs(para, monkeypatch
     else:
         # Sampling keeps the batch's seed for every part: reproducible for a given split, not the
         # unsplit batch's samples; every request still gets its samples, under its own constraints.
-        again = list(para.paraphrase(requests, cfg, progress=False))
+        again = list(paraphrase(para, requests, cfg, progress=False))
         assert [r["paraphrase_text"] for r in again] == [r["paraphrase_text"] for r in split]
         assert {r["seed_id"] for r in split} == {r["seed_id"] for r in whole}
 
@@ -127,10 +128,10 @@ def test_paraphrase_recovers_from_oom_with_the_unsplit_outputs(para, monkeypatch
 def test_scoring_recovers_from_oom_too(para, monkeypatch, caplog):
     requests = _requests(6)
     cfg = DecodeSettings(beam_size=3, return_top=2, max_new_tokens=6)
-    whole = list(para.paraphrase(requests, cfg, progress=False))
+    whole = list(paraphrase(para, requests, cfg, progress=False))
     monkeypatch.setattr(para, "score", _fails_over_pairs(3, para.score))
     with caplog.at_level(logging.WARNING):
-        split = list(para.paraphrase(requests, cfg, progress=False))
+        split = list(paraphrase(para, requests, cfg, progress=False))
     assert [(r["seed_id"], r["paraphrase_text"]) for r in split] == [
         (r["seed_id"], r["paraphrase_text"]) for r in whole
     ]
@@ -217,7 +218,7 @@ def test_the_paraphraser_budgets_by_its_model_on_cuda(para, tiny_paraphraser, mo
     static = StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     seen = []
     monkeypatch.setattr(
-        "spanaug.pipeline.paraphraser.hf_backend.default_max_batch_tokens",
+        "spanaug.pipeline.paraphraser.paraphrase_decoder.default_max_batch_tokens",
         lambda device, config, dtype, shared_by: seen.append((device.type, config, dtype, shared_by)) or 4096,
     )
     for backend in (para, static):

@@ -12,12 +12,14 @@ import torch
 from conftest import CORPUS, stub_captures
 
 from spanaug.core.config import DecodeSettings
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase, paraphrase_chunks
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-BACKENDS = {"hf": Paraphraser, "static": StaticParaphraser}
+BACKENDS = {"hf": HFParaphraser, "static": StaticParaphraser}
 
 
 @pytest.fixture(scope="module", params=sorted(BACKENDS))
@@ -48,7 +50,7 @@ def _run(para, requests, cfg, overlap: bool) -> tuple[list[dict], DecodeStats]:
     para.overlap_host = overlap
     stats = DecodeStats()
     try:
-        return list(para.paraphrase(requests, cfg, stats, progress=False)), stats
+        return list(paraphrase(para, requests, cfg, stats, progress=False)), stats
     finally:
         para.overlap_host = None
 
@@ -68,7 +70,7 @@ def test_a_batch_that_runs_out_of_memory_is_split_and_its_parts_prepared_anew(pa
     requests = _requests(12)
     cfg = _settings(para, requests, "beam")
     whole, _ = _run(para, requests, cfg, overlap=False)
-    real, sizes = para.decode_ids, []
+    real, sizes = para.decode, []
 
     def small_only(prepared, cfg, b):
         sizes.append(len(prepared.limits))
@@ -76,7 +78,7 @@ def test_a_batch_that_runs_out_of_memory_is_split_and_its_parts_prepared_anew(pa
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(prepared, cfg, b)
 
-    monkeypatch.setattr(para, "decode_ids", small_only)
+    monkeypatch.setattr(para, "decode", small_only)
     split, _ = _run(para, requests, cfg, overlap=True)
     assert max(sizes) > 2 and [r["paraphrase_text"] for r in split] == [r["paraphrase_text"] for r in whole]
     assert [r["paraphrase_score"] for r in split] == pytest.approx([r["paraphrase_score"] for r in whole], abs=1e-5)
@@ -94,7 +96,7 @@ def test_chunks_give_the_rows_and_counts_of_one_call_each(para, mode, overlap):
     para.overlap_host = overlap
     stats = DecodeStats()
     try:
-        streamed = list(para.paraphrase_chunks(iter(chunks), cfg, stats, progress=False))
+        streamed = list(paraphrase_chunks(para, iter(chunks), cfg, stats, progress=False))
     finally:
         para.overlap_host = None
     assert streamed == [rows for rows, _ in alone] and streamed[0] and streamed[2]
@@ -110,7 +112,7 @@ def test_a_chunks_first_batch_is_prepared_while_the_chunk_before_decodes(para, m
     cfg = _settings(para, requests, "beam")
     last_of_first = len(para.batches(chunks[0], cfg)) - 1
     second_prepared = threading.Event()
-    prepare, decode, waited = para.prepare, para.decode_ids, []
+    prepare, decode, waited = para.prepare, para.decode, []
 
     def recording_prepare(batch, cfg, tools=None):
         prepared = prepare(batch, cfg, tools)
@@ -126,10 +128,10 @@ def test_a_chunks_first_batch_is_prepared_while_the_chunk_before_decodes(para, m
         return decode(prepared, cfg, b)
 
     monkeypatch.setattr(para, "prepare", recording_prepare)
-    monkeypatch.setattr(para, "decode_ids", waiting_decode)
+    monkeypatch.setattr(para, "decode", waiting_decode)
     para.overlap_host = True
     try:
-        rows = list(para.paraphrase_chunks(chunks, cfg, progress=False))
+        rows = list(paraphrase_chunks(para, chunks, cfg, progress=False))
     finally:
         para.overlap_host = None
     assert waited[last_of_first] is True and len(rows) == 2
@@ -158,7 +160,7 @@ class ThreadRecorder:
 def test_the_worker_tokenizes_with_its_own_copy(tiny_paraphraser):
     """A Rust tokenizer called from two threads at once can refuse: the main thread's tokenizer is
     only ever called from the main thread, the worker's copy only from the worker."""
-    para = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    para = HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     para.tokenizer = ThreadRecorder(para.tokenizer)
     requests = _requests(10)
     worker = para.worker_tools.tokenizer
@@ -177,7 +179,7 @@ class Uncopyable(ThreadRecorder):
 def test_a_tokenizer_that_cannot_be_copied_decodes_in_turn(tiny_paraphraser, caplog):
     import logging
 
-    para = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    para = HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     requests = _requests(8)
     cfg = _settings(para, requests, "beam")
     expected, _ = _run(para, requests, cfg, overlap=False)
@@ -193,20 +195,20 @@ def test_decoding_runs_under_a_short_switch_interval_restored_after(para, monkey
     the switch interval: short while overlapping, Python's own afterwards (also after an error)."""
     import sys
 
-    from spanaug.pipeline.paraphraser import hf_backend
+    from spanaug.pipeline.paraphraser import decode_loop
 
     requests = _requests(8)
     cfg = _settings(para, requests, "beam")
     before, seen = sys.getswitchinterval(), []
-    real = para.decode_ids
+    real = para.decode
 
     def record(prepared, cfg, b):
         seen.append(sys.getswitchinterval())
         return real(prepared, cfg, b)
 
-    monkeypatch.setattr(para, "decode_ids", record)
+    monkeypatch.setattr(para, "decode", record)
     _run(para, requests, cfg, overlap=True)
-    assert seen and seen == pytest.approx([hf_backend.HOST_SWITCH_INTERVAL] * len(seen))
+    assert seen and seen == pytest.approx([decode_loop.HOST_SWITCH_INTERVAL] * len(seen))
     assert sys.getswitchinterval() == before
     seen.clear()
     _run(para, requests, cfg, overlap=False)
@@ -215,7 +217,7 @@ def test_decoding_runs_under_a_short_switch_interval_restored_after(para, monkey
     def fail(prepared, cfg, b):
         raise ValueError("a decoding error")
 
-    monkeypatch.setattr(para, "decode_ids", fail)
+    monkeypatch.setattr(para, "decode", fail)
     with pytest.raises(ValueError, match="a decoding error"):
         _run(para, requests, cfg, overlap=True)
     assert sys.getswitchinterval() == before
@@ -229,7 +231,7 @@ def test_the_worker_builds_the_constraint_table(para, monkeypatch):
     requests = _requests(10)
     cfg = _settings(para, requests, "beam")
     threads, tables = [], []
-    real_of, real_decode = processors.SequenceTable.of, para.decode_ids
+    real_of, real_decode = processors.SequenceTable.of, para.decode
 
     def of(banned):
         threads.append(threading.current_thread().name)
@@ -243,7 +245,7 @@ def test_the_worker_builds_the_constraint_table(para, monkeypatch):
         return real_decode(prepared, cfg, b)
 
     monkeypatch.setattr(processors.SequenceTable, "of", staticmethod(of))
-    monkeypatch.setattr(para, "decode_ids", decode)
+    monkeypatch.setattr(para, "decode", decode)
     rows, _ = _run(para, requests, cfg, overlap=True)
     assert rows and len(tables) >= 3 and all(t is not None for t in tables)
     assert threads and all(name.startswith("paraphrase-host") for name in threads)
@@ -290,7 +292,7 @@ def test_overlapped_decoding_with_the_gate_closing_gives_the_rows_in_turn(tiny_p
         stub_captures(monkeypatch, graphed, position, launched=lambda kind: closings.append(WORKER_GATE.is_open))
         return graphed
 
-    real = para.decode_ids
+    real = para.decode
 
     def small_only(prepared, cfg, b):
         if len(prepared.limits) > 2:
@@ -298,7 +300,7 @@ def test_overlapped_decoding_with_the_gate_closing_gives_the_rows_in_turn(tiny_p
         return real(prepared, cfg, b)
 
     monkeypatch.setattr(para, "runner", runner)
-    monkeypatch.setattr(para, "decode_ids", small_only)
+    monkeypatch.setattr(para, "decode", small_only)
     rows, _ = _run(para, requests, cfg, overlap=True)
     assert closings and not any(closings)  # every warm-up and capture ran with the gate closed
     assert WORKER_GATE.is_open

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from spanaug.core.config import DecodeSettings, ParaphraserTrainSettings
 from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser.banned import banned_sequences
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.processors import ReferenceBannedSequences, TensorBannedSequences
 
 # Tiny models run fastest on one thread: torch's default of one per core makes parallel test workers
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def para(tiny_paraphraser):
-    return Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    return HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
 
 
 def _req(text, constraints=()):
@@ -31,7 +33,7 @@ def _req(text, constraints=()):
 
 
 def _words(para, text, cfg):
-    rows = list(para.paraphrase([_req(text)], cfg, progress=False))
+    rows = list(paraphrase(para, [_req(text)], cfg, progress=False))
     return {w for r in rows for w in r["paraphrase_text"].split() if w.isalnum()}
 
 
@@ -64,7 +66,7 @@ def test_constraints_never_violated(para, text, n, seed):
 
     banned = random.Random(seed).sample(produced, min(n, len(produced)))
     stats = DecodeStats()
-    rows = list(para.paraphrase([_req(text, banned)], cfg, stats, progress=False))
+    rows = list(paraphrase(para, [_req(text, banned)], cfg, stats, progress=False))
     for row in rows:
         assert violations(row["paraphrase_text"], banned) == []
     assert stats.outputs == len(rows)
@@ -73,12 +75,12 @@ def test_constraints_never_violated(para, text, n, seed):
 def test_verification_drops_and_counts_violations(para, monkeypatch):
     """Outputs that slip past the decoder (other tokenizations) are dropped, never kept."""
     monkeypatch.setattr(
-        para, "_generate_batch", lambda batch, cfg, b: [["He bought it .", "He got it ."] for _ in batch]
+        para, "decode_batch", lambda batch, cfg, b: [[("He bought it .", 0.0), ("He got it .", 0.0)] for _ in batch]
     )
     stats = DecodeStats()
     rows = list(
-        para.paraphrase(
-            [_req("He bought it .", ["bought"])], DecodeSettings(beam_size=2, return_top=2), stats, progress=False
+        paraphrase(
+            para, [_req("He bought it .", ["bought"])], DecodeSettings(beam_size=2, return_top=2), stats, progress=False
         )
     )
     assert [r["paraphrase_text"] for r in rows] == ["He got it ."]
@@ -87,7 +89,9 @@ def test_verification_drops_and_counts_violations(para, monkeypatch):
 
 def test_scores_finite_and_ranked(para):
     rows = list(
-        para.paraphrase([_req(CORPUS[0])], DecodeSettings(beam_size=5, return_top=3, max_new_tokens=10), progress=False)
+        paraphrase(
+            para, [_req(CORPUS[0])], DecodeSettings(beam_size=5, return_top=3, max_new_tokens=10), progress=False
+        )
     )
     scores = [r["paraphrase_score"] for r in rows]
     assert rows and all(math.isfinite(s) and s >= 0 for s in scores)
@@ -98,8 +102,8 @@ def test_scores_finite_and_ranked(para):
 def test_deterministic_with_seed(para, mode):
     cfg = DecodeSettings(mode=mode, beam_size=3, return_top=2, num_samples=3, top_k=10, seed=7, max_new_tokens=10)
     reqs = [_req(t, ["the"]) for t in CORPUS[:4]]
-    first = [(r["paraphrase_text"], r["paraphrase_score"]) for r in para.paraphrase(reqs, cfg, progress=False)]
-    second = [(r["paraphrase_text"], r["paraphrase_score"]) for r in para.paraphrase(reqs, cfg, progress=False)]
+    first = [(r["paraphrase_text"], r["paraphrase_score"]) for r in paraphrase(para, reqs, cfg, progress=False)]
+    second = [(r["paraphrase_text"], r["paraphrase_score"]) for r in paraphrase(para, reqs, cfg, progress=False)]
     assert first == second and first
 
 
@@ -131,8 +135,8 @@ def test_trained_paraphraser_round_trip_and_resume(tmp_path):
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-4", "checkpoint-6"]
     import torch
 
-    loaded = Paraphraser.from_pretrained(out, device="cpu")
-    last = Paraphraser.from_pretrained(out / "checkpoints" / "checkpoint-6", device="cpu")
+    loaded = HFParaphraser.from_pretrained(out, device="cpu")
+    last = HFParaphraser.from_pretrained(out / "checkpoints" / "checkpoint-6", device="cpu")
     for p, q in zip(loaded.model.parameters(), last.model.parameters(), strict=True):
         assert torch.equal(p, q)  # the saved model is the last step's
     assert loaded.tokenizer.get_vocab() == last.tokenizer.get_vocab()
@@ -154,11 +158,11 @@ def test_ct2_backend_matches_hf(tiny_paraphraser, tmp_path):
     from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
 
     ct2 = CT2Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", ct2_cache=tmp_path / "ct2")
-    hf = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    hf = HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     cfg = DecodeSettings(beam_size=4, return_top=2, max_new_tokens=10)
     reqs = [_req(t, ["the", "The"]) for t in CORPUS[:3]]
-    a = list(ct2.paraphrase(reqs, cfg, progress=False))
-    b = list(hf.paraphrase(reqs, cfg, progress=False))
+    a = list(paraphrase(ct2, reqs, cfg, progress=False))
+    b = list(paraphrase(hf, reqs, cfg, progress=False))
     assert all(violations(r["paraphrase_text"], r["constraints"]) == [] for r in a)
     # Same model, same search: the same outputs, scored alike by each backend's own scorer.
     assert [r["paraphrase_text"] for r in a] == [r["paraphrase_text"] for r in b]
@@ -189,7 +193,7 @@ def test_training_is_deterministic(tmp_path):
     models = []
     for run in ("a", "b"):
         train_paraphraser(cfg, tmp_path / run, device="cpu", progress=False)
-        models.append(Paraphraser.from_pretrained(tmp_path / run, device="cpu"))
+        models.append(HFParaphraser.from_pretrained(tmp_path / run, device="cpu"))
     assert models[0].tokenizer.get_vocab() == models[1].tokenizer.get_vocab()
     for p, q in zip(models[0].model.parameters(), models[1].model.parameters()):
         assert torch.equal(p, q)

@@ -13,10 +13,11 @@ from spanaug.pipeline.paraphraser.batching import (
     DEFAULT_MAX_BATCH_TOKENS,
     MAX_BATCH_TOKENS_CAP,
     default_max_batch_tokens,
-    length_limit,
     token_budget_batches,
 )
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
+from spanaug.pipeline.paraphraser.search_spec import length_limit
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -70,18 +71,18 @@ def _reqs(sets):
 
 
 def test_hf_batches_follow_token_budget(tiny_paraphraser, monkeypatch):
-    para = Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    para = HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     reqs = _reqs([["the"]] * 8)
     lengths = para.source_lengths([r["source_text"] for r in reqs])
     cfg = DecodeSettings(beam_size=2, return_top=1, max_new_tokens=3, max_batch_tokens=3 * max(lengths) * 2)
     seen = []
-    real = para._decode_batch
-    monkeypatch.setattr(para, "_decode_batch", lambda batch, c, b: seen.append(len(batch)) or real(batch, c, b))
-    list(para.paraphrase(reqs, cfg, progress=False))
+    real = para.decode_batch
+    monkeypatch.setattr(para, "decode_batch", lambda batch, c, b: seen.append(len(batch)) or real(batch, c, b))
+    list(paraphrase(para, reqs, cfg, progress=False))
     assert sum(seen) == 8 and max(seen) <= 3 and len(seen) >= 3
     cfg.batch_size = 1
     seen.clear()
-    list(para.paraphrase(reqs, cfg, progress=False))
+    list(paraphrase(para, reqs, cfg, progress=False))
     assert seen == [1] * 8
 
 
@@ -105,7 +106,7 @@ def test_ct2_calls(tiny_paraphraser, tmp_path, batching):
     ct2.translator = Spy()
     sets = [["the"], ["The", "the"], ["the"], ["a", "A"], ["the"], ["The", "the"]]
     cfg = DecodeSettings(beam_size=3, return_top=3, max_new_tokens=6, ct2_batching=batching)
-    rows = list(ct2.paraphrase(_reqs(sets), cfg, progress=False))
+    rows = list(paraphrase(ct2, _reqs(sets), cfg, progress=False))
     assert all(violations(r["paraphrase_text"], r["constraints"]) == [] for r in rows)
 
     def banned(*phrases):

@@ -17,7 +17,9 @@ from spanaug.core.errors import ConfigError, InputError
 from spanaug.demo.standins import CAUSAL_FAMILIES, save_causal
 from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Prepared, SentenceBeams
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
+from spanaug.pipeline.paraphraser.paraphrase_decoder import Prepared, SentenceBeams
 from spanaug.pipeline.paraphraser.processors import SequenceTable
 from spanaug.pipeline.paraphraser.prompts import DEFAULT_EXAMPLES, OutputCheck, build_prompt, load_examples
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
@@ -62,7 +64,7 @@ REQS = [_req(t) for t in CORPUS[:3]]
 
 def _run(paraphraser, reqs, cfg):
     stats = DecodeStats()
-    return list(paraphraser.paraphrase(reqs, cfg, stats, progress=False)), stats
+    return list(paraphrase(paraphraser, reqs, cfg, stats, progress=False)), stats
 
 
 def _continuations(beams: list[SentenceBeams], ends: set[int]) -> list[list[int]]:
@@ -93,13 +95,13 @@ def test_auto_and_hf_load_decoder_only_models_and_static_ct2_refuse_them(family_
 def test_bans_hold_in_the_step(causal):
     """Ban tokens and token pairs the unconstrained search produced: no beam holds them."""
     prepared = causal.prepare(REQS, CFG)
-    ends = set(causal.end_ids)
-    rows = _continuations(causal.decode_ids(prepared, CFG, 0), ends)
+    ends = set(causal.search_spec(CFG).end_tokens)
+    rows = _continuations(causal.decode(prepared, CFG, 0), ends)
     first = {row[0] for row in rows if row}
     pairs = {tuple(row[i : i + 2]) for row in rows for i in range(len(row) - 1)}
     assert first, "the unconstrained search generated something"
     banned = [[(t,) for t in sorted(first)] + sorted(pairs) for _ in REQS]
-    for row in _continuations(causal.decode_ids(_with_bans(prepared, banned), CFG, 0), ends):
+    for row in _continuations(causal.decode(_with_bans(prepared, banned), CFG, 0), ends):
         assert not any((t,) in banned[0] for t in row)
         assert not any(tuple(row[i : i + 2]) in pairs for i in range(len(row) - 1))
 
@@ -108,9 +110,9 @@ def test_the_prompt_never_completes_a_banned_sequence(causal):
     """A banned pair (the prompt's last token, the top beam's first token) leaves the top beam as it
     was: only the continuation counts toward a banned sequence."""
     prepared = causal.prepare(REQS, CFG)
-    free = causal.decode_ids(prepared, CFG, 0)
+    free = causal.decode(prepared, CFG, 0)
     pairs = [[(prepared.enc["input_ids"][s, -1].item(), free[s].ids[0, 0].item())] for s in range(len(REQS))]
-    again = causal.decode_ids(_with_bans(prepared, pairs), CFG, 0)
+    again = causal.decode(_with_bans(prepared, pairs), CFG, 0)
     checked = 0
     for s, (a, b) in enumerate(zip(free, again)):
         top = a.ids[0].tolist()
@@ -176,9 +178,9 @@ def test_an_output_ends_at_its_first_newline(causal):
     ids = causal.tokenizer("Abby bought\nWord: x", add_special_tokens=False)["input_ids"]
     texts = causal.texts([SentenceBeams(torch.tensor([ids]), [0.0])])
     assert texts[0][0][0] == "Abby bought"
-    newline_tokens = [i for i in causal.end_ids if "\n" in causal.tokenizer.decode([i])]
+    newline_tokens = [i for i in causal.search_spec(CFG).end_tokens if "\n" in causal.tokenizer.decode([i])]
     assert newline_tokens, "every token holding a newline ends an output"
-    assert causal.tokenizer.eos_token_id in causal.end_ids
+    assert causal.tokenizer.eos_token_id in causal.search_spec(CFG).end_tokens
 
 
 def test_the_default_prompt_holds_instruction_examples_and_the_query(family_model):

@@ -15,7 +15,7 @@ from spanaug.core.config import DecodeSettings
 from spanaug.demo.standins import FAMILIES, save_standin
 from spanaug.pipeline.constraints import case_variants, violations
 from spanaug.pipeline.paraphraser.banned import banned_sequences
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.stage import paraphrase_stage
 
 pytest.importorskip("ctranslate2")
@@ -90,7 +90,7 @@ def test_family_stage_hf_ct2_and_static_agree_under_constraints(models, family, 
 
     monkeypatch.setenv("SPANAUG_CT2_CACHE", str(tmp_path / "ct2-cache"))
     path = models(family)
-    hf = Paraphraser.from_pretrained(path, device="cpu", dtype="float32")
+    hf = HFParaphraser.from_pretrained(path, device="cpu", dtype="float32")
     if (
         AutoConfig.from_pretrained(path).model_type not in CT2_FAMILIES
     ):  # refused at load, so that auto decodes it with hf on CPU
@@ -103,7 +103,7 @@ def test_family_stage_hf_ct2_and_static_agree_under_constraints(models, family, 
     static = StaticParaphraser.from_pretrained(path, device="cpu", dtype="float32")
     cfg = DecodeSettings(beam_size=4, return_top=4, dtype="float32")  # the default length rule, per sentence, in both
     texts = CORPUS[:3]
-    free = hf._decode_batch(_requests(texts, [[]] * 3), cfg, 0)
+    free = hf.decode_batch(_requests(texts, [[]] * 3), cfg, 0)
     # Ban words the unconstrained model produced, in all their case variants.
     constraints = []
     for beams in free:
@@ -116,7 +116,7 @@ def test_family_stage_hf_ct2_and_static_agree_under_constraints(models, family, 
     loaded = {"hf": hf, "static": static}
     if "ct2" in others:
         loaded["ct2"] = CT2Paraphraser.from_pretrained(path, device="cpu")
-    beams = {name: p._decode_batch(reqs, cfg, 0) for name, p in loaded.items()}
+    beams = {name: p.decode_batch(reqs, cfg, 0) for name, p in loaded.items()}
     for other in others:
         assert [[t for t, _ in b] for b in beams["hf"]] == [[t for t, _ in b] for b in beams[other]]
         for b_hf, b_other in zip(beams["hf"], beams[other]):

@@ -19,6 +19,7 @@ from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser import finetune, heldout
 from spanaug.pipeline.paraphraser.bitext import pairs_from_aligned, pick_word, split_heldout
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
 from spanaug.pipeline.paraphraser.prompts import DEFAULT_EXAMPLES, build_prompt, span_text
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
 from spanaug.pipeline.paraphraser.training import PairCollator, train_paraphraser
@@ -158,7 +159,7 @@ def test_seq2seq_finetune_learns_resumes_and_decodes(bitext, tmp_path):
     last, _ = finetune.load_checkpoint("seq2seq", str(out / "checkpoints" / "checkpoint-6"))
     assert _weights_equal(para.model, last)
     req = {**heldout.requests([PAIRS[0]])[0], "constraints": ["bought"]}
-    rows = list(para.paraphrase([req], DecodeSettings(beam_size=2, return_top=2, max_new_tokens=8), progress=False))
+    rows = list(paraphrase(para, [req], DecodeSettings(beam_size=2, return_top=2, max_new_tokens=8), progress=False))
     assert all(violations(r["paraphrase_text"], ["bought"]) == [] for r in rows)
 
 
@@ -226,7 +227,7 @@ def test_causal_finetune_learns_resumes_and_decodes(family, bitext, tmp_path):
     assert _weights_equal(para.model, last)
     req = heldout.requests([PAIRS[0]])[0]
     assert req["constraints"] == ["bought"]
-    rows = list(para.paraphrase([req], DecodeSettings(beam_size=2, return_top=2, max_new_tokens=8), progress=False))
+    rows = list(paraphrase(para, [req], DecodeSettings(beam_size=2, return_top=2, max_new_tokens=8), progress=False))
     assert all(violations(r["paraphrase_text"], ["bought"]) == [] for r in rows)
 
 

@@ -14,6 +14,7 @@ from spanaug.core.errors import ConfigError, InputError
 from spanaug.pipeline.constraints import violations
 from spanaug.pipeline.paraphraser import gguf_models, gguf_names
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
 from spanaug.pipeline.paraphraser.stage import load_paraphraser
 
 pytest.importorskip("gguf")
@@ -51,7 +52,7 @@ def test_a_gguf_file_is_converted_once_cached_by_its_hash_and_decodes(tiny_gguf,
     source = json.loads((folder / gguf_models.SOURCE_FILE).read_text())
     assert source["file"] == str(tiny_gguf)
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
-    rows = list(paraphraser.paraphrase([_req(t) for t in CORPUS[:2]], cfg, progress=False))
+    rows = list(paraphrase(paraphraser, [_req(t) for t in CORPUS[:2]], cfg, progress=False))
     assert all(not violations(r["paraphrase_text"], r["constraints"]) for r in rows)
 
     # The same bytes under another name: the cached folder, nothing converted again.

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spanaug.core.config import DecodeSettings
 from spanaug.pipeline.paraphraser.banned import banned_sequences
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.processors import (
     PerSentenceMaxNewTokens,
     ReferenceBannedSequences,
@@ -139,7 +139,7 @@ def test_max_new_tokens_per_sentence():
 
 @pytest.fixture(scope="module")
 def para(tiny_paraphraser):
-    return Paraphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
+    return HFParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
 
 
 def _req(text, constraints):
@@ -169,7 +169,7 @@ def _generate(para, texts, cfg, banned, processor):
         torch.manual_seed(11)
     out = para.model.generate(
         **enc,
-        **para.search_kwargs(cfg),
+        **para.search_spec(cfg).generate_kwargs(),
         max_new_tokens=cfg.max_new_tokens,
         logits_processor=[processor(banned, para.model.config.vocab_size, para.device)],
         return_dict_in_generate=True,

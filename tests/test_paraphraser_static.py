@@ -16,7 +16,8 @@ from conftest import CORPUS
 from spanaug.core.config import DecodeSettings
 from spanaug.demo.standins import FAMILIES, Size, build_model, train_tokenizer
 from spanaug.pipeline.paraphraser import decoder_step
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.decode_loop import paraphrase
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.processors import TensorBannedSequences
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser, UnsupportedModel
 
@@ -62,8 +63,8 @@ def test_beams_and_scores_equal_generate(family_models, family, beams, eos_boost
     model, tok = family_models(family, eos_boost)
     cfg = DecodeSettings(beam_size=beams, return_top=beams)
     requests = _requests()
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(requests, cfg, 0)
-    got = StaticParaphraser(model, tok, CPU, torch.float32)._decode_batch(requests, cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(requests, cfg, 0)
+    got = StaticParaphraser(model, tok, CPU, torch.float32).decode_batch(requests, cfg, 0)
     assert [[text for text, _ in beams_] for beams_ in got] == [[text for text, _ in beams_] for beams_ in expected]
     for got_beams, expected_beams in zip(got, expected):
         assert [score for _, score in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
@@ -82,7 +83,7 @@ def mixed_endings(family_models):
     for boost in BOOSTS:
         model, tok = family_models("t5", boost)
         para = StaticParaphraser(model, tok, CPU, torch.float32)
-        tokens = torch.stack([s.ids for s in para.decode_ids(para.prepare(_requests(), cfg), cfg, 0)])
+        tokens = torch.stack([s.ids for s in para.decode(para.prepare(_requests(), cfg), cfg, 0)])
         ended = (tokens[:, :, 1:] == tok.eos_token_id).any(-1)  # an EOS among the new tokens
         if ended.any() and not ended.all():
             return model, tok, cfg
@@ -91,8 +92,8 @@ def mixed_endings(family_models):
 
 def test_beams_equal_generate_when_some_end_early_and_some_at_their_limit(mixed_endings):
     model, tok, cfg = mixed_endings
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
-    got = StaticParaphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
+    got = StaticParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
     for got_beams, expected_beams in zip(got, expected):
         assert [s for _, s in got_beams] == pytest.approx([s for _, s in expected_beams], abs=1e-5)
@@ -109,10 +110,10 @@ def test_finished_sentences_leave_the_batch(mixed_endings):
         return real_step(self, tokens, t, state)
 
     cfg = DecodeSettings(beam_size=4, return_top=4)
-    para._decode_batch(_requests(), cfg, 0)  # the first batch also checks the step against the model
+    para.decode_batch(_requests(), cfg, 0)  # the first batch also checks the step against the model
     para.step.__class__.__call__ = counting
     try:
-        para._decode_batch(_requests(), cfg, 0)
+        para.decode_batch(_requests(), cfg, 0)
     finally:
         para.step.__class__.__call__ = real_step
     assert rows_per_step[0] == len(CORPUS) * 4
@@ -125,11 +126,11 @@ def test_fused_constraints_give_the_same_beams(family_models, monkeypatch):
     model, tok = family_models("bart", 1.6)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     cfg = DecodeSettings(beam_size=5, return_top=5)
-    plain = para._decode_batch(_requests(), cfg, 0)
+    plain = para.decode_batch(_requests(), cfg, 0)
     settings = para.search_settings(cfg)
     assert not settings.fuse_constraints  # on CPU, generate's order
     monkeypatch.setattr(para, "search_settings", lambda c: dataclasses.replace(settings, fuse_constraints=True))
-    fused = para._decode_batch(_requests(), cfg, 0)
+    fused = para.decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in fused] == [[t for t, _ in b] for b in plain]
     for a, b in zip(fused, plain):
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
@@ -146,13 +147,13 @@ def test_selection_from_logits_gives_the_same_beams(family_models, monkeypatch, 
     model, tok = family_models(family, 1.6)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     cfg = DecodeSettings(beam_size=5, return_top=5)
-    plain = para._decode_batch(_requests(), cfg, 0)
+    plain = para.decode_batch(_requests(), cfg, 0)
     settings = dataclasses.replace(para.search_settings(cfg), fuse_constraints=True, two_stage_topk=True)
     monkeypatch.setattr(para, "search_settings", lambda c: settings)
     if graphed:
         para.ancestry = True
         monkeypatch.setattr(para, "runner", lambda state, cfg: GraphRunner(para.step, state, bucket=4, capture=False))
-    shifted = para._decode_batch(_requests(), cfg, 0)
+    shifted = para.decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in shifted] == [[t for t, _ in b] for b in plain]
     for a, b in zip(shifted, plain):
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
@@ -173,13 +174,6 @@ def test_other_families_are_refused(family_models):
 
     with pytest.raises(UnsupportedModel, match="gpt2"):
         decoder_step.for_model(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2)))
-    model, tok = family_models("t5")
-    model.generation_config.encoder_no_repeat_ngram_size = 3
-    try:
-        with pytest.raises(UnsupportedModel, match="encoder_no_repeat_ngram_size"):
-            StaticParaphraser(model, tok, CPU, torch.float32)
-    finally:
-        model.generation_config.encoder_no_repeat_ngram_size = 0
 
 
 def test_auto_falls_back_to_hf_where_the_engine_cannot_decode(tiny_paraphraser, monkeypatch, caplog):
@@ -195,7 +189,7 @@ def test_auto_falls_back_to_hf_where_the_engine_cannot_decode(tiny_paraphraser, 
 
     monkeypatch.setattr(stage.StaticParaphraser, "from_pretrained", refuse)
     loaded = stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, dtype="float32"), "cpu")
-    assert type(loaded) is Paraphraser
+    assert type(loaded) is HFParaphraser
     assert "hf instead of static" in caplog.text
     with pytest.raises(ConfigError, match=r"paraphraser\.backend: static: no static decoder step"):
         stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, backend="static"), "cpu")
@@ -209,11 +203,11 @@ def test_two_stage_selection_and_either_attention_give_the_same_beams(family_mod
     model, tok = family_models("t5", 1.6)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     cfg = DecodeSettings(beam_size=6, return_top=6)
-    plain = para._decode_batch(_requests(), cfg, 0)
+    plain = para.decode_batch(_requests(), cfg, 0)
     settings = dataclasses.replace(para.search_settings(cfg), two_stage_topk=True, topk_chunk=chunk)
     monkeypatch.setattr(para, "search_settings", lambda c: settings)
     monkeypatch.setattr(para.step, "attention", attention)
-    two_stage = para._decode_batch(_requests(), cfg, 0)
+    two_stage = para.decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in two_stage] == [[t for t, _ in b] for b in plain]
     for a, b in zip(two_stage, plain):
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
@@ -232,7 +226,7 @@ def test_chunked_selection_with_a_forced_first_token_picks_real_tokens(family_mo
     beams = {}
     for chunk in (0, 6):
         monkeypatch.setattr(para, "search_settings", lambda c, chunk=chunk: dataclasses.replace(base, topk_chunk=chunk))
-        beams[chunk] = para._decode_batch(_requests(), cfg, 0)
+        beams[chunk] = para.decode_batch(_requests(), cfg, 0)
     assert [[t for t, _ in b] for b in beams[6]] == [[t for t, _ in b] for b in beams[0]]
     word = tok.decode([forced]).strip()
     assert all(t.strip().startswith(word) for b in beams[6] for t, _ in b)
@@ -246,7 +240,7 @@ def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, mo
     from spanaug.pipeline.paraphraser.step_runner import GraphRunner
 
     model, tok, cfg = mixed_endings if family == "t5" else (*family_models(family, 1.6), DecodeSettings(beam_size=5))
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     spans = []
 
@@ -257,7 +251,7 @@ def test_the_graphed_step_gives_generates_beams(family_models, mixed_endings, mo
         return runner
 
     monkeypatch.setattr(para, "runner", graph_runner)
-    got = para._decode_batch(_requests(), cfg, 0)
+    got = para.decode_batch(_requests(), cfg, 0)
     assert len(set(spans)) > 2
     assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
     for got_beams, expected_beams in zip(got, expected):
@@ -275,7 +269,7 @@ def test_reading_the_cache_through_the_beam_ancestry_gives_generates_beams(
     from spanaug.pipeline.paraphraser.step_runner import GraphRunner
 
     model, tok, cfg = mixed_endings if family == "t5" else (*family_models(family, 1.6), DecodeSettings(beam_size=5))
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     para.ancestry = True
     states = []
@@ -287,7 +281,7 @@ def test_reading_the_cache_through_the_beam_ancestry_gives_generates_beams(
     monkeypatch.setattr(decoder_step.StepState, "keep", lambda *a: keeps.append(a[2]) or keep(*a))
     if graphed:
         monkeypatch.setattr(para, "runner", lambda state, cfg: GraphRunner(para.step, state, bucket=4, capture=False))
-    got = para._decode_batch(_requests(), cfg, 0)
+    got = para.decode_batch(_requests(), cfg, 0)
     searched = [s for s in states if s.beams == cfg.beam_size]  # not the load-time self-check's
     assert searched and all(s.ancestry is not None for s in searched)
     assert moves == keeps  # the cache moved only when sentences left the batch
@@ -303,7 +297,7 @@ def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkey
     from spanaug.pipeline.paraphraser.step_runner import GraphRunner
 
     model, tok, cfg = mixed_endings
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     shrinks = []
 
@@ -313,7 +307,7 @@ def test_done_sentences_left_in_the_batch_keep_their_beams(mixed_endings, monkey
         return runner
 
     monkeypatch.setattr(para, "runner", graph_runner)
-    got = para._decode_batch(_requests(), cfg, 0)
+    got = para.decode_batch(_requests(), cfg, 0)
     assert any(done < sentences for done, sentences in shrinks)  # some were done early and stayed
     assert [[t for t, _ in b] for b in got] == [[t for t, _ in b] for b in expected]
     for got_beams, expected_beams in zip(got, expected):
@@ -337,7 +331,7 @@ def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, a
     model, tok = family_models(family, 1.6)
     cuda = torch.device("cuda")
     cfg = DecodeSettings(beam_size=5, return_top=5)
-    expected = Paraphraser(model, tok, cuda, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, cuda, torch.float32).decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, cuda, torch.float32)
     para.ancestry, para.topk_chunk = ancestry, chunk
     assert para.uses_ancestry(cfg) is (ancestry is None)
@@ -345,9 +339,9 @@ def test_on_cuda_graphs_give_generates_beams_in_float32(family_models, family, a
 
     state = para.step.start(torch.zeros(1, 1, model.config.d_model, device=cuda), torch.ones(1, 1, device=cuda), 5, 4)
     assert isinstance(para.runner(state, cfg), GraphRunner)
-    para.new_record()
+    para.begin(cfg)
     try:
-        got = para._decode_batch(_requests(), cfg, 0)
+        got = para.decode_batch(_requests(), cfg, 0)
     finally:
         model.to("cpu")
     assert para.graph_counts.captures > 0 and para.graph_counts.fallbacks == 0
@@ -368,7 +362,7 @@ def test_on_cuda_sentences_leaving_the_batch_are_captured_anew(mixed_endings, mo
     model, tok, cfg = mixed_endings
     cuda = torch.device("cuda")
     try:
-        expected = Paraphraser(model, tok, cuda, torch.float32)._decode_batch(_requests(), cfg, 0)
+        expected = HFParaphraser(model, tok, cuda, torch.float32).decode_batch(_requests(), cfg, 0)
         para = StaticParaphraser(model, tok, cuda, torch.float32)
         para.ancestry = ancestry
         at_leaving = []
@@ -381,8 +375,8 @@ def test_on_cuda_sentences_leaving_the_batch_are_captured_anew(mixed_endings, mo
             return made
 
         monkeypatch.setattr(para, "runner", runner)
-        para.new_record()
-        got = para._decode_batch(_requests(), cfg, 0)
+        para.begin(cfg)
+        got = para.decode_batch(_requests(), cfg, 0)
     finally:
         model.to("cpu")
     assert at_leaving, "no sentence left the batch"
@@ -401,8 +395,8 @@ def test_the_log_says_how_the_engine_decodes(family_models, caplog):
     model, tok = family_models("t5")
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     with caplog.at_level(logging.INFO, logger="spanaug.pipeline.paraphraser.static_backend"):
-        para._decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
-        para._decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
+        para.decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
+        para.decode_batch(_requests(), DecodeSettings(beam_size=3), 0)
     lines = [r.getMessage() for r in caplog.records if "static backend: eager" in r.getMessage()]
     assert lines == ["static backend: eager steps, cache reordered each step"]
 
@@ -457,15 +451,15 @@ def test_a_failed_capture_is_its_runners_counted_and_logged(mixed_endings, monke
     """A capture that fails leaves its own batch to decode eagerly (the same beams), is counted and
     logged, and the next batch's runner captures again: graphs are not turned off for the process."""
     model, tok, cfg = mixed_endings
-    expected = Paraphraser(model, tok, CPU, torch.float32)._decode_batch(_requests(), cfg, 0)
+    expected = HFParaphraser(model, tok, CPU, torch.float32).decode_batch(_requests(), cfg, 0)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     runners = _capturing_runners(
         para, monkeypatch, {0: RuntimeError("operation not permitted when stream is capturing")}
     )
-    para.new_record()
-    first = para._decode_batch(_requests(), cfg, 0)
+    para.begin(cfg)
+    first = para.decode_batch(_requests(), cfg, 0)
     after_first = para.graph_counts.captures
-    second = para._decode_batch(_requests(), cfg, 1)
+    second = para.decode_batch(_requests(), cfg, 1)
     assert (para.graph_counts.fallbacks, after_first) == (1, 0)
     assert not runners[0].capture and runners[1].capture
     assert para.graph_counts.captures > 0  # the second batch's runner captured
@@ -484,7 +478,7 @@ def test_running_out_of_memory_in_a_capture_splits_the_batch(mixed_endings, monk
     from spanaug.core.oom import OutOfMemoryError
 
     model, tok, cfg = mixed_endings
-    expected = Paraphraser(model, tok, CPU, torch.float32).paraphrase(_requests(), cfg, progress=False)
+    expected = paraphrase(HFParaphraser(model, tok, CPU, torch.float32), _requests(), cfg, progress=False)
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     error: Exception = OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     if wrapped:
@@ -496,7 +490,7 @@ def test_running_out_of_memory_in_a_capture_splits_the_batch(mixed_endings, monk
         except RuntimeError as closing:
             error = closing
     runners = _capturing_runners(para, monkeypatch, {0: error})
-    got = list(para.paraphrase(_requests(), cfg, progress=False))
+    got = list(paraphrase(para, _requests(), cfg, progress=False))
     assert "ran out of GPU memory: split and retried as 2 parts" in caplog.text
     assert len(runners) >= 3 and runners[0].graphs == {} and runners[0].pool is None
     assert para.graph_counts.fallbacks == 0 and para.graph_counts.captures > 0
@@ -512,7 +506,7 @@ def test_with_graphs_required_a_failed_capture_stops_the_job(mixed_endings, monk
     para = StaticParaphraser(model, tok, CPU, torch.float32)
     _capturing_runners(para, monkeypatch, {0: RuntimeError("capture not supported")})
     with pytest.raises(ConfigError, match=r"paraphraser\.require_cuda_graphs: a CUDA graph capture failed"):
-        para._decode_batch(_requests(), cfg, 0)
+        para.decode_batch(_requests(), cfg, 0)
     assert para.graph_counts.fallbacks == 1
 
 
@@ -557,5 +551,5 @@ def test_the_step_is_checked_at_load_on_a_padded_graph_shaped_batch(tiny_paraphr
         StaticParaphraser.from_pretrained(tiny_paraphraser, device="cpu", dtype="float32")
     monkeypatch.setattr(stage, "resolve_backend", lambda backend, device: "static")
     loaded = stage.load_paraphraser(DecodeSettings(model=tiny_paraphraser, dtype="float32"), "cpu")
-    assert type(loaded) is Paraphraser and loaded.backend == "hf"
+    assert type(loaded) is HFParaphraser and loaded.backend == "hf"
     assert "hf instead of static: the static decoder step differs" in caplog.text

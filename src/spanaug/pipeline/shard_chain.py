@@ -24,7 +24,7 @@ from spanaug.pipeline.aligner.interface import SpanAlignerModel
 from spanaug.pipeline.aligner.stage import align_stage, load_aligner
 from spanaug.pipeline.constraints import expand_stage
 from spanaug.pipeline.iterations import SHARD_FILES, select_stage, shard_file
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
+from spanaug.pipeline.paraphraser.paraphrase_decoder import ParaphraseDecoder
 from spanaug.pipeline.paraphraser.stage import load_paraphraser, paraphrase_stage
 
 log = logging.getLogger(__name__)
@@ -37,10 +37,10 @@ class ShardModels:
     decode: DecodeSettings
     aligner_settings: AlignStageSettings
     device: str
-    paraphraser: Paraphraser | None = None
+    paraphraser: ParaphraseDecoder | None = None
     aligner: SpanAlignerModel | None = None
 
-    def loaded_paraphraser(self) -> Paraphraser:
+    def loaded_paraphraser(self) -> ParaphraseDecoder:
         if self.paraphraser is None:
             self.paraphraser = load_paraphraser(self.decode, self.device)
         return self.paraphraser

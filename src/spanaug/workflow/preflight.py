@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -27,10 +28,10 @@ from spanaug.core import model_files, modeldir
 from spanaug.core.aligner_settings import AlignerTrainSection, CrossDomainSettings, corpus_name
 from spanaug.core.config import RunConfig
 from spanaug.core.encoders import OFFLINE_MINILM
-from spanaug.core.errors import ConfigProblems, SpanaugError
+from spanaug.core.errors import ConfigError, ConfigProblems, SpanaugError
 from spanaug.core.settings import NAMES
 from spanaug.pipeline.aligner.kinds import aligner_kind, kind_entry, pretrain_problem
-from spanaug.pipeline.paraphraser import gguf_names, model_check
+from spanaug.pipeline.paraphraser import gguf_names, model_check, search_spec
 from spanaug.workflow.plan.run import reads_aligner_encoder
 
 #: Optional dependencies: import name -> (distribution, the pip extra that installs it).
@@ -301,6 +302,26 @@ def _paraphraser_folder(cfg: RunConfig, model: str) -> Iterator[Problem]:
     why = model_check.words_fit(cfg.data.max_tokens, model_check.saved_positions(found.folder))
     if why:
         yield Problem("data.max_tokens", f"{why} ({model})")
+    yield from _generation_config(found.folder / "generation_config.json", model)
+
+
+def _generation_config(path: Path, model: str) -> Iterator[Problem]:
+    """The model's generation config as the paraphrase stage checks it when the model loads: a key
+    that changes the search and that no decoder implements (:mod:`.search_spec`)."""
+    if not path.is_file():
+        return
+    try:
+        keys = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        yield Problem("paraphraser.model", f"{path}: not a readable JSON file ({exc})")
+        return
+    if not isinstance(keys, dict):
+        yield Problem("paraphraser.model", f"{path}: expected a JSON object, not {type(keys).__name__}")
+        return
+    try:
+        search_spec.check_generation_config(keys, model)
+    except ConfigError as exc:
+        yield Problem("paraphraser.model", str(exc))
 
 
 def _model_files(key: str, name: str) -> Generator[Problem, None, model_files.ModelFiles | None]:

@@ -1,4 +1,4 @@
-"""Decoder batches by a token budget, and the per-sentence length limit both backends apply.
+"""Decoder batches by a token budget.
 
 A batch's decoder work and memory grow with its rows (sentences x beams or samples) times its
 padded source length, so batches are filled up to ``max_batch_tokens`` = sentences x longest
@@ -8,11 +8,12 @@ sentences of similar length share a batch and padding stays small.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import torch
+
+from spanaug.pipeline.paraphraser.search_spec import LENGTH_RATIO
 
 #: Default budgets (source tokens x beams) where the card's memory is not measured: CPU, a few
 #: sentences at beam 20, where bigger batches only add padding (also the floor of a GPU's budget);
@@ -32,10 +33,6 @@ SHORT_SOURCE = 16
 LOGIT_COPIES = 4
 #: The model the estimate assumes when it is not given (the ct2 backend): T5-base's decoder.
 ASSUMED_MODEL = {"d_model": 768, "decoder_layers": 12, "vocab_size": 32128}
-
-#: Length rule when ``max_new_tokens`` is not set: ``ceil(LENGTH_RATIO * source ids) + LENGTH_EXTRA``.
-LENGTH_RATIO = 1.5
-LENGTH_EXTRA = 10
 
 
 def bytes_per_batch_token(
@@ -90,14 +87,6 @@ def default_max_batch_tokens(
         return DEFAULT_MAX_BATCH_TOKENS["cuda"]
     budget = int(FREE_MEMORY_SHARE * free) // bytes_per_batch_token(model_config, dtype, shared_by)
     return max(DEFAULT_MAX_BATCH_TOKENS["cpu"], min(MAX_BATCH_TOKENS_CAP, budget))
-
-
-def length_limit(source_ids: int, max_new_tokens: int | None = None) -> int:
-    """New tokens a sentence may generate: ``max_new_tokens`` when set, else the rule above
-    applied to the sentence's own source length, so the batch it lands in does not matter."""
-    if max_new_tokens is not None:
-        return int(max_new_tokens)
-    return math.ceil(LENGTH_RATIO * source_ids) + LENGTH_EXTRA
 
 
 def token_budget_batches(

@@ -1,8 +1,8 @@
 """Decoder-only paraphrasers (``AutoModelForCausalLM``: Llama, Gemma 3, Qwen2, ...): a prompt continued.
 
-The paraphrase loop is the seq2seq one (:class:`~.hf_backend.Paraphraser`: chunks, batches by a
-token budget, OOM splitting, output checks, scoring, ranking); this class changes what a batch's
-inputs are, how it decodes, what its text is, and how an output is scored.
+The paraphrase loop is every decoder's (:mod:`.decode_loop`: chunks, batches by a token budget,
+OOM splitting, output checks, scoring, ranking); this decoder (on the hf one) changes what a
+batch's inputs are, how it decodes, what its text is, and how an output is scored.
 
 * **The prompt** (:mod:`.prompts`) is a head shared by every sentence (instruction, few-shot
   examples) and a sentence's query. The head's keys and values are computed once per prompt and
@@ -18,7 +18,7 @@ inputs are, how it decodes, what its text is, and how an output is scored.
   as for seq2seq models: a large vocabulary splits rare upper-case forms into pieces a ban of the
   form's usual tokenization does not cover.
 * **The output** ends at the first newline or end of sequence: every token whose text holds a
-  newline is an end token beside the model's own. It is cut there, and chatter, echoed prompt text
+  newline is an end token of the search spec beside the model's own. It is cut there, and chatter, echoed prompt text
   and copies of the source are refused (:class:`.prompts.OutputCheck`), counted in the stats.
 * **The score** is the length-normalised negative log-likelihood of the continuation (and its
   end: a newline, or end of turn in a chat) given the prompt, computed on the shared head too.
@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import inspect
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +41,16 @@ from transformers import DynamicCache, LogitsProcessor
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
-from spanaug.pipeline.paraphraser import gguf_models, model_check
-from spanaug.pipeline.paraphraser.batching import length_limit
-from spanaug.pipeline.paraphraser.hf_backend import (
-    DecodeStats,
-    HostTools,
-    Paraphraser,
-    Prepared,
-    SentenceBeams,
-    per_sentence,
-)
+from spanaug.pipeline.paraphraser import gguf_models, model_check, search_spec
+from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
+from spanaug.pipeline.paraphraser.paraphrase_decoder import HostTools, Prepared, SentenceBeams, per_sentence
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
 from spanaug.pipeline.paraphraser.prompts import OutputCheck, Prompt, build_prompt, span_text
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
+from spanaug.pipeline.paraphraser.search_spec import SearchSpec
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +96,7 @@ class Head:
     cache: Any
 
 
-class CausalParaphraser(Paraphraser):
+class CausalParaphraser(HFParaphraser):
     """A decoder-only paraphraser (``AutoModelForCausalLM``) prompted to rewrite each sentence."""
 
     name = "causal paraphraser"
@@ -178,15 +174,9 @@ class CausalParaphraser(Paraphraser):
         cache.batch_repeat_interleave(rows)
         return cache
 
-    def paraphrase_chunks(
-        self,
-        chunks: Iterable[Sequence[dict[str, Any]]],
-        cfg: DecodeSettings,
-        stats: DecodeStats | None = None,
-        progress: bool = True,
-    ) -> Iterator[list[dict[str, Any]]]:
+    def begin(self, cfg: DecodeSettings) -> None:
         self.active = self.prompt_for(cfg)  # what check_output checks against
-        yield from super().paraphrase_chunks(chunks, cfg, stats, progress)
+        super().begin(cfg)
 
     def queries(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> list[str]:
         prompt, _ = self.prompt_for(cfg)
@@ -199,62 +189,60 @@ class CausalParaphraser(Paraphraser):
         enc = (tokenizer or self.tokenizer)(list(texts), add_special_tokens=False)
         return [len(ids) for ids in enc["input_ids"]]
 
-    def batches(
-        self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, tokenizer: Any = None
-    ) -> list[list[int]]:
-        """As the seq2seq batches (sentences x longest source x width within a budget), with a
-        default budget for a prompt: on CPU, CPU_BATCH_TOKENS (a batch runs until its slowest
-        sentence is done, so every decoder row of a sentence done early is work lost, while some 30
-        rows a step are enough to read the weights once for many rows); elsewhere the device's
-        budget shrunk by the share of the prompt's tokens that are the sentence's (every row keeps
-        the whole prompt's keys and values)."""
-        if cfg.max_batch_tokens is None and requests:
-            if self.device.type == "cpu":
-                budget = CPU_BATCH_TOKENS
-            else:
-                from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens
-
-                prompt, _ = self.prompt_for(cfg)
-                tok = tokenizer or self.tokenizer
-                sources = sum(self.source_lengths([r["source_text"] for r in requests], tokenizer=tok))
-                queries = sum(self.source_lengths(self.queries(requests, cfg), tokenizer=tok))
-                head = len(tok(prompt.head, add_special_tokens=prompt.head_specials)["input_ids"])
-                share = sources / max(1, queries + head * len(requests))
-                budget = max(1, int(default_max_batch_tokens(self.device, self.model.config, self.dtype) * share))
-            cfg = dataclasses.replace(cfg, max_batch_tokens=budget)
-        return super().batches(requests, cfg, tokenizer)
+    def default_batch_tokens(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, tokenizer: Any) -> int:
+        """The seq2seq budget (sentences x longest source x width), for a prompt: on CPU,
+        CPU_BATCH_TOKENS (a batch runs until its slowest sentence is done, so every decoder row of a
+        sentence done early is work lost, while some 30 rows a step are enough to read the weights
+        once for many rows); elsewhere the device's budget shrunk by the share of the prompt's tokens
+        that are the sentence's (every row keeps the whole prompt's keys and values)."""
+        if self.device.type == "cpu" or not requests:
+            return CPU_BATCH_TOKENS
+        prompt, _ = self.prompt_for(cfg)
+        tok = tokenizer or self.tokenizer
+        sources = sum(self.source_lengths([r["source_text"] for r in requests], tokenizer=tok))
+        queries = sum(self.source_lengths(self.queries(requests, cfg), tokenizer=tok))
+        head = len(tok(prompt.head, add_special_tokens=prompt.head_specials)["input_ids"])
+        share = sources / max(1, queries + head * len(requests))
+        return max(1, int(default_max_batch_tokens(self.device, self.model.config, self.dtype) * share))
 
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's queries (left-padded, without special tokens), each sentence's new-token limit
         (by its source's length) and banned sequences."""
+        spec = self.search_spec(cfg)
         tokenizer, bans = tools or self.host_tools
         WORKER_GATE.wait()
         tokenizer.padding_side = "left"
         enc = tokenizer(self.queries(requests, cfg), add_special_tokens=False, padding=True, return_tensors="pt")
         enc = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         sources = self.source_lengths([r["source_text"] for r in requests], tokenizer=tokenizer)
-        limits = [length_limit(n, cfg.max_new_tokens) for n in sources]
+        limits = [spec.limit(n) for n in sources]
         bans.learn(phrase for r in requests for phrase in r["constraints"])
         banned = []
         for r in requests:
             WORKER_GATE.wait()
-            banned.append(bans(r["constraints"]))
+            banned.append(bans(r["constraints"]) + list(spec.never))
         WORKER_GATE.wait()
         table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
         return Prepared(enc, limits, banned, table)
 
+    def build_search_spec(self, cfg: DecodeSettings) -> SearchSpec:
+        """The search, its end tokens the model's end of sequence (and of turn), the tokenizer's,
+        and every token whose text holds a newline."""
+        return search_spec.build(
+            cfg,
+            self.generation_config(),
+            self.model_config(),
+            model=self.name,
+            extra_end_tokens=self.newline_tokens,
+            fallback_end_token=self.tokenizer.eos_token_id,
+            decoder_only=True,
+        )
+
     @functools.cached_property
-    def end_ids(self) -> list[int]:
-        """Tokens that end an output: the model's end of sequence (and of turn), and every token
-        whose text holds a newline."""
-        gen = getattr(self.model, "generation_config", None)
-        eos = getattr(gen, "eos_token_id", None)
-        ends = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        if self.tokenizer.eos_token_id is not None:
-            ends.add(self.tokenizer.eos_token_id)
+    def newline_tokens(self) -> list[int]:
+        """Every token whose text holds a newline (each ends an output)."""
         texts = decode_texts(self.tokenizer, [[i] for i in range(len(self.tokenizer))])
-        ends.update(i for i, text in enumerate(texts) if "\n" in text)
-        return sorted(ends)
+        return [i for i, text in enumerate(texts) if "\n" in text]
 
     def prompt_inputs(self, head: Head, prepared: Prepared) -> tuple[torch.Tensor, torch.Tensor]:
         """The whole prompt's ids and attention mask ``[B, P + S]`` on the device."""
@@ -299,36 +287,35 @@ class CausalParaphraser(Paraphraser):
             )
 
     @torch.inference_mode()
-    def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
+    def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         """The device's part of a batch: each sentence's continuations (beams or samples) as token ids."""
+        spec = self.search_spec(cfg)
         prompt, _ = self.prompt_for(cfg)
         head = self.head(prompt)
         ids, mask = self.prompt_inputs(head, prepared)
         length = ids.shape[1]
         self._check_window(length + max(prepared.limits))
         inner = self.banned_processor(prepared.constraints(), self.model.config.vocab_size, self.device)
-        if cfg.mode == "beam" and hasattr(inner, "renormalize"):
+        if spec.mode == "beam" and hasattr(inner, "renormalize"):
             inner.renormalize = True  # as the seq2seq backend: beams see log-probabilities
         stop = PerSentenceMaxNewTokens(prepared.limits, prompt_length=length, device=self.device)
-        shared = {self.cache_kwarg: self.prefill(head, ids, mask, cfg.width)} if self.share_prompt else {}
-        if cfg.mode == "sample":
-            torch.manual_seed(cfg.seed * 100003 + batch_index)
+        shared = {self.cache_kwarg: self.prefill(head, ids, mask, spec.width)} if self.share_prompt else {}
+        if spec.mode == "sample":
+            torch.manual_seed(spec.batch_seed(batch_index))
         out = self.model.generate(
             input_ids=ids,
             attention_mask=mask,
             **shared,
-            **self.search_kwargs(cfg),
-            eos_token_id=self.end_ids,
-            pad_token_id=self.tokenizer.pad_token_id,
+            **spec.generate_kwargs(),
             max_new_tokens=max(prepared.limits),
             logits_processor=[ContinuationBans(inner, length)],
             stopping_criteria=[stop],
             return_dict_in_generate=True,
-            output_scores=cfg.mode == "beam",
+            output_scores=spec.mode == "beam",
         )
         continuations = out.sequences[:, length:].cpu()
-        scores = out.sequences_scores.tolist() if cfg.mode == "beam" else [float("nan")] * len(continuations)
-        return per_sentence(continuations.view(len(prepared.limits), cfg.width, -1), scores)
+        scores = out.sequences_scores.tolist() if spec.mode == "beam" else [float("nan")] * len(continuations)
+        return per_sentence(continuations.view(len(prepared.limits), spec.width, -1), scores)
 
     def texts(self, beams: list[SentenceBeams], tools: HostTools | None = None) -> list[list[tuple[str, float]]]:
         """Each continuation's text up to its first newline (the end token's text included in it)."""

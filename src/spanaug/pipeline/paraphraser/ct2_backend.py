@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Callable, Hashable, Sequence
@@ -16,10 +17,8 @@ from spanaug.core.devices import cpu_name, device_name, gpu_allocation, log_devi
 from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
-from spanaug.pipeline.paraphraser.batching import length_limit
 from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser
-from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
+from spanaug.pipeline.paraphraser.paraphrase_decoder import HostTools, ParaphraseDecoder, Prepared, SentenceBeams
 
 
 def usable_cores() -> int:
@@ -66,7 +65,16 @@ def check_family(name_or_path: str | Path, config: Any) -> None:
         )
 
 
-class CT2Paraphraser(Paraphraser):
+@dataclasses.dataclass
+class CT2Prepared(Prepared):
+    """A batch's CTranslate2 calls: each call's sentences (indices in the batch), its length limit
+    and the token pieces of its suppressed sequences; every sentence's source as pieces."""
+
+    sources: list[list[str]] = dataclasses.field(default_factory=list)
+    calls: list[tuple[list[int], int, list[list[str]]]] = dataclasses.field(default_factory=list)
+
+
+class CT2Paraphraser(ParaphraseDecoder):
     """The same model converted with CTranslate2; constraints become ``suppress_sequences``.
 
     CTranslate2 applies ``suppress_sequences`` and ``max_decoding_length`` to a whole
@@ -84,13 +92,26 @@ class CT2Paraphraser(Paraphraser):
     overlap_host = False
     backend = "ct2"
 
-    def __init__(self, translator, tokenizer, device: str):
+    def __init__(self, translator, tokenizer, device: str, config: Any = None, generation: Any = None):
         self.translator = translator
         self.tokenizer = tokenizer
+        #: The converted model's transformers config and generation config (what its search reads).
+        self.config = config
+        self.generation = generation
         self.device = torch.device("cuda" if device == "cuda" else "cpu")
         #: CTranslate2's compute type (its dtype), as the translator reports it, and its CPU threads.
         self.compute_type = str(getattr(translator, "compute_type", None) or "default")
         self.cpu_threads = 1
+        #: The converted model's target vocabulary (None: not known): a sequence the model never
+        #: generates is suppressed only when CTranslate2 has its tokens (its Marian conversion has no
+        #: <pad>, which it cannot generate, and refuses to suppress one).
+        self.target_vocabulary: frozenset[str] | None = None
+
+    def generation_config(self) -> Any:
+        return self.generation
+
+    def model_config(self) -> Any:
+        return self.config
 
     def provenance(self, cfg: DecodeSettings) -> EngineRecord:
         if self.device.type == "cpu":  # CTranslate2's own threads, not torch's
@@ -129,70 +150,80 @@ class CT2Paraphraser(Paraphraser):
         threads = {"inter_threads": usable_cores(), "intra_threads": 1} if dev == "cpu" else {}
         translator = ctranslate2.Translator(str(target), device=dev, compute_type=compute or "default", **threads)
         log_device(torch.device(dev), getattr(translator, "compute_type", compute))
-        paraphraser = cls(translator, tokenizer, dev)
+        paraphraser = cls(translator, tokenizer, dev, config, model_generation_config(name_or_path, config))
         paraphraser.compute_type = str(getattr(translator, "compute_type", None) or compute or "default")
         paraphraser.cpu_threads = threads.get("inter_threads", 1)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(config)
+        paraphraser.target_vocabulary = target_vocabulary(Path(target))
         return paraphraser
 
-    def _pieces(self, text: str, prefix: str = "") -> list[str]:
-        return self.tokenizer.convert_ids_to_tokens(self.tokenizer(prefix + text, truncation=True)["input_ids"])
+    def _pieces(self, text: str, prefix: str = "", tokenizer: Any = None) -> list[str]:
+        tokenizer = tokenizer or self.tokenizer
+        return tokenizer.convert_ids_to_tokens(tokenizer(prefix + text, truncation=True)["input_ids"])
 
-    def _batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
+    def batch_group(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings) -> Callable[[int], Hashable] | None:
         """Exact batching: a batch holds one constraint set (a call applies its set to all its sentences)."""
         if cfg.ct2_batching == "union":
             return None
         return lambda i: tuple(sorted(set(requests[i]["constraints"])))
 
-    def _decode_batch(
-        self, requests: list[dict[str, Any]], cfg: DecodeSettings, batch_index: int
-    ) -> list[list[tuple[str, float]]]:
-        import ctranslate2
-
-        sources = [self._pieces(r["source_text"], cfg.prefix) for r in requests]
-        limits = [length_limit(len(src), cfg.max_new_tokens) for src in sources]
+    def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
+        """A batch's calls: one per constraint set and length limit (per length limit with
+        ``ct2_batching: union``), each with its sentences' suppressed sequences and the model's
+        never-generated ones."""
+        spec = self.search_spec(cfg)
+        tokenizer, bans = tools or self.host_tools
+        sources = [self._pieces(r["source_text"], cfg.prefix, tokenizer) for r in requests]
+        limits = [spec.limit(len(src)) for src in sources]
         groups: dict[tuple, list[int]] = {}
         for i, req in enumerate(requests):
             key = () if cfg.ct2_batching == "union" else tuple(sorted(set(req["constraints"])))
             groups.setdefault((key, limits[i]), []).append(i)
-        if cfg.mode == "sample":
-            ctranslate2.set_random_seed(cfg.seed * 100003 + batch_index)
-        # The hf backend's search settings (Paraphraser.search_kwargs), in CTranslate2's terms.
-        kwargs: dict[str, Any] = {
-            "asynchronous": True,
-            "return_scores": True,
-            "min_decoding_length": 0,
-            "length_penalty": 1.0,
-            "max_input_length": 0,
-        }
-        if cfg.mode == "beam":
-            kwargs.update(beam_size=cfg.beam_size, num_hypotheses=cfg.beam_size, patience=1.0)
-        else:
-            kwargs.update(beam_size=1, sampling_topk=cfg.top_k, num_hypotheses=cfg.num_samples)
-        pending = []
+        never = [seq for seq in spec.never if self._has_tokens(seq, tokenizer)]
+        banned = [bans(r["constraints"]) + never for r in requests]
+        calls = []
         for (_, limit), idx in groups.items():
-            seqs = sorted({seq for i in idx for seq in self.phrase_bans(requests[i]["constraints"])})
-            banned = [self.tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]
-            pending.append(
-                (
-                    idx,
-                    self.translator.translate_batch(
-                        [sources[i] for i in idx],
-                        max_decoding_length=limit,
-                        suppress_sequences=banned or None,
-                        **kwargs,
-                    ),
-                )
+            seqs = sorted({seq for i in idx for seq in banned[i]})
+            calls.append((idx, limit, [tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]))
+        return CT2Prepared({}, limits, banned, sources=sources, calls=calls)
+
+    def _has_tokens(self, seq: tuple[int, ...], tokenizer: Any) -> bool:
+        if self.target_vocabulary is None:
+            return True
+        return all(piece in self.target_vocabulary for piece in tokenizer.convert_ids_to_tokens(list(seq)))
+
+    def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
+        """The batch's calls, submitted at once (on CPU they run side by side), then collected."""
+        import ctranslate2
+
+        assert isinstance(prepared, CT2Prepared)
+        spec = self.search_spec(cfg)
+        if spec.mode == "sample":
+            ctranslate2.set_random_seed(spec.batch_seed(batch_index))
+        pending = [
+            (
+                idx,
+                self.translator.translate_batch(
+                    [prepared.sources[i] for i in idx],
+                    max_decoding_length=limit,
+                    suppress_sequences=banned or None,
+                    asynchronous=True,
+                    **spec.ct2_kwargs(),
+                ),
             )
-        out: list[list[tuple[str, float]]] = [[] for _ in requests]
+            for idx, limit, banned in prepared.calls
+        ]
+        out = [SentenceBeams([], []) for _ in prepared.limits]
         for idx, results in pending:
             for i, res in zip(idx, results):
                 r = res.result()
-                scores = r.scores if cfg.mode == "beam" else [float("nan")] * len(r.hypotheses)
-                # Decoded through token ids, as the hf backend decodes, so both give the same text.
-                texts = decode_texts(self.tokenizer, [self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses])
-                out[i] = list(zip(texts, scores))
+                scores = r.scores if spec.mode == "beam" else [float("nan")] * len(r.hypotheses)
+                # Detokenized through token ids (texts()), as the hf backend does, so both give the same text.
+                out[i] = SentenceBeams([self.tokenizer.convert_tokens_to_ids(h) for h in r.hypotheses], list(scores))
         return out
+
+    def score_outputs(self, requests: list[dict[str, Any]], outputs: list[str], cfg: DecodeSettings) -> list[float]:
+        return self.score([r["source_text"] for r in requests], outputs, cfg.prefix)
 
     def score(self, sources: list[str], outputs: list[str], prefix: str = "") -> list[float]:
         """Length-normalised NLL from CTranslate2's own scoring of the output (end token included)."""
@@ -201,3 +232,24 @@ class CT2Paraphraser(Paraphraser):
         tgt = [[t for t in self._pieces(o) if t != self.tokenizer.eos_token] for o in outputs]
         results = self.translator.score_batch(src, tgt)
         return [-sum(r.log_probs) / max(1, len(r.log_probs)) for r in results]
+
+
+def model_generation_config(name_or_path: str | Path, config: Any) -> Any:
+    """A model's generation config: its generation_config.json, else the one its config implies."""
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(str(name_or_path))
+    except (OSError, ValueError):  # no generation_config.json: transformers derives one from the config
+        return GenerationConfig.from_model_config(config)
+
+
+def target_vocabulary(folder: Path) -> frozenset[str] | None:
+    """The tokens of a converted model's target (or shared) vocabulary, None when it has no such file."""
+    import json
+
+    for name in ("target_vocabulary.json", "shared_vocabulary.json"):
+        path = folder / name
+        if path.is_file():
+            return frozenset(json.loads(path.read_text(encoding="utf-8")))
+    return None

@@ -25,6 +25,7 @@ import torch
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.text import tokenize
+from spanaug.pipeline.paraphraser import decode_loop
 from spanaug.pipeline.paraphraser.bitext import Pair, pick_word
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def decode(
     cfg = dataclasses.replace(decode_cfg, model=str(model_dir), backend="hf", mode="beam", beam_size=beam, return_top=1)
     paraphraser = load_paraphraser(cfg, device)
     best: dict[str, str] = {}
-    for row in paraphraser.paraphrase(requests(pairs), cfg, progress=False):
+    for row in decode_loop.paraphrase(paraphraser, requests(pairs), cfg, progress=False):
         if row["beam_rank"] == 0:
             best[row["seed_id"]] = row["paraphrase_text"]
     return [best.get(f"heldout:{n}", "") for n in range(len(pairs))]

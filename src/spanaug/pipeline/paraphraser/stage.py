@@ -12,11 +12,13 @@ from spanaug.core.devices import choose_device
 from spanaug.core.engine import EngineRecord
 from spanaug.core.errors import ConfigError
 from spanaug.core.heap import long_lived_objects_frozen
-from spanaug.pipeline.paraphraser import model_check
+from spanaug.pipeline.paraphraser import decode_loop, model_check
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
 from spanaug.pipeline.paraphraser.ct2_backend import CT2Paraphraser
+from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
 from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
-from spanaug.pipeline.paraphraser.hf_backend import DecodeStats, Paraphraser
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
+from spanaug.pipeline.paraphraser.paraphrase_decoder import ParaphraseDecoder
 from spanaug.pipeline.paraphraser.static_backend import StaticParaphraser
 
 log = logging.getLogger(__name__)
@@ -26,9 +28,16 @@ log = logging.getLogger(__name__)
 CHUNK_ROWS = 4096
 
 
-def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
-    """The model ``cfg`` names, on its backend (the static engine has checked its step against the
-    model by then: ``auto`` falls back to hf before any sentence is decoded)."""
+def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> ParaphraseDecoder:
+    """The model ``cfg`` names, on its backend, with its search spec built (the model's generation
+    config checked) and, on the static engine, its step checked against the model: ``auto`` falls
+    back to hf, or the job stops, before any sentence is decoded."""
+    paraphraser = _load(cfg, device)
+    paraphraser.search_spec(cfg)
+    return paraphraser
+
+
+def _load(cfg: DecodeSettings, device: str) -> ParaphraseDecoder:
     if not cfg.model:
         raise ConfigError("no paraphraser model: set paraphraser.model (or paraphraser.train)")
     if model_check.is_decoder_only(cfg.model):
@@ -43,13 +52,13 @@ def load_paraphraser(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
         if cfg.require_cuda_graphs and backend == "static":
             raise ConfigError(f"paraphraser.require_cuda_graphs: the static backend cannot decode it: {err}") from None
         log.warning("paraphraser backend: hf instead of %s: %s", backend, err)
-        backend, paraphraser = "hf", Paraphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
+        backend, paraphraser = "hf", HFParaphraser.from_pretrained(cfg.model, device=device, dtype=cfg.dtype)
     paraphraser.backend = backend
     check_graphs_required(paraphraser, cfg)
     return paraphraser
 
 
-def check_graphs_required(paraphraser: Paraphraser, cfg: DecodeSettings) -> None:
+def check_graphs_required(paraphraser: ParaphraseDecoder, cfg: DecodeSettings) -> None:
     """With ``paraphraser.require_cuda_graphs``, a paraphraser on CUDA decodes with the static
     backend's graphs (beam search; sampling runs on generate), or the job stops here."""
     if not cfg.require_cuda_graphs or paraphraser.device.type != "cuda":
@@ -62,7 +71,7 @@ def check_graphs_required(paraphraser: Paraphraser, cfg: DecodeSettings) -> None
         )
 
 
-def load_decoder_only(cfg: DecodeSettings, device: str = "auto") -> Paraphraser:
+def load_decoder_only(cfg: DecodeSettings, device: str = "auto") -> ParaphraseDecoder:
     """A decoder-only model (a causal LM, or a GGUF file): transformers' generate on a shared prompt
     cache (the hf backend); CTranslate2 and the static engine decode seq2seq models only."""
     if cfg.backend in ("ct2", "static"):
@@ -106,7 +115,7 @@ def paraphrase_stage(
     device: str = "auto",
     stats_path: Path | str | None = None,
     chunk_rows: int = CHUNK_ROWS,
-    paraphraser: Paraphraser | None = None,
+    paraphraser: ParaphraseDecoder | None = None,
 ) -> DecodeStats:
     """CLI stage: a REQUESTS shard -> a PARAPHRASES shard, processed in chunks, with ``paraphraser``
     (loaded by the caller for several shards) or the model ``cfg`` names."""
@@ -116,7 +125,7 @@ def paraphrase_stage(
     stats = DecodeStats()
     provenance = artifacts.derived(requests_path, "paraphrases")
     with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.PARAPHRASES, provenance) as writer:
-        for rows in paraphraser.paraphrase_chunks((table.to_pylist() for table in batches), cfg, stats):
+        for rows in decode_loop.paraphrase_chunks(paraphraser, (table.to_pylist() for table in batches), cfg, stats):
             writer.write(rows)
         stats.engine = stats.engine or paraphraser.provenance(cfg)
         writer.closing_metadata[artifacts.ENGINE_KEY] = stats.engine.as_dict()
@@ -141,4 +150,4 @@ def say_how_it_decoded(engine: EngineRecord, what: Path | str) -> None:
         log.info("paraphrase %s: decoded with %s", what, engine.describe())
 
 
-BACKENDS = {"hf": Paraphraser, "ct2": CT2Paraphraser, "static": StaticParaphraser}
+BACKENDS = {"hf": HFParaphraser, "ct2": CT2Paraphraser, "static": StaticParaphraser}

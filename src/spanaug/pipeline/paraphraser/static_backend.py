@@ -7,9 +7,10 @@ sentence, a preallocated self-attention cache, the constraint processor inside t
 finished sentences leaving the batch. Sampling (``paraphraser.mode: sample``) is left to
 ``generate``.
 
-Families: T5/mT5, BART, mBART, Pegasus and Marian. Loading a model of another family, or one
-whose generation config asks for a search feature the engine lacks, raises
-:class:`~.decoder_step.UnsupportedModel`; ``paraphraser.backend: auto`` then decodes with hf.
+Families: T5/mT5, BART, mBART, Pegasus and Marian. Loading a model of another family raises
+:class:`~.decoder_step.UnsupportedModel`; ``paraphraser.backend: auto`` then decodes with hf. The
+search is the decoding's :class:`~.search_spec.SearchSpec`, as for every decoder (a generation
+config asking for what no decoder does is a config error there).
 """
 
 from __future__ import annotations
@@ -24,27 +25,13 @@ from spanaug.core.engine import EngineRecord
 from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
 from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
-from spanaug.pipeline.paraphraser.hf_backend import Paraphraser, Prepared, SentenceBeams, encoder_inputs, per_sentence
+from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser, encoder_inputs
+from spanaug.pipeline.paraphraser.paraphrase_decoder import Prepared, SentenceBeams, per_sentence
 from spanaug.pipeline.paraphraser.processors import SequenceTable, TensorBannedSequences
 from spanaug.pipeline.paraphraser.step_runner import GRAPH_BUCKET, EagerRunner, GraphCounts, GraphRunner
 from spanaug.pipeline.paraphraser.topk import TOPK_CHUNK
 
 log = logging.getLogger(__name__)
-
-#: Generation-config settings that change what ``generate`` does in beam search and that the
-#: engine does not implement, with the value that turns each off (the hf backend's own search
-#: settings already override length_penalty, repetition and no-repeat penalties, forced EOS, ...).
-UNSUPPORTED_GENERATION = {
-    "encoder_no_repeat_ngram_size": (None, 0),
-    "encoder_repetition_penalty": (None, 1.0),
-    "begin_suppress_tokens": (None, []),
-    "sequence_bias": (None, {}),
-    "exponential_decay_length_penalty": (None,),
-    "min_new_tokens": (None, 0),
-    "num_beam_groups": (None, 1),
-    "constraints": (None, []),
-    "force_words_ids": (None, []),
-}
 
 #: Steps between the host's looks at which sentences are done, on GPUs without CUDA graphs (with
 #: them, every graph bucket; on CPU every step: there a look costs nothing, and a finished sentence
@@ -57,25 +44,14 @@ GPU_SYNC_EVERY = 4
 CHECK_TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-2, torch.bfloat16: 5e-2}
 
 
-def check_generation_config(model) -> None:
-    """Raise :class:`UnsupportedModel` when the model's generation config asks for something the
-    engine does not do."""
-    gen = getattr(model, "generation_config", None)
-    active = [
-        key for key, off in UNSUPPORTED_GENERATION.items() if gen is not None and getattr(gen, key, None) not in off
-    ]
-    if active:
-        raise UnsupportedModel(f"the model's generation config sets {', '.join(active)}, which static lacks")
-
-
 #: The self-check's dummy batch: two sentences of different lengths, so that one is padded.
 CHECK_TEXTS = ("The committee approved the new budget after a long debate.", "A short one.")
 #: Decoder positions the self-check feeds (at most GRAPH_BUCKET: the span of the first graphs' steps).
 CHECK_STEPS = 6
 
 
-class StaticParaphraser(Paraphraser):
-    """A :class:`~.hf_backend.Paraphraser` whose beam search runs on :mod:`.beam_search`. Made, it
+class StaticParaphraser(HFParaphraser):
+    """A :class:`~.hf_backend.HFParaphraser` whose beam search runs on :mod:`.beam_search`. Made, it
     has checked its decoder step against the model (:meth:`_self_check`): a model it cannot decode
     is refused before any sentence is, and ``paraphraser.backend: auto`` loads hf instead."""
 
@@ -84,7 +60,6 @@ class StaticParaphraser(Paraphraser):
     def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
         super().__init__(model, tokenizer, device, dtype)
         self.step = decoder_step.for_model(self.model)
-        check_generation_config(self.model)
         #: What this engine's graph runners did since the paraphraser's last decoding began.
         self.graph_counts = GraphCounts()
         self._self_check()
@@ -111,7 +86,7 @@ class StaticParaphraser(Paraphraser):
             )
         log.info("static backend: decoder step agrees with the model (largest logit difference %.2g)", worst)
 
-    def new_record(self) -> None:
+    def begin(self, cfg: DecodeSettings) -> None:
         self.graph_counts = GraphCounts()
 
     def provenance(self, cfg: DecodeSettings) -> EngineRecord:
@@ -128,6 +103,7 @@ class StaticParaphraser(Paraphraser):
         )
 
     def _start_token(self) -> int:
+        """The decoder's first token (what the self-check starts from, before any settings)."""
         gen = self.model.generation_config
         start = gen.decoder_start_token_id
         return int(start if start is not None else self.model.config.decoder_start_token_id)
@@ -137,18 +113,16 @@ class StaticParaphraser(Paraphraser):
     topk_chunk: int | None = None
 
     def search_settings(self, cfg: DecodeSettings) -> SearchSettings:
-        gen = self.model.generation_config
-        eos = gen.eos_token_id if gen.eos_token_id is not None else self.model.config.eos_token_id
-        eos = eos[0] if isinstance(eos, list) else eos
-        pad = self.model.config.pad_token_id
+        """The engine's settings: the decoding's search spec, and how this device runs it."""
+        spec = self.search_spec(cfg)
         gpu = self.device.type == "cuda"
         return SearchSettings(
-            beams=cfg.beam_size,
-            start_token=self._start_token(),
-            eos_token=int(eos),
-            fill_token=int(pad if pad is not None else eos),
-            length_penalty=1.0,  # as search_kwargs sets for generate
-            forced_bos_token=getattr(gen, "forced_bos_token_id", None),
+            beams=spec.width,
+            start_token=spec.start_token if spec.start_token is not None else self._start_token(),
+            eos_token=spec.end_token,
+            fill_token=spec.pad_token if spec.pad_token is not None else spec.end_token,
+            length_penalty=spec.length_penalty,
+            forced_bos_token=spec.forced_bos_token,
             fuse_constraints=gpu,
             two_stage_topk=gpu,
             topk_chunk=(TOPK_CHUNK if gpu else 0) if self.topk_chunk is None else self.topk_chunk,
@@ -206,8 +180,8 @@ class StaticParaphraser(Paraphraser):
         return cfg.width if cfg.mode == "beam" else None
 
     @torch.inference_mode()
-    def decode_ids(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
+    def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         if cfg.mode != "beam":
-            return super().decode_ids(prepared, cfg, batch_index)
+            return super().decode(prepared, cfg, batch_index)
         tokens, scores = self.search(self.on_device(prepared.enc), prepared.limits, prepared.constraints(), cfg)
         return per_sentence(tokens.cpu(), scores.view(-1).tolist())
