@@ -235,6 +235,12 @@ def test_align_stage_predicts_a_span_inside_every_beam(tiny_encoder, tmp_path):
     engine = artifacts.read_engine(tmp_path / "aligned.parquet")
     assert engine["backend"].endswith(" aligner") and engine["device"].startswith("CPU, ")
     assert (engine["dtype"], engine["decode_path"]) == ("float32", "eager")
+    # The paper kind scores on the paper's raw scale; the paraphrases record no engine here.
+    assert artifacts.read_scorers(tmp_path / "aligned.parquet") == {
+        "aligner_kind": "paper",
+        "aligner_scale": "raw",
+        "paraphraser": None,
+    }
 
 
 def test_seed_frame_elements_reach_iteration_0_the_requests_and_the_outputs(tmp_path):

@@ -25,10 +25,11 @@ class LexsubOptions(FilteredOptions):
 
 
 def _inputs(options: FilteredOptions) -> tuple:
-    """The augmented dataset, its seeds (every output's seed among them) and the filter's bounds."""
+    """The augmented dataset, its seeds (every output's seed among them), the filter's bounds (the
+    named filters' on the aligner-score scale the dataset records) and what scored it."""
     import pyarrow.compute as pc
 
-    from spanaug.core import artifacts
+    from spanaug.core import artifacts, score_scale
     from spanaug.core.errors import InputError
     from spanaug.evaluation.filtering import named_filter
 
@@ -43,56 +44,70 @@ def _inputs(options: FilteredOptions) -> tuple:
             f"seed_id {augmented.column('seed_id')[row].as_py()!r} is not "
             f"in the seeds {options.seeds} (expected the run's seeds.parquet)",
         )
-    return augmented, seeds, named_filter(options.filter, options.filters)
+    scorers = score_scale.read(options.augmented)
+    return augmented, seeds, named_filter(options.filter, options.filters, scorers), scorers
 
 
-def _write_examples(rows: list, counts: dict, out: str, counts_path: str | None, augmenter: str) -> None:
+def _write_examples(
+    rows: list,
+    counts: dict,
+    out: str,
+    counts_path: str | None,
+    augmenter: str,
+    bounds: dict | None = None,
+    scorers: object = None,
+) -> None:
     from spanaug.core import artifacts
-    from spanaug.downstream.augmenters import empty_warnings
+    from spanaug.downstream.augmenters import augmenter_warnings
 
     artifacts.write_table(rows, out, artifacts.EXAMPLES)
     counts = {"examples": len(rows), **counts}
-    emit({**counts, "warnings": empty_warnings(augmenter, counts)}, counts_path)
+    emit({**counts, "warnings": augmenter_warnings(augmenter, counts, bounds, scorers)}, counts_path)
 
 
 @command("augment", "paraphrastic", help="the pipeline's outputs under a named filter")
 def paraphrastic(options: FilteredOptions) -> None:
-    from spanaug.downstream.augmenters import paraphrastic_examples
+    from spanaug.downstream.augmenters import filter_counts, paraphrastic_examples
 
-    rows = paraphrastic_examples(*_inputs(options))
-    _write_examples(rows, {"filter": options.filter or "none"}, options.out, options.counts, "paraphrastic")
+    augmented, seeds, bounds, scorers = _inputs(options)
+    rows = paraphrastic_examples(augmented, seeds, bounds)
+    counts = filter_counts(augmented, options.filter, bounds, scorers)
+    _write_examples(rows, counts, options.out, options.counts, "paraphrastic", bounds, scorers)
 
 
 @command("augment", "lexsub", help="aligned triggers put back into their seed sentences (POS must match)")
 def lexsub(options: LexsubOptions) -> None:
     from spanaug.core.errors import ConfigError
     from spanaug.core.tagging import load_tagger
-    from spanaug.downstream.augmenters import lexsub_examples
+    from spanaug.downstream.augmenters import filter_counts, lexsub_examples
 
     tagger, why = load_tagger(options.pos_tagger)
     if tagger is None:
         raise ConfigError(f"lexsub needs a POS tagger: {why}")
-    augmented, seeds, bounds = _inputs(options)
+    augmented, seeds, bounds, scorers = _inputs(options)
     rows, counts = lexsub_examples(augmented, seeds, tagger, bounds)
     _write_examples(
         rows,
-        {"filter": options.filter or "none", "pos_tagger": options.pos_tagger, **counts},
+        {**filter_counts(augmented, options.filter, bounds, scorers), "pos_tagger": options.pos_tagger, **counts},
         options.out,
         options.counts,
         "lexsub",
+        bounds,
+        scorers,
     )
 
 
 @command("augment", "graph", help="span-alignment instances between all members of each paraphrase chain")
 def graph(options: FilteredOptions) -> None:
     from spanaug.core.files import write_jsonl
-    from spanaug.downstream.augmenters import chain_members, empty_warnings
+    from spanaug.downstream.augmenters import augmenter_warnings, chain_members, filter_counts
     from spanaug.pipeline.aligner.training_data import graph_instances
 
-    instances, counts = graph_instances(chain_members(*_inputs(options)))
+    augmented, seeds, bounds, scorers = _inputs(options)
+    instances, counts = graph_instances(chain_members(augmented, seeds, bounds))
     write_jsonl((i.as_json() for i in instances), options.out)
-    counts = {"filter": options.filter or "none", **counts}
-    emit({**counts, "warnings": empty_warnings("graph", counts)}, options.counts)
+    counts = {**filter_counts(augmented, options.filter, bounds, scorers), **counts}
+    emit({**counts, "warnings": augmenter_warnings("graph", counts, bounds, scorers)}, options.counts)
 
 
 @settings

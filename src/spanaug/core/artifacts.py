@@ -285,6 +285,27 @@ def derived(
     return None if source is None else {**source, "stage": stage, **changes}
 
 
+#: The Parquet metadata key of what scored a file's outputs: a JSON object of
+#: :class:`spanaug.core.score_scale.Scorers`'s fields (the aligner's kind and score scale, the
+#: paraphraser's backend), on the files that hold aligner scores (aligned, chain, augmented, scored).
+#: The named filters read it to bound the aligner score on its own scale.
+SCORERS_KEY = "spanaug.scorers"
+
+
+def read_scorers(path: Path | str) -> dict[str, Any] | None:
+    """What scored the file's outputs (:data:`SCORERS_KEY`) as written; None for a file without it."""
+    raw = (read_schema(path).metadata or {}).get(SCORERS_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ArtifactError(f"{path}: its {SCORERS_KEY} metadata is not JSON") from None
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{path}: its {SCORERS_KEY} metadata is not a JSON object")
+    return value
+
+
 #: The Parquet metadata key of what decoded or aligned a shard: a JSON object of
 #: :class:`spanaug.core.engine.EngineRecord`'s fields (backend, device, dtype, decode path and
 #: CUDA-graph counts). Written as the file closes (the counts are known only then), so it is in the
@@ -338,8 +359,12 @@ def artifact_name(schema: pa.Schema) -> str | None:
     return next((name for name, known in SCHEMAS.items() if schema.equals(known)), None)
 
 
-def _file_metadata(schema: pa.Schema, provenance: Mapping[str, Any] | None) -> dict[str, str]:
+def _file_metadata(
+    schema: pa.Schema, provenance: Mapping[str, Any] | None, scorers: Mapping[str, Any] | None = None
+) -> dict[str, str]:
     metadata = {PROVENANCE_KEY: json.dumps(dict(provenance))} if provenance else {}
+    if scorers:
+        metadata[SCORERS_KEY] = json.dumps(dict(scorers))
     name = artifact_name(schema)
     if name is not None:
         metadata[ARTIFACT_KEY] = json.dumps({"artifact": name, "stage": _stage.get()})
@@ -348,12 +373,15 @@ def _file_metadata(schema: pa.Schema, provenance: Mapping[str, Any] | None) -> d
 
 @contextlib.contextmanager
 def open_writer(
-    path: Path | str, schema: pa.Schema, provenance: Mapping[str, Any] | None = None
+    path: Path | str,
+    schema: pa.Schema,
+    provenance: Mapping[str, Any] | None = None,
+    scorers: Mapping[str, Any] | None = None,
 ) -> Iterator[ArtifactWriter]:
     """Stream batches into ``path``; the file appears (whole) only when the block succeeds. The
-    ``provenance`` (see :data:`PROVENANCE_KEY`) and what the file holds (:data:`ARTIFACT_KEY`) go
-    into the file's metadata."""
-    metadata = _file_metadata(schema, provenance)
+    ``provenance`` (see :data:`PROVENANCE_KEY`), what scored its outputs (:data:`SCORERS_KEY`) and
+    what the file holds (:data:`ARTIFACT_KEY`) go into the file's metadata."""
+    metadata = _file_metadata(schema, provenance, scorers)
     file_schema = schema.with_metadata(metadata) if metadata else schema
     with atomic_path(path, ".parquet") as tmp:
         # Page checksums let a reader tell a file corrupted mid-way from one that holds odd values.
@@ -372,9 +400,10 @@ def write_table(
     path: Path | str,
     schema: pa.Schema,
     provenance: Mapping[str, Any] | None = None,
+    scorers: Mapping[str, Any] | None = None,
 ) -> int:
     """Write a whole table atomically; returns the number of rows."""
-    with open_writer(path, schema, provenance) as writer:
+    with open_writer(path, schema, provenance, scorers) as writer:
         if isinstance(data, pa.Table) or data:
             writer.write(data)
     return writer.rows
@@ -525,9 +554,10 @@ def concat_artifacts(
     schema: pa.Schema,
     batch_size: int = 65536,
     provenance: Mapping[str, Any] | None = None,
+    scorers: Mapping[str, Any] | None = None,
 ) -> int:
     """Merge artifacts of one schema into ``out`` chunk by chunk; returns the row count."""
-    with open_writer(out, schema, provenance) as writer:
+    with open_writer(out, schema, provenance, scorers) as writer:
         for path in paths:
             for table in iter_batches(path, schema, batch_size):
                 writer.write(table)

@@ -20,10 +20,11 @@ import pyarrow as pa
 from spanaug.core.degraded import warn
 from spanaug.core.errors import ArtifactError
 from spanaug.core.evaluation_settings import GecaSettings
+from spanaug.core.score_scale import Scorers
 from spanaug.core.text import detokenize
 from spanaug.downstream.curve_checks import BASELINE, label
 from spanaug.downstream.frameid.data import Sentence, sentence_key
-from spanaug.evaluation.filtering import heuristic_mask
+from spanaug.evaluation.filtering import heuristic_mask, keep_share_warning
 from spanaug.pipeline.constraints import head_positions, lu_upos
 from spanaug.pipeline.frame_elements import substituted
 
@@ -267,3 +268,35 @@ def empty_warnings(augmenter: str, counts: Mapping[str, Any]) -> list[dict[str, 
         log,
     )
     return warnings
+
+
+def filter_counts(
+    augmented: pa.Table, name: str | None, bounds: Mapping[str, float] | None, scorers: Scorers | None
+) -> dict[str, Any]:
+    """What an augmenter's filter kept: its name, the aligned outputs, those passing it, and the
+    aligner-score scale its bounds were chosen for (null: the table records none)."""
+    aligned = augmented.column("aligned_start").is_valid()
+    return {
+        "filter": name or "none",
+        "aligned_outputs": sum(aligned.to_pylist()),
+        "passed_filter": sum(heuristic_mask(augmented, bounds or {}).to_pylist()),
+        "aligner_scale": scorers.aligner_scale if scorers is not None else None,
+    }
+
+
+def augmenter_warnings(
+    augmenter: str,
+    counts: Mapping[str, Any],
+    bounds: Mapping[str, float] | None = None,
+    scorers: Scorers | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`empty_warnings`, and before them the filter's own: one that kept nothing or under
+    :data:`~spanaug.evaluation.filtering.SPARSE_SHARE` of the aligned outputs (:func:`filter_counts`),
+    so an augmenter that adds almost nothing says why instead of reading as FN."""
+    warnings: list[dict[str, Any]] = []
+    if bounds and "passed_filter" in counts:
+        found = keep_share_warning(
+            counts["filter"], bounds, counts["passed_filter"], counts["aligned_outputs"], scorers
+        )
+        warnings += [found] if found is not None else []
+    return warnings + empty_warnings(augmenter, counts)

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spanaug.core import artifacts, consistency, files
+from spanaug.core import artifacts, consistency, files, score_scale
 from spanaug.core.config import FrameElementSettings
 from spanaug.core.validation import output_ids
 from spanaug.pipeline import frame_elements as fe_rules
@@ -163,7 +163,8 @@ def select_stage(
     """
     stats: Counter[str] = Counter(requests=0, outputs=0)
     provenance = artifacts.derived(aligned_path, "chain")
-    with artifacts.open_writer(out, artifacts.CHAIN, provenance) as writer:
+    scorers = artifacts.read_scorers(aligned_path)
+    with artifacts.open_writer(out, artifacts.CHAIN, provenance, scorers) as writer:
         pending: list[dict[str, Any]] = []
         for table in artifacts.iter_batches(aligned_path, artifacts.ALIGNED, chunk_rows):
             rows = pending + table.to_pylist()
@@ -216,7 +217,10 @@ def gather(shard_paths: Sequence[Path | str], out: Path | str, schema: pa.Schema
         consistency.check_same_iteration(shard_paths, [consistency.iterations_in(k) for k in keys], "gather")
         consistency.check_no_shared_seeds(shard_paths, [k.column("seed_id") for k in keys], "gather")
     provenance = consistency.check_shards(shard_paths, [artifacts.read_provenance(p) for p in shard_paths])
-    return artifacts.concat_artifacts(shard_paths, out, schema, provenance=provenance)
+    scorers = score_scale.agreed(shard_paths)
+    return artifacts.concat_artifacts(
+        shard_paths, out, schema, provenance=provenance, scorers=scorers.as_dict() if scorers else None
+    )
 
 
 def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
@@ -231,7 +235,16 @@ def assemble(iteration_paths: list[Path | str], out: Path | str) -> int:
     consistency.check_contiguous(iteration_paths, present, 1, "assemble")
     run = consistency.check_one_run(iteration_paths, [artifacts.read_provenance(p) for p in iteration_paths])
     provenance = {"run": run, "stage": "augmented"} if run else None
-    with artifacts.open_writer(out, artifacts.AUGMENTED, provenance) as writer:
+    # The seeds' chain (iteration 0) holds no scores; every file of outputs must record the same scorers.
+    scored = [p for p, k in zip(iteration_paths, keys) if any(i > 0 for i in consistency.iterations_in(k))]
+    scorers = score_scale.agreed(scored)
+    if scored and scorers is None:
+        log.warning(
+            "the iterations' outputs do not all record one aligner and paraphraser (files written by another "
+            "tool or an older spanaug, or scored by different aligners): the augmented dataset records no "
+            "score scale, and the named filters use the paper's raw bounds"
+        )
+    with artifacts.open_writer(out, artifacts.AUGMENTED, provenance, scorers.as_dict() if scorers else None) as writer:
         for path in iteration_paths:
             for table in artifacts.iter_batches(path, artifacts.CHAIN, 65536):
                 table = table.filter(pc.greater(table.column("iteration"), 0))

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from spanaug.core import artifacts, files
+from spanaug.core import artifacts, files, score_scale
 from spanaug.core.config import FrameElementSettings
 from spanaug.core.engine import EngineRecord, dtype_name
 from spanaug.core.heap import long_lived_objects_frozen
@@ -57,7 +57,11 @@ def align_stage(
         aligner = load_aligner(model, encoder, device, dtype)
     stats: Counter[str] = Counter(beams=0, aligned=0, unaligned=0)
     provenance = artifacts.derived(paraphrases_path, "aligned")
-    with long_lived_objects_frozen(), artifacts.open_writer(out, artifacts.ALIGNED, provenance) as writer:
+    scorers = aligner_scorers(aligner, paraphrases_path).as_dict()
+    with (
+        long_lived_objects_frozen(),
+        artifacts.open_writer(out, artifacts.ALIGNED, provenance, scorers) as writer,
+    ):
         for table in batches:
             rows = table.to_pylist()
             align_rows(aligner, rows, fe, batch_size)
@@ -89,6 +93,16 @@ def align_stage(
 def load_aligner(model: Path | str, encoder: str | None, device: str | None, dtype: str | None) -> SpanAlignerModel:
     """The trained aligner in ``model``, of either kind, as the stage runs it."""
     return AutoAligner.from_pretrained(model, device=device, encoder=encoder, dtype=dtype)
+
+
+def aligner_scorers(aligner: SpanAlignerModel, paraphrases_path: Path | str) -> score_scale.Scorers:
+    """What scores an aligned shard (:mod:`spanaug.core.score_scale`): the aligner's kind, whether its
+    config holds a fitted Platt scaling (only the cross kind fits one), and the backend that decoded
+    the paraphrases, as their shard's engine record names it."""
+    engine = artifacts.read_engine(paraphrases_path) or {}
+    backend = engine.get("backend")
+    calibration = getattr(getattr(aligner, "config", None), "calibration", None)
+    return score_scale.of_aligner(aligner.kind, calibration, backend if isinstance(backend, str) else None)
 
 
 def aligner_engine(aligner: SpanAlignerModel) -> EngineRecord:
