@@ -10,6 +10,7 @@ sentences/s at every ``--beams`` (and with ``--baseline``, with the prompt given
 ``generate`` at every beam, as a user would first run it). CPU-seconds are process time (all threads).
 
     PYTHONPATH=src python scripts/lm_check.py --n 25 --beams 5 20 --speed-n 8
+    PYTHONPATH=src python scripts/lm_check.py --dtypes float32 bfloat16   # the same sentences in each dtype
     PYTHONPATH=src python scripts/lm_check.py --pipeline results/gemma-paraphrase/iterations   # a run's outputs
 """
 
@@ -117,6 +118,14 @@ def main() -> None:
     ap.add_argument("--instruction", default=None)
     ap.add_argument("--few-shot", default=None)
     ap.add_argument(
+        "--dtypes",
+        nargs="+",
+        default=["float32"],
+        choices=["float32", "bfloat16"],
+        help="run everything once per dtype, in one process (bf16 on a CPU with AVX512-BF16 or AMX: the "
+        "output projection's matmul runs natively); later dtypes' top outputs are compared with the first's",
+    )
+    ap.add_argument(
         "--pipeline",
         type=Path,
         help="no decoding: the figures of a run's iteration 1 (its iterations/ folder, e.g. results/gemma/iterations)",
@@ -131,7 +140,20 @@ def main() -> None:
         return
 
     reqs = requests(args.data, args.n, args.stride, args.max_tokens)
-    base = DecodeSettings(model=args.model, beam_size=args.beams[0], return_top=3, backend="auto")
+    first: dict[str, str] | None = None
+    for dtype in args.dtypes:
+        print(f"\n=== dtype {dtype} ===")
+        top = check(args, reqs, dtype)
+        if first is None:
+            first = top
+        else:
+            same = sum(top.get(k) == v for k, v in first.items())
+            print(f"top outputs equal to {args.dtypes[0]}'s: {same} of {len(first)}")
+
+
+def check(args: argparse.Namespace, reqs: list[dict], dtype: str) -> dict[str, str]:
+    """The quality run and the timings with ``dtype``; each request's top output."""
+    base = DecodeSettings(model=args.model, beam_size=args.beams[0], return_top=3, backend="auto", dtype=dtype)
     if args.instruction is not None:
         base = dataclasses.replace(base, instruction=args.instruction)
     if args.few_shot is not None:
@@ -163,6 +185,7 @@ def main() -> None:
             f"beam {base.beam_size}, the whole prompt given to generate (baseline): {len(timed) / wall:.3f} "
             f"sentences/s, {wall / len(timed):.2f} s and {cpu / len(timed):.2f} CPU-s a sentence"
         )
+    return {r["seed_id"]: r["paraphrase_text"] for r in rows if r["beam_rank"] == 0}
 
 
 if __name__ == "__main__":
