@@ -47,7 +47,7 @@ from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
 from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.paraphrase_decoder import HostTools, Prepared, SentenceBeams, per_sentence
-from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
+from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens
 from spanaug.pipeline.paraphraser.prompts import OutputCheck, Prompt, build_prompt, span_text
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 from spanaug.pipeline.paraphraser.search_spec import SearchSpec
@@ -216,14 +216,8 @@ class CausalParaphraser(HFParaphraser):
         enc = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         sources = self.source_lengths([r["source_text"] for r in requests], tokenizer=tokenizer)
         limits = [spec.limit(n) for n in sources]
-        bans.learn(phrase for r in requests for phrase in r["constraints"])
-        banned = []
-        for r in requests:
-            WORKER_GATE.wait()
-            banned.append(bans(r["constraints"]) + list(spec.never))
-        WORKER_GATE.wait()
-        table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
-        return Prepared(enc, limits, banned, table)
+        banned = self.banned_sequences(requests, bans, list(spec.never))
+        return Prepared(enc, limits, banned, self.constraint_table(banned))
 
     def build_search_spec(self, cfg: DecodeSettings) -> SearchSpec:
         """The search, its end tokens the model's end of sequence (and of turn), the tokenizer's,

@@ -180,7 +180,7 @@ class CT2Paraphraser(ParaphraseDecoder):
             key = () if cfg.ct2_batching == "union" else tuple(sorted(set(req["constraints"])))
             groups.setdefault((key, limits[i]), []).append(i)
         never = [seq for seq in spec.never if self._has_tokens(seq, tokenizer)]
-        banned = [bans(r["constraints"]) + never for r in requests]
+        banned = self.banned_sequences(requests, bans, never)
         calls = []
         for (_, limit), idx in groups.items():
             seqs = sorted({seq for i in idx for seq in banned[i]})

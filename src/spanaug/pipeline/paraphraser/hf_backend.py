@@ -101,15 +101,14 @@ class HFParaphraser(ParaphraseDecoder):
         WORKER_GATE.wait()  # here and below: a worker pauses while the decoding thread launches a step
         enc = encoder_inputs(tokenizer, [r["source_text"] for r in requests], cfg.prefix)
         limits = [spec.limit(n) for n in enc["attention_mask"].sum(1).tolist()]
-        never = list(spec.never)  # banned here too, so the renormalisation covers them
-        bans.learn(phrase for r in requests for phrase in r["constraints"])
-        banned = []
-        for r in requests:
-            WORKER_GATE.wait()
-            banned.append(bans(r["constraints"]) + never)
+        # The model's never-generated sequences are banned here too, so the renormalisation covers them.
+        banned = self.banned_sequences(requests, bans, list(spec.never))
+        return Prepared(dict(enc), limits, banned, self.constraint_table(banned))
+
+    def constraint_table(self, banned: list[list[tuple[int, ...]]]) -> SequenceTable | None:
+        """The on-device processor's table of a batch's banned sequences (None for the reference processor)."""
         WORKER_GATE.wait()
-        table = SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
-        return Prepared(dict(enc), limits, banned, table)
+        return SequenceTable.of(banned) if self.banned_processor is TensorBannedSequences else None
 
     def on_device(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device) for k, v in enc.items()}

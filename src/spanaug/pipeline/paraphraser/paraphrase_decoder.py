@@ -33,6 +33,7 @@ from spanaug.pipeline.paraphraser import model_check, search_spec
 from spanaug.pipeline.paraphraser.banned import PhraseBans
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens, token_budget_batches
 from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
+from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.processors import SequenceTable
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 from spanaug.pipeline.paraphraser.search_spec import SearchSpec
@@ -192,6 +193,19 @@ class ParaphraseDecoder(abc.ABC):
     @abc.abstractmethod
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's inputs, made on the host with ``tools`` (the decoder's own by default)."""
+
+    def banned_sequences(
+        self, requests: list[dict[str, Any]], bans: PhraseBans, never: list[tuple[int, ...]]
+    ) -> list[list[tuple[int, ...]]]:
+        """Each request's banned token sequences: its constraint phrases' (tokenized once per job,
+        the batch's new phrases in one call) and ``never`` (the model's never-generated ones). A
+        worker thread pauses between sentences while the decoding thread launches a step."""
+        bans.learn(phrase for r in requests for phrase in r["constraints"])
+        banned = []
+        for r in requests:
+            WORKER_GATE.wait()
+            banned.append(bans(r["constraints"]) + never)
+        return banned
 
     @abc.abstractmethod
     def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
