@@ -263,16 +263,24 @@ def run_id(seed_ids: Iterable[str]) -> str:
 def read_provenance(path: Path | str) -> dict[str, Any] | None:
     """Where an artifact comes from (:data:`PROVENANCE_KEY`); None for a file without it (written by
     an older spanaug, or by another tool)."""
-    metadata = read_schema(path).metadata or {}
-    raw = metadata.get(PROVENANCE_KEY.encode())
+    return json_metadata(path, read_schema(path).metadata, PROVENANCE_KEY, "provenance")
+
+
+def json_metadata(
+    path: Path | str, metadata: dict[bytes, bytes] | None, key: str, what: str | None = None
+) -> dict[str, Any] | None:
+    """The JSON object a file's ``metadata`` holds under ``key``; None when it holds none. A value that
+    is not a JSON object is an :class:`ArtifactError` naming the file and ``what`` (default: the key)."""
+    raw = (metadata or {}).get(key.encode())
     if raw is None:
         return None
+    what = what or key
     try:
         value = json.loads(raw)
     except ValueError:
-        raise ArtifactError(f"{path}: its provenance metadata is not JSON") from None
+        raise ArtifactError(f"{path}: its {what} metadata is not JSON") from None
     if not isinstance(value, dict):
-        raise ArtifactError(f"{path}: its provenance metadata is not a JSON object")
+        raise ArtifactError(f"{path}: its {what} metadata is not a JSON object")
     return value
 
 
@@ -294,16 +302,7 @@ SCORERS_KEY = "spanaug.scorers"
 
 def read_scorers(path: Path | str) -> dict[str, Any] | None:
     """What scored the file's outputs (:data:`SCORERS_KEY`) as written; None for a file without it."""
-    raw = (read_schema(path).metadata or {}).get(SCORERS_KEY.encode())
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise ArtifactError(f"{path}: its {SCORERS_KEY} metadata is not JSON") from None
-    if not isinstance(value, dict):
-        raise ArtifactError(f"{path}: its {SCORERS_KEY} metadata is not a JSON object")
-    return value
+    return json_metadata(path, read_schema(path).metadata, SCORERS_KEY)
 
 
 #: The Parquet metadata key of what decoded or aligned a shard: a JSON object of
@@ -316,19 +315,10 @@ ENGINE_KEY = "spanaug.engine"
 def read_engine(path: Path | str) -> dict[str, Any] | None:
     """A shard's engine record (:data:`ENGINE_KEY`) as written; None for a file without it."""
     try:
-        metadata = pq.read_metadata(path).metadata or {}
+        metadata = pq.read_metadata(path).metadata
     except _UNREADABLE as exc:
         raise _unreadable(path, exc) from None
-    raw = metadata.get(ENGINE_KEY.encode())
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise ArtifactError(f"{path}: its {ENGINE_KEY} metadata is not JSON") from None
-    if not isinstance(value, dict):
-        raise ArtifactError(f"{path}: its {ENGINE_KEY} metadata is not a JSON object")
-    return value
+    return json_metadata(path, metadata, ENGINE_KEY)
 
 
 #: The Parquet metadata key of what a file holds, written into every artifact: a JSON object with
@@ -430,15 +420,8 @@ def read_schema(path: Path | str) -> pa.Schema:
 def read_artifact_record(path: Path | str, schema: pa.Schema | None = None) -> dict[str, Any] | None:
     """What the file says it holds (:data:`ARTIFACT_KEY`); None for a file without the record
     (written before spanaug kept it, or by another tool). ``schema`` is the file's, when already read."""
-    metadata = (read_schema(path) if schema is None else schema).metadata or {}
-    raw = metadata.get(ARTIFACT_KEY.encode())
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise ArtifactError(f"{path}: its {ARTIFACT_KEY} metadata is not JSON") from None
-    if not isinstance(value, dict) or not isinstance(value.get("artifact"), str):
+    value = json_metadata(path, (read_schema(path) if schema is None else schema).metadata, ARTIFACT_KEY)
+    if value is not None and not isinstance(value.get("artifact"), str):
         raise ArtifactError(f"{path}: its {ARTIFACT_KEY} metadata does not name an artifact")
     return value
 

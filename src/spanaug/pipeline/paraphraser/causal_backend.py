@@ -18,8 +18,9 @@ batch's inputs are, how it decodes, what its text is, and how an output is score
   as for seq2seq models: a large vocabulary splits rare upper-case forms into pieces a ban of the
   form's usual tokenization does not cover.
 * **The output** ends at the first newline or end of sequence: every token whose text holds a
-  newline is an end token of the search spec beside the model's own. It is cut there, and chatter, echoed prompt text
-  and copies of the source are refused (:class:`.prompts.OutputCheck`), counted in the stats.
+  newline is an end token of the search spec beside the model's own. It is cut there, and
+  chatter, echoed prompt text and copies of the source are refused (:class:`.prompts.OutputCheck`),
+  counted in the stats.
 * **The score** is the length-normalised negative log-likelihood of the continuation (and its
   end: a newline, or end of turn in a chat) given the prompt, computed on the shared head too.
 """
