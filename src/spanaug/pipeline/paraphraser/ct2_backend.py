@@ -19,6 +19,7 @@ from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check
 from spanaug.pipeline.paraphraser.decoder_step import UnsupportedModel
 from spanaug.pipeline.paraphraser.paraphrase_decoder import HostTools, ParaphraseDecoder, Prepared, SentenceBeams
+from spanaug.pipeline.paraphraser.search_spec import SearchSpec
 
 
 def usable_cores() -> int:
@@ -179,18 +180,25 @@ class CT2Paraphraser(ParaphraseDecoder):
         for i, req in enumerate(requests):
             key = () if cfg.ct2_batching == "union" else tuple(sorted(set(req["constraints"])))
             groups.setdefault((key, limits[i]), []).append(i)
-        never = [seq for seq in spec.never if self._has_tokens(seq, tokenizer)]
-        banned = self.banned_sequences(requests, bans, never)
+        banned = self.banned_sequences(requests, bans, list(spec.never))
         calls = []
         for (_, limit), idx in groups.items():
             seqs = sorted({seq for i in idx for seq in banned[i]})
             calls.append((idx, limit, [tokenizer.convert_ids_to_tokens(list(seq)) for seq in seqs]))
         return CT2Prepared({}, limits, banned, sources=sources, calls=calls)
 
-    def _has_tokens(self, seq: tuple[int, ...], tokenizer: Any) -> bool:
+    def build_search_spec(self, cfg: DecodeSettings) -> SearchSpec:
+        """The search, without the never-generated sequences whose tokens CTranslate2's vocabulary
+        lacks (it cannot generate them, and refuses to suppress them)."""
+        spec = super().build_search_spec(cfg)
         if self.target_vocabulary is None:
-            return True
-        return all(piece in self.target_vocabulary for piece in tokenizer.convert_ids_to_tokens(list(seq)))
+            return spec
+        known = [
+            s
+            for s in spec.never
+            if all(p in self.target_vocabulary for p in self.tokenizer.convert_ids_to_tokens(list(s)))
+        ]
+        return dataclasses.replace(spec, never=tuple(known))
 
     def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         """The batch's calls, submitted at once (on CPU they run side by side), then collected."""

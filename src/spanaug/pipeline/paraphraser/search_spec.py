@@ -183,11 +183,6 @@ class SearchSpec:
         """The first end token (what a decoder with one end token stops at)."""
         return self.end_tokens[0]
 
-    @property
-    def never_tokens(self) -> list[int]:
-        """The single tokens the model never generates (masked when an output is scored)."""
-        return sorted({seq[0] for seq in self.never if len(seq) == 1})
-
     def limit(self, source_length: int) -> int:
         """A sentence's new-token limit, by its source's length in tokenizer ids."""
         return length_limit(source_length, self.max_new_tokens)
