@@ -185,7 +185,11 @@ def test_encode_assembles_what_it_did_a_word_at_a_time(aligner, source, target, 
 
 
 def test_encode_on_mixed_pairs_windowed_and_cut(aligner):
-    pairs = mixed_pairs(60, 8) + [Instance("long", WORDS * 3, WORDS * 4, (20, 22))]
+    # "long" is windowed and cut at every length; "wide"'s span of 12 words fits none of the shorter ones.
+    pairs = mixed_pairs(60, 8) + [
+        Instance("long", WORDS * 3, WORDS * 4, (20, 22)),
+        Instance("wide", WORDS, WORDS, (0, 11)),
+    ]
     seen = set()
     for max_length in (10, 16, 24, 40, 128):
         encoder = Encoder(aligner.tokenizer, aligner.inputs.markers, max_length)

@@ -22,6 +22,8 @@ from spanaug.core.files import apply_umask_tree
 from spanaug.core.provenance import write_standin_record
 
 #: family -> tokenizer kind used by the family tests
+_WORD_START = "\u2581"  # the word-start marker of the pieces _wordpiece_vocab learns
+
 FAMILIES = {
     "t5": "unigram",
     "bart": "bytebpe",
@@ -115,20 +117,42 @@ def _bytebpe(texts: Sequence[str], vocab_size: int):
     )
 
 
+def _wordpiece_vocab(texts: Sequence[str], vocab_size: int, specials: Sequence[str], tok) -> dict[str, int]:
+    """A WordPiece vocabulary for ``tok`` (its normaliser and pre-tokeniser set) learnt from ``texts``,
+    the same in every process.
+
+    tokenizers' ``WordPieceTrainer`` breaks ties between equally frequent merges by ids it gives its
+    ``##`` pieces in hash order, so each process learnt another vocabulary and a random model over
+    it decoded otherwise (a test passed or failed by chance). Its BPE trainer, given the alphabet,
+    is deterministic: it learns pieces of the words marked ``▁`` at their start, and the pieces
+    become WordPiece's, word-initial or ``##``-continuing; every character is kept in both roles so
+    that no word falls to the unknown token."""
+    from tokenizers import Tokenizer, models, trainers
+
+    words = [w for t in texts for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(t))]
+    alphabet = sorted({c for w in words for c in w})
+    bpe = Tokenizer(models.BPE())
+    bpe.train_from_iterator(
+        [_WORD_START + w for w in words],
+        trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=[_WORD_START, *alphabet], show_progress=False),
+    )
+    learnt = sorted(bpe.get_vocab().items(), key=lambda item: item[1])
+    pieces = [p[1:] if p.startswith(_WORD_START) else "##" + p for p, _ in learnt if p != _WORD_START]
+    pieces += [*alphabet, *("##" + c for c in alphabet)]
+    return {p: i for i, p in enumerate(dict.fromkeys([*specials, *pieces]))}
+
+
 def _wordpiece(texts: Sequence[str], vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    tok.train_from_iterator(
-        list(texts),
-        trainers.WordPieceTrainer(
-            vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False
-        ),
+    tok.model = models.WordPiece(
+        _wordpiece_vocab(texts, vocab_size, ["<s>", "<pad>", "</s>", "<unk>"], tok), unk_token="<unk>"
     )
+    tok.decoder = decoders.WordPiece()
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))]
     )
@@ -237,16 +261,14 @@ def bert_tokenizer(texts: Sequence[str], vocab_size: int):
     """A cased WordPiece tokenizer with BERT's special tokens and [CLS] A [SEP] B [SEP] template,
     trained on ``texts``: the vocabulary of every random BERT encoder that stands in for a real one
     (the rehearsal's aligner encoder, the tests' tiny encoder, the GPU benchmark's)."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(
-        list(texts), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
-    )
+    tok.model = models.WordPiece(_wordpiece_vocab(texts, vocab_size, specials, tok), unk_token="[UNK]")
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
