@@ -6,8 +6,9 @@ paraphrases them with the paraphrase stage's decoder-only backend. Prints, for t
 first ``--beams``): the share of requests with an output, the share of top outputs that are not
 copies of their source, banned forms found in any output (must be 0), the top outputs' mean MiniLM
 cosine to their sources, the stats the stage counts (chatter refused, ...), and examples; then
-sentences/s at every ``--beams`` (and with ``--baseline``, with the prompt given whole to
-``generate`` at every beam, as a user would first run it). CPU-seconds are process time (all threads).
+sentences/s at every ``--beams`` (with ``--generate``, the same sentences on ``generate``'s beam
+search too, the engine's ratio to it measured in one run; with ``--baseline``, with the prompt given
+whole to ``generate``, as a user would first run it). CPU-seconds are process time (all threads).
 
     PYTHONPATH=src python scripts/lm_check.py --n 25 --beams 5 20 --speed-n 8
     PYTHONPATH=src python scripts/lm_check.py --dtypes float32 bfloat16   # the same sentences in each dtype
@@ -113,7 +114,13 @@ def main() -> None:
     ap.add_argument("--beams", type=int, nargs="+", default=[5, 20])
     ap.add_argument("--speed-n", type=int, default=8, help="sentences timed at the other beam sizes")
     ap.add_argument("--baseline", action="store_true", help="also time the prompt given whole to generate")
+    ap.add_argument(
+        "--generate",
+        action="store_true",
+        help="also time generate's beam search (the prompt cache shared) at every beam size, against the engine's",
+    )
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-batch-tokens", type=int, help="paraphraser.max_batch_tokens (default: the backend's)")
     ap.add_argument("--examples", type=int, default=8)
     ap.add_argument("--instruction", default=None)
     ap.add_argument("--few-shot", default=None)
@@ -158,6 +165,8 @@ def check(args: argparse.Namespace, reqs: list[dict], dtype: str) -> dict[str, s
         base = dataclasses.replace(base, instruction=args.instruction)
     if args.few_shot is not None:
         base = dataclasses.replace(base, few_shot=args.few_shot)
+    if args.max_batch_tokens is not None:
+        base = dataclasses.replace(base, max_batch_tokens=args.max_batch_tokens)
     t = time.perf_counter()
     paraphraser = load_paraphraser(base, "cpu")
     print(f"loaded {args.model} in {time.perf_counter() - t:.1f} s")
@@ -178,14 +187,33 @@ def check(args: argparse.Namespace, reqs: list[dict], dtype: str) -> dict[str, s
             f"beam {beams}: {len(timed) / wall:.3f} sentences/s, {wall / len(timed):.2f} s and "
             f"{cpu / len(timed):.2f} CPU-s a sentence ({len(timed)} sentences)"
         )
+    if args.generate:  # the same sentences on generate's beam search, in this process: a ratio
+        for beams in args.beams:
+            cfg = dataclasses.replace(base, beam_size=beams)
+            own, _, own_wall, _ = run(paraphraser, timed, cfg)
+            paraphraser.own_search = False
+            gen, _, wall, cpu = run(paraphraser, timed, cfg)
+            paraphraser.own_search = True
+            same = sum(a["paraphrase_text"] == b["paraphrase_text"] for a, b in zip(tops(own), tops(gen)))
+            print(
+                f"beam {beams}, generate's search: {wall / len(timed):.2f} s and {cpu / len(timed):.2f} CPU-s "
+                f"a sentence; the engine's {own_wall / len(timed):.2f} s ({wall / own_wall:.2f}x); "
+                f"top outputs the same: {same} of {len(timed)}"
+            )
     if args.baseline:  # at the first beam size: generate given the whole prompt, its own cache
-        paraphraser.share_prompt = False
+        paraphraser.own_search, paraphraser.share_prompt = False, False
         _, _, wall, cpu = run(paraphraser, timed, base)
+        paraphraser.own_search, paraphraser.share_prompt = True, True
         print(
             f"beam {base.beam_size}, the whole prompt given to generate (baseline): {len(timed) / wall:.3f} "
             f"sentences/s, {wall / len(timed):.2f} s and {cpu / len(timed):.2f} CPU-s a sentence"
         )
-    return {r["seed_id"]: r["paraphrase_text"] for r in rows if r["beam_rank"] == 0}
+    return {r["seed_id"]: r["paraphrase_text"] for r in tops(rows)}
+
+
+def tops(rows: list[dict]) -> list[dict]:
+    """Each request's top output, in order."""
+    return [r for r in rows if r["beam_rank"] == 0]
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ the fly, prompts, bans on the continuation, the shared prompt cache, scores, out
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -134,16 +135,77 @@ def test_outputs_never_hold_a_banned_form(causal):
         assert "\n" not in row["paraphrase_text"]
 
 
-def test_the_shared_prompt_cache_decodes_what_generate_decodes_on_the_whole_prompt(causal):
-    shared, _ = _run(causal, REQS, CFG)
-    causal.share_prompt = False
+@contextlib.contextmanager
+def _searching(causal, **how):
+    """``causal`` with its search switches (own_search, fused_search, share_prompt) set for a while."""
+    before = {k: getattr(causal, k) for k in how}
+    for k, v in how.items():
+        setattr(causal, k, v)
     try:
-        whole, _ = _run(causal, REQS, CFG)
+        yield causal
     finally:
-        causal.share_prompt = True
-    assert [r["paraphrase_text"] for r in shared] == [r["paraphrase_text"] for r in whole]
-    for a, b in zip(shared, whole):
-        assert math.isclose(a["paraphrase_score"], b["paraphrase_score"], rel_tol=1e-4, abs_tol=1e-5)
+        for k, v in before.items():
+            setattr(causal, k, v)
+
+
+def test_the_shared_prompt_cache_decodes_what_generate_decodes_on_the_whole_prompt(causal):
+    shared, _ = _run(causal, REQS, CFG)  # the engine's search, its prompt cache shared by the beams
+    for how in ({"own_search": False}, {"own_search": False, "share_prompt": False}):
+        with _searching(causal, **how):
+            whole, _ = _run(causal, REQS, CFG)
+        assert [r["paraphrase_text"] for r in shared] == [r["paraphrase_text"] for r in whole], how
+        for a, b in zip(shared, whole):
+            assert math.isclose(a["paraphrase_score"], b["paraphrase_score"], rel_tol=1e-4, abs_tol=1e-5)
+
+
+def _beams_agree(a: list[SentenceBeams], b: list[SentenceBeams], ends: set[int], tolerance: float) -> None:
+    """The same beams up to their end tokens (what fills a row after its end is no output), and scores."""
+    assert _continuations(a, ends) == _continuations(b, ends)
+    for x, y in zip(a, b, strict=True):
+        assert x.scores == pytest.approx(y.scores, abs=tolerance)
+
+
+def _free_tokens_banned(causal, prepared: Prepared, cfg: DecodeSettings) -> Prepared:
+    """``prepared`` with the first tokens and the token pairs of its unconstrained beams banned."""
+    ends = set(causal.search_spec(cfg).end_tokens)
+    rows = _continuations(causal.decode(prepared, cfg, 0), ends)
+    first = sorted({row[0] for row in rows if row})[:6]
+    pairs = sorted({tuple(row[i : i + 2]) for row in rows for i in range(len(row) - 1)})[:20]
+    return _with_bans(prepared, [[(t,) for t in first] + pairs for _ in range(len(prepared.limits))])
+
+
+@pytest.mark.parametrize("width,new_tokens", [(4, 6), (6, 9)])
+def test_the_engine_search_decodes_generates_beams_and_scores(causal, width, new_tokens):
+    """The engine's beam search (:mod:`.causal_search`) against ``generate``'s on the same prompt
+    cache, under bans and per-sentence limits (sentences of different lengths: some leave the batch
+    early): in generate's order of operations the same beams and scores; fused (bans before one
+    normalisation, two-stage top-k) the same beams, the scores to float rounding."""
+    cfg = dataclasses.replace(CFG, beam_size=width, return_top=width, max_new_tokens=new_tokens)
+    reqs = [_req(t) for t in CORPUS[:5]]
+    ends = set(causal.search_spec(cfg).end_tokens)
+    for prepared in (causal.prepare(reqs, cfg), _free_tokens_banned(causal, causal.prepare(reqs, cfg), cfg)):
+        assert len(set(prepared.limits)) > 1 or cfg.max_new_tokens
+        with _searching(causal, own_search=False):
+            reference = causal.decode(prepared, cfg, 0)
+        with _searching(causal, own_search=True, fused_search=False):
+            _beams_agree(causal.decode(prepared, cfg, 0), reference, ends, 1e-5)
+        with _searching(causal, own_search=True, fused_search=True):
+            _beams_agree(causal.decode(prepared, cfg, 0), reference, ends, 1e-4)
+
+
+def test_the_engine_search_agrees_beyond_a_sliding_window(tmp_path):
+    """Gemma 3's local layers attend to a window of the last tokens: with a window of 8, shorter than
+    every prompt, the engine's mask and positions still give generate's beams."""
+    path = save_causal("gemma3", TEXTS, tmp_path / "gemma3")
+    config = json.loads((path / "config.json").read_text())
+    config["sliding_window"] = 8
+    (path / "config.json").write_text(json.dumps(config))
+    causal = CausalParaphraser.from_pretrained(path, device="cpu", dtype="float32")
+    assert causal.model.config.sliding_window == 8
+    prepared = causal.prepare(REQS, CFG)
+    with _searching(causal, own_search=False):
+        reference = causal.decode(prepared, CFG, 0)
+    _beams_agree(causal.decode(prepared, CFG, 0), reference, set(causal.search_spec(CFG).end_tokens), 1e-4)
 
 
 def test_sampling_gives_num_samples_each_reproducibly(causal):
@@ -257,17 +319,25 @@ def test_refused_outputs_are_counted_never_output(causal, monkeypatch):
     )
 
 
-def test_cpu_batches_keep_to_the_decoder_only_budget(causal):
-    from spanaug.pipeline.paraphraser.causal_backend import CPU_BATCH_TOKENS
+@pytest.mark.parametrize("search", ["engine", "generate", "sample"])
+def test_cpu_batches_keep_to_the_decoder_only_budget(causal, search):
+    """The engine's beam search takes the larger budget (sentences done leave its batch); generate's
+    beam search and sampling the smaller one (a batch runs until its slowest sentence is done)."""
+    from spanaug.pipeline.paraphraser.causal_backend import CPU_BATCH_TOKENS, CPU_SEARCH_BATCH_TOKENS
 
-    reqs = [_req(t) for t in CORPUS * 4]
+    reqs = [_req(t) for t in CORPUS * 40]
     cfg = dataclasses.replace(CFG, beam_size=20, return_top=3)
+    if search == "sample":
+        cfg = dataclasses.replace(cfg, mode="sample", num_samples=20, top_k=5)
+    budget = CPU_SEARCH_BATCH_TOKENS if search == "engine" else CPU_BATCH_TOKENS
     lengths = causal.source_lengths([r["source_text"] for r in reqs])
-    batches = causal.batches(reqs, cfg)
+    with _searching(causal, own_search=search != "generate"):
+        batches = causal.batches(reqs, cfg)
     assert sorted(i for b in batches for i in b) == list(range(len(reqs)))
     assert len(batches) > 1
-    for batch in batches:
-        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) * 20 <= CPU_BATCH_TOKENS
+    sizes = [len(batch) * max(lengths[i] for i in batch) * 20 for batch in batches]
+    assert all(size <= budget for batch, size in zip(batches, sizes) if len(batch) > 1)
+    assert max(sizes) > budget // 2  # the budget is filled, not a smaller one
 
 
 @pytest.mark.parametrize("prompt_format", ["auto", "plain"])

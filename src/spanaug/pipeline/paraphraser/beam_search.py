@@ -50,6 +50,11 @@ from spanaug.pipeline.paraphraser.topk import row_topk
 
 NEG = -1.0e9  # transformers' stand-in for "impossible" in beam search bookkeeping
 
+#: Steps between the host's looks at which sentences are done, on GPUs without CUDA graphs (with
+#: them, every graph bucket; on CPU every step: there a look costs nothing, and a finished sentence
+#: leaves at once).
+GPU_SYNC_EVERY = 4
+
 
 @dataclasses.dataclass
 class SearchSettings:
@@ -57,6 +62,8 @@ class SearchSettings:
     start_token: int
     eos_token: int
     fill_token: int
+    #: Further tokens that end a hypothesis as ``eos_token`` does (a decoder-only model's newlines).
+    other_end_tokens: tuple[int, ...] = ()
     length_penalty: float = 1.0
     forced_bos_token: int | None = None
     fuse_constraints: bool = False
@@ -99,6 +106,8 @@ class _Step:
         self.beams, self.settings, self.processor, self.runner = beams, settings, processor, runner
         w = settings.beams
         self.top_w = torch.arange(2 * w, device=beams.running.device) < w  # only the first `beams` may finish
+        ends = (settings.eos_token, *settings.other_end_tokens)
+        self.end_tokens = torch.tensor(ends, device=beams.running.device) if len(ends) > 1 else None
 
     def __call__(self, s: int | Position) -> None:
         beams, settings, w = self.beams, self.settings, self.settings.beams
@@ -132,8 +141,9 @@ class _Step:
             top_seqs[:, :, cur] = token
         else:
             top_seqs.index_copy_(2, cur.view(1), token[:, :, None])
-        # d. which of them end here: EOS, or the sentence's own length limit
-        ends = (token == settings.eos_token) | (beams.limits[:, None] <= cur)
+        # d. which of them end here: an end token, or the sentence's own length limit
+        ended = token == settings.eos_token if self.end_tokens is None else torch.isin(token, self.end_tokens)
+        ends = ended | (beams.limits[:, None] <= cur)
         # e. the W best that run on
         run_scores = top_scores + ends.float() * NEG
         nxt = torch.topk(run_scores, k=w).indices

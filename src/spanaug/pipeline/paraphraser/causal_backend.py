@@ -8,10 +8,14 @@ batch's inputs are, how it decodes, what its text is, and how an output is score
   examples) and a sentence's query. The head's keys and values are computed once per prompt and
   kept; a batch's queries are run once per sentence on a copy of them (left-padded after the head,
   positions counted from the attention mask, so padding changes nothing), and the cache is then
-  repeated for the sentence's beams (``batch_repeat_interleave``). ``generate`` is given that cache
-  and the whole prompt, and runs only the prompt's last token, at ``B x beams`` rows: the
-  prompt is not run again per beam, as ``generate`` with ``num_beams`` would (it repeats the
-  inputs before its prefill).
+  repeated for the sentence's beams (``batch_repeat_interleave``): the prompt is not run again per
+  beam, as ``generate`` with ``num_beams`` would (it repeats the inputs before its prefill).
+* **Beam search** is the engine's (:mod:`.causal_search`, on :mod:`.beam_search`): generate's
+  beams and scores, each beam's best tokens selected first, the bans applied before one
+  normalisation, and sentences done leaving the batch (so a CPU batch may hold four sentences at
+  beam 20: the output projection's weights are read once for more rows). Sampling, and beam
+  search with ``own_search`` off (the tests' reference), run on ``generate``, given the prompt's
+  cache and the whole prompt: it runs only the prompt's last token.
 * **Bans** are the seq2seq ones (each sentence's own, in the step: :class:`TensorBannedSequences`),
   applied to the continuation only (:class:`ContinuationBans`): the prompt's tokens never
   complete a banned sequence. The decoded text is checked against every banned form afterwards,
@@ -42,22 +46,32 @@ from transformers import DynamicCache, LogitsProcessor
 from spanaug.core import model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
-from spanaug.pipeline.paraphraser import gguf_models, model_check, search_spec
+from spanaug.pipeline.paraphraser import causal_search, gguf_models, model_check, search_spec
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens
+from spanaug.pipeline.paraphraser.beam_search import GPU_SYNC_EVERY, SearchSettings
+from spanaug.pipeline.paraphraser.causal_search import PLACEHOLDER_START, CausalState
 from spanaug.pipeline.paraphraser.decode_stats import DecodeStats
 from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.paraphrase_decoder import HostTools, Prepared, SentenceBeams, per_sentence
-from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens
+from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, TensorBannedSequences
 from spanaug.pipeline.paraphraser.prompts import OutputCheck, Prompt, build_prompt, span_text
 from spanaug.pipeline.paraphraser.rust_tokenizer import decode_texts
 from spanaug.pipeline.paraphraser.search_spec import SearchSpec
+from spanaug.pipeline.paraphraser.topk import TOPK_CHUNK
 
 log = logging.getLogger(__name__)
 
-#: The decode budget on CPU (sentences x longest source x width): about 30 decoder rows of
-#: 35-token sentences (five sentences at beam 5, one at beam 20).
+#: The decode budget on CPU (sentences x longest source x width) for ``generate``'s search (sampling,
+#: and beam search as a reference): about 30 decoder rows of 35-token sentences (five sentences at
+#: beam 5, one at beam 20). Its batch runs until its slowest sentence is done, so every row of a
+#: sentence done early is work lost.
 CPU_BATCH_TOKENS = 1024
+#: The engine's beam search (:mod:`.causal_search`) on CPU: about 120 rows (four sentences at beam
+#: 20). A sentence done leaves its batch, and a step's output projection (the whole vocabulary's
+#: weights read once for every row) costs less a row the more rows share it: Gemma 3 270M's in bf16
+#: took 1.9 ms a row at 20 rows, 1.3 at 40, 1.1 at 80 (2-core CPU).
+CPU_SEARCH_BATCH_TOKENS = 4096
 
 #: Scoring: logits computed at once, rows x positions x vocabulary (float32: 256 MB).
 SCORE_LOGITS = 1 << 26
@@ -192,12 +206,11 @@ class CausalParaphraser(HFParaphraser):
 
     def default_batch_tokens(self, requests: Sequence[dict[str, Any]], cfg: DecodeSettings, tokenizer: Any) -> int:
         """The seq2seq budget (sentences x longest source x width), for a prompt: on CPU,
-        CPU_BATCH_TOKENS (a batch runs until its slowest sentence is done, so every decoder row of a
-        sentence done early is work lost, while some 30 rows a step are enough to read the weights
-        once for many rows); elsewhere the device's budget shrunk by the share of the prompt's tokens
-        that are the sentence's (every row keeps the whole prompt's keys and values)."""
+        CPU_SEARCH_BATCH_TOKENS for the engine's beam search and CPU_BATCH_TOKENS for ``generate``'s;
+        elsewhere the device's budget shrunk by the share of the prompt's tokens that are the
+        sentence's (every row keeps the whole prompt's keys and values)."""
         if self.device.type == "cpu" or not requests:
-            return CPU_BATCH_TOKENS
+            return CPU_SEARCH_BATCH_TOKENS if self.searches(cfg) else CPU_BATCH_TOKENS
         prompt, _ = self.prompt_for(cfg)
         tok = tokenizer or self.tokenizer
         sources = sum(self.source_lengths([r["source_text"] for r in requests], tokenizer=tok))
@@ -281,6 +294,62 @@ class CausalParaphraser(HFParaphraser):
                 window,
             )
 
+    #: Beam search on the engine's search (:mod:`.causal_search`); False: ``generate``'s (the
+    #: reference the tests compare it with). Sampling is ``generate``'s either way.
+    own_search: bool = True
+    #: The engine's search with the bans applied to the logits before one normalisation and each
+    #: beam's best tokens selected first (False: ``generate``'s order of operations, the same scores
+    #: to the last bit); and the vocabulary's chunks a beam's best tokens are sought in (:mod:`.topk`).
+    fused_search: bool = True
+    topk_chunk: int = TOPK_CHUNK
+
+    def searches(self, cfg: DecodeSettings) -> bool:
+        """Whether ``cfg``'s decoding runs on the engine's search (beam search, ``own_search``)."""
+        return cfg.mode == "beam" and self.own_search
+
+    def search_settings(self, spec: SearchSpec) -> SearchSettings:
+        """The engine's settings for ``spec``: the search's first end token and the others (newlines)."""
+        return SearchSettings(
+            beams=spec.width,
+            start_token=PLACEHOLDER_START,
+            eos_token=spec.end_token,
+            other_end_tokens=spec.end_tokens[1:],
+            fill_token=spec.pad_token if spec.pad_token is not None else spec.end_token,
+            length_penalty=spec.length_penalty,
+            fuse_constraints=self.fused_search,
+            two_stage_topk=self.fused_search,
+            topk_chunk=self.topk_chunk,
+            sync_every=GPU_SYNC_EVERY if self.device.type == "cuda" else 1,
+        )
+
+    def search_state(self, head: Head, ids: torch.Tensor, mask: torch.Tensor, width: int, steps: int) -> CausalState:
+        """The engine's state after the whole prompt: the head's cache copied, the queries run once
+        per sentence (their last logits kept), then repeated for the sentence's ``width`` rows, and
+        a mask with room for ``steps`` new tokens."""
+        rows, length = ids.shape
+        start = head.ids.shape[1]
+        cache = self._head_cache(head, rows)
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        logits = self.model(
+            input_ids=ids[:, start:],
+            attention_mask=mask,
+            position_ids=positions[:, start:],
+            **{self.cache_kwarg: cache},
+            use_cache=True,
+            logits_to_keep=1,
+        ).logits[:, -1]
+        cache.batch_repeat_interleave(width)
+        room = torch.zeros(rows * width, length + steps, dtype=mask.dtype, device=mask.device)
+        room[:, :length] = mask.repeat_interleave(width, dim=0)
+        return CausalState(
+            cache=cache,
+            mask=room,
+            next_position=(positions[:, -1] + 1).repeat_interleave(width),
+            first_logits=logits.float().repeat_interleave(width, dim=0),
+            beams=width,
+            seen=length,
+        )
+
     @torch.inference_mode()
     def decode(self, prepared: Prepared, cfg: DecodeSettings, batch_index: int) -> list[SentenceBeams]:
         """The device's part of a batch: each sentence's continuations (beams or samples) as token ids."""
@@ -290,6 +359,14 @@ class CausalParaphraser(HFParaphraser):
         ids, mask = self.prompt_inputs(head, prepared)
         length = ids.shape[1]
         self._check_window(length + max(prepared.limits))
+        if self.searches(cfg):
+            processor = TensorBannedSequences(prepared.constraints(), self.model.config.vocab_size, self.device)
+            state = self.search_state(head, ids, mask, spec.width, max(prepared.limits))
+            limits = torch.tensor(prepared.limits, dtype=torch.long, device=self.device)
+            tokens, scores = causal_search.search(
+                self.model, self.cache_kwarg, state, limits, self.search_settings(spec), processor
+            )
+            return per_sentence(tokens.cpu(), scores.view(-1).tolist())
         inner = self.banned_processor(prepared.constraints(), self.model.config.vocab_size, self.device)
         if spec.mode == "beam" and hasattr(inner, "renormalize"):
             inner.renormalize = True  # as the seq2seq backend: beams see log-probabilities

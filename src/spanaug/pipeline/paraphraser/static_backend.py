@@ -23,7 +23,7 @@ import torch
 from spanaug.core.config import DecodeSettings
 from spanaug.core.engine import EngineRecord
 from spanaug.pipeline.paraphraser import decoder_step, indirect_attention
-from spanaug.pipeline.paraphraser.beam_search import SearchSettings, beam_search
+from spanaug.pipeline.paraphraser.beam_search import GPU_SYNC_EVERY, SearchSettings, beam_search
 from spanaug.pipeline.paraphraser.decoder_step import StepState, UnsupportedModel
 from spanaug.pipeline.paraphraser.hf_backend import HFParaphraser, encoder_inputs
 from spanaug.pipeline.paraphraser.paraphrase_decoder import Prepared, SentenceBeams, per_sentence
@@ -32,11 +32,6 @@ from spanaug.pipeline.paraphraser.step_runner import GRAPH_BUCKET, EagerRunner, 
 from spanaug.pipeline.paraphraser.topk import TOPK_CHUNK
 
 log = logging.getLogger(__name__)
-
-#: Steps between the host's looks at which sentences are done, on GPUs without CUDA graphs (with
-#: them, every graph bucket; on CPU every step: there a look costs nothing, and a finished sentence
-#: leaves at once).
-GPU_SYNC_EVERY = 4
 
 #: Self-check of the family adapter against the model's own forward pass when a model loads:
 #: logits may differ by this share of the largest logit (float32 on CPU differs by about 1e-7;
