@@ -25,7 +25,10 @@ ENCODER_SHAPES = {
     "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024},
 }
+#: Where the FrameNet dev CoNLL is looked for: $SPANAUG_FN_CONLL first (a copy carried to a machine
+#: that lacks ../shared), then the shared data.
 CONLL_CANDIDATES = [
+    *([Path(os.environ["SPANAUG_FN_CONLL"])] if os.environ.get("SPANAUG_FN_CONLL") else []),
     Path("/work/shared/data/fn1.7.dev.syntaxnet.conll"),
     REPO.parent / "shared/data/fn1.7.dev.syntaxnet.conll",
 ]

@@ -13,7 +13,9 @@
 # 4. scripts/profile_decode.py: one decode batch, unconstrained and under iteration 10's constraints,
 #    under torch.profiler (GPU busy share, steps, graph captures, the costliest kernels);
 # 5. scripts/bench_processor.py: the constraint processor alone on one 96-sentence batch (its
-#    kernels and time per step at iterations 1, 5 and 10).
+#    kernels and time per step at iterations 1, 5 and 10);
+# 6. scripts/bench_causal.py: decoder-only paraphrasers' beam search at Gemma 3 270M's and Qwen2.5
+#    1.5B's shapes (random weights), under iterations 1, 5 and 10, against generate, and projected.
 #
 # Every figure is printed with the device's name; logs go to OUT_DIR. Python: PYTHON, else
 # .venv-gpu/bin/python (`make venv-gpu`: a CUDA torch, pytest-xdist and pytest-timeout), else python3,
@@ -85,4 +87,9 @@ echo "gpu_check: profile_decode.py on $DEVICE ($((SECONDS - start)) s; kernels i
 # 5. The constraint processor alone.
 "$PYTHON" scripts/bench_processor.py --device cuda --sentences 96 >"$OUT/bench_processor.log" 2>&1 || status=1
 grep -E "rows|iteration" "$OUT/bench_processor.log"
+# 6. Decoder-only paraphrasers: the engine's beam search at Gemma 3 270M's and Qwen2.5 1.5B's shapes.
+start=$SECONDS
+"$PYTHON" scripts/bench_causal.py --generate >"$OUT/bench_causal.log" 2>&1 || status=1
+grep -E "^==|sentences/s|projection" "$OUT/bench_causal.log"
+echo "gpu_check: bench_causal.py on $DEVICE ($((SECONDS - start)) s)"
 exit $status
