@@ -75,6 +75,12 @@ class CT2Prepared(Prepared):
     calls: list[tuple[list[int], int, list[list[str]]]] = dataclasses.field(default_factory=list)
 
 
+def constraint_set(request: dict[str, Any], cfg: DecodeSettings) -> tuple[str, ...]:
+    """What one CTranslate2 call shares: the request's constraint set (``ct2_batching: exact``), or
+    nothing (``union``: a call suppresses the union of its sentences' sets)."""
+    return () if cfg.ct2_batching == "union" else tuple(sorted(set(request["constraints"])))
+
+
 class CT2Paraphraser(ParaphraseDecoder):
     """The same model converted with CTranslate2; constraints become ``suppress_sequences``.
 
@@ -166,7 +172,7 @@ class CT2Paraphraser(ParaphraseDecoder):
         """Exact batching: a batch holds one constraint set (a call applies its set to all its sentences)."""
         if cfg.ct2_batching == "union":
             return None
-        return lambda i: tuple(sorted(set(requests[i]["constraints"])))
+        return lambda i: constraint_set(requests[i], cfg)
 
     def prepare(self, requests: list[dict[str, Any]], cfg: DecodeSettings, tools: HostTools | None = None) -> Prepared:
         """A batch's calls: one per constraint set and length limit (per length limit with
@@ -178,8 +184,7 @@ class CT2Paraphraser(ParaphraseDecoder):
         limits = [spec.limit(len(src)) for src in sources]
         groups: dict[tuple, list[int]] = {}
         for i, req in enumerate(requests):
-            key = () if cfg.ct2_batching == "union" else tuple(sorted(set(req["constraints"])))
-            groups.setdefault((key, limits[i]), []).append(i)
+            groups.setdefault((constraint_set(req, cfg), limits[i]), []).append(i)
         banned = self.banned_sequences(requests, bans, list(spec.never))
         calls = []
         for (_, limit), idx in groups.items():
