@@ -21,9 +21,9 @@ from pathlib import Path
 from spanaug.core.files import apply_umask_tree
 from spanaug.core.provenance import write_standin_record
 
-#: family -> tokenizer kind used by the family tests
 _WORD_START = "\u2581"  # the word-start marker of the pieces _wordpiece_vocab learns
 
+#: family -> tokenizer kind used by the family tests
 FAMILIES = {
     "t5": "unigram",
     "bart": "bytebpe",

@@ -261,22 +261,32 @@ class CausalParaphraser(HFParaphraser):
         mask = torch.cat([torch.ones_like(head.ids).expand(rows, -1), mask], dim=1)
         return ids, mask
 
-    def prefill(self, head: Head, ids: torch.Tensor, mask: torch.Tensor, width: int) -> Any:
-        """The cache of every prompt token but the last, for ``width`` rows a sentence: the head's
-        copied, the queries run once per sentence, then repeated for the sentence's rows."""
-        rows, length = ids.shape
+    def run_queries(
+        self, head: Head, ids: torch.Tensor, mask: torch.Tensor, end: int
+    ) -> tuple[Any, torch.Tensor, torch.Tensor | None]:
+        """The queries' tokens up to ``end`` (a column of the whole prompt ``ids``) run once per
+        sentence on a copy of the head's cache: the cache, every prompt position (counted from the
+        attention mask, so left padding changes nothing), and the last run token's logits (None when
+        nothing past the head was run)."""
         start = head.ids.shape[1]
-        cache = self._head_cache(head, rows)
-        if length - 1 > start:
-            positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-            self.model(
-                input_ids=ids[:, start:-1],
-                attention_mask=mask[:, :-1],
-                position_ids=positions[:, start:-1],
-                **{self.cache_kwarg: cache},
-                use_cache=True,
-                logits_to_keep=1,
-            )
+        cache = self._head_cache(head, ids.shape[0])
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        if end <= start:
+            return cache, positions, None
+        out = self.model(
+            input_ids=ids[:, start:end],
+            attention_mask=mask[:, :end],
+            position_ids=positions[:, start:end],
+            **{self.cache_kwarg: cache},
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return cache, positions, out.logits[:, -1]
+
+    def prefill(self, head: Head, ids: torch.Tensor, mask: torch.Tensor, width: int) -> Any:
+        """The cache of every prompt token but the last (``generate`` runs that one), for ``width``
+        rows a sentence: the queries run once per sentence, then repeated for the sentence's rows."""
+        cache, _, _ = self.run_queries(head, ids, mask, ids.shape[1] - 1)
         cache.batch_repeat_interleave(width)
         return cache
 
@@ -314,7 +324,7 @@ class CausalParaphraser(HFParaphraser):
             start_token=PLACEHOLDER_START,
             eos_token=spec.end_token,
             other_end_tokens=spec.end_tokens[1:],
-            fill_token=spec.pad_token if spec.pad_token is not None else spec.end_token,
+            fill_token=spec.fill_token,
             length_penalty=spec.length_penalty,
             fuse_constraints=self.fused_search,
             two_stage_topk=self.fused_search,
@@ -323,21 +333,12 @@ class CausalParaphraser(HFParaphraser):
         )
 
     def search_state(self, head: Head, ids: torch.Tensor, mask: torch.Tensor, width: int, steps: int) -> CausalState:
-        """The engine's state after the whole prompt: the head's cache copied, the queries run once
-        per sentence (their last logits kept), then repeated for the sentence's ``width`` rows, and
-        a mask with room for ``steps`` new tokens."""
+        """The engine's state after the whole prompt: the queries run once per sentence (their last
+        logits kept), then repeated for the sentence's ``width`` rows, and a mask with room for
+        ``steps`` new tokens."""
         rows, length = ids.shape
-        start = head.ids.shape[1]
-        cache = self._head_cache(head, rows)
-        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        logits = self.model(
-            input_ids=ids[:, start:],
-            attention_mask=mask,
-            position_ids=positions[:, start:],
-            **{self.cache_kwarg: cache},
-            use_cache=True,
-            logits_to_keep=1,
-        ).logits[:, -1]
+        cache, positions, logits = self.run_queries(head, ids, mask, length)
+        assert logits is not None, "a query holds its sentence: it outlasts the head"
         cache.batch_repeat_interleave(width)
         room = torch.zeros(rows * width, length + steps, dtype=mask.dtype, device=mask.device)
         room[:, :length] = mask.repeat_interleave(width, dim=0)

@@ -183,6 +183,11 @@ class SearchSpec:
         """The first end token (what a decoder with one end token stops at)."""
         return self.end_tokens[0]
 
+    @property
+    def fill_token(self) -> int:
+        """What fills a finished beam's row after its end: the pad token, else the first end token."""
+        return self.pad_token if self.pad_token is not None else self.end_token
+
     def limit(self, source_length: int) -> int:
         """A sentence's new-token limit, by its source's length in tokenizer ids."""
         return length_limit(source_length, self.max_new_tokens)

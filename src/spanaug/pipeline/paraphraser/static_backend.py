@@ -115,7 +115,7 @@ class StaticParaphraser(HFParaphraser):
             beams=spec.width,
             start_token=spec.start_token if spec.start_token is not None else self._start_token(),
             eos_token=spec.end_token,
-            fill_token=spec.pad_token if spec.pad_token is not None else spec.end_token,
+            fill_token=spec.fill_token,
             length_penalty=spec.length_penalty,
             forced_bos_token=spec.forced_bos_token,
             fuse_constraints=gpu,
