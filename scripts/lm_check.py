@@ -128,9 +128,10 @@ def main() -> None:
         "--dtypes",
         nargs="+",
         default=["float32"],
-        choices=["float32", "bfloat16"],
+        choices=["float32", "bfloat16", "int8"],
         help="run everything once per dtype, in one process (bf16 on a CPU with AVX512-BF16 or AMX: the "
-        "output projection's matmul runs natively); later dtypes' top outputs are compared with the first's",
+        "output projection's matmul runs natively; int8: dynamic int8 matrix products); later dtypes' top outputs "
+        "are compared with the first's",
     )
     ap.add_argument(
         "--pipeline",

@@ -208,8 +208,11 @@ class DecodeSettings(Settings):
         "ct2 only: exact, one call per constraint set (outputs equal hf's); union, one call per batch "
         "under the union of its sentences' sets (real batches; a sentence also avoids its batch-mates' phrases)",
     )
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting(
-        "auto", "auto: bf16 (or fp16) on GPUs, fp32 on CPU"
+    dtype: Literal["auto", "float32", "bfloat16", "float16", "int8"] = setting(
+        "auto",
+        "auto: bf16 (or fp16) on GPUs, fp32 on CPU; int8: int8 weights and matrix products (ct2's int8 compute "
+        "type; on CPU, the hf backend's linear layers, the output projection included, quantised per channel, "
+        "their inputs per row, the rest float32; the bans still apply to the logits exactly)",
     )
 
     def __post_init__(self) -> None:

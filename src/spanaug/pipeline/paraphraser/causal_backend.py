@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache, LogitsProcessor
 
-from spanaug.core import model_files
+from spanaug.core import int8_linear, model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype
 from spanaug.pipeline.paraphraser import causal_search, gguf_models, model_check, search_spec
@@ -119,8 +119,8 @@ class CausalParaphraser(HFParaphraser):
     #: ``generate`` the whole prompt, as a reference).
     share_prompt: bool = True
 
-    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
-        super().__init__(model, tokenizer, device, dtype)
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype, int8: bool = False):
+        super().__init__(model, tokenizer, device, dtype, int8)
         if tokenizer.pad_token_id is None:  # Llama-style tokenizers have none; padding is masked anyway
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "left"
@@ -133,13 +133,14 @@ class CausalParaphraser(HFParaphraser):
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> CausalParaphraser:
         dev = choose_device(device)
+        dtype, int8 = int8_linear.compute_dtype(dev, dtype)
         where, gguf = gguf_models.resolve(name_or_path)
         model_files.check_files(where)
         model = model_check.load_causal_model(name_or_path, where)
         tokenizer = model_files.load_tokenizer(
             name_or_path, model.config.vocab_size, source=Path(where) if gguf or Path(where).is_dir() else None
         )
-        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
+        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype), int8)
         paraphraser.name = str(name_or_path)
         log.info(
             "paraphraser: decoder-only %s (%s, %.0fM parameters)%s",

@@ -8,15 +8,17 @@ arguments come from the decoding's :class:`~.search_spec.SearchSpec`, as for eve
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from spanaug.core import model_files
+from spanaug.core import int8_linear, model_files
 from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype, device_name
 from spanaug.core.engine import EngineRecord, dtype_name
+from spanaug.core.errors import ConfigError
 from spanaug.pipeline.paraphraser import model_check, search_spec
 from spanaug.pipeline.paraphraser.host_gate import WORKER_GATE
 from spanaug.pipeline.paraphraser.paraphrase_decoder import (
@@ -28,27 +30,43 @@ from spanaug.pipeline.paraphraser.paraphrase_decoder import (
 )
 from spanaug.pipeline.paraphraser.processors import PerSentenceMaxNewTokens, SequenceTable, TensorBannedSequences
 
+log = logging.getLogger(__name__)
+
 
 class HFParaphraser(ParaphraseDecoder):
     """A seq2seq paraphraser (``AutoModelForSeq2SeqLM``) decoding with ``generate`` under negative constraints."""
 
     backend: str = "hf"
 
-    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
+    #: Whether this backend's decoding runs through the model's own linear modules, which
+    #: ``paraphraser.dtype: int8`` replaces by :class:`~spanaug.core.int8_linear.Int8Linear`.
+    takes_int8: bool = True
+
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype, int8: bool = False):
         self.model = model.to(device=device, dtype=dtype).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.dtype = dtype
+        self.int8 = int8
+        if int8:
+            if not self.takes_int8:
+                raise ConfigError(
+                    f"paraphraser.dtype: int8: the {self.backend} backend multiplies the model's weights itself; "
+                    "set paraphraser.backend to hf (or ct2), or paraphraser.dtype to float32"
+                )
+            count = int8_linear.quantize_linears(self.model)
+            log.info("paraphraser: %d linear layers as int8 matrix products (paraphraser.dtype: int8)", count)
 
     @classmethod
     def from_pretrained(
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> HFParaphraser:
         dev = choose_device(device)
+        dtype, int8 = int8_linear.compute_dtype(dev, dtype)
         model_files.check_files(name_or_path)
         model = model_check.load_model(name_or_path)
         tokenizer = model_files.load_tokenizer(name_or_path, model.config.vocab_size)
-        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype))
+        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype), int8)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
         return paraphraser
 
@@ -62,7 +80,8 @@ class HFParaphraser(ParaphraseDecoder):
         """What decodes with ``cfg``: the backend, the device's name, the dtype, and how the steps
         run (op by op here). A backend with another path extends it (:meth:`begin` starts its
         counts when a decoding begins)."""
-        return EngineRecord(self.backend, device_name(self.device), dtype_name(self.dtype))
+        dtype = int8_linear.INT8 if self.int8 else dtype_name(self.dtype)
+        return EngineRecord(self.backend, device_name(self.device), dtype)
 
     def encode(self, texts: list[str], prefix: str) -> dict[str, torch.Tensor]:
         return self.on_device(encoder_inputs(self.tokenizer, texts, prefix))

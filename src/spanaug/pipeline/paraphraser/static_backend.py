@@ -51,9 +51,10 @@ class StaticParaphraser(HFParaphraser):
     is refused before any sentence is, and ``paraphraser.backend: auto`` loads hf instead."""
 
     backend = "static"
+    takes_int8 = False  # its fused projections read the weights
 
-    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype):
-        super().__init__(model, tokenizer, device, dtype)
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype, int8: bool = False):
+        super().__init__(model, tokenizer, device, dtype, int8)
         self.step = decoder_step.for_model(self.model)
         #: What this engine's graph runners did since the paraphraser's last decoding began.
         self.graph_counts = GraphCounts()
