@@ -14,8 +14,9 @@ no longer change leave the batch.
 per sentence and repeated for its beams), the attention mask and each row's next position. The
 search's first step reads the prompt's last logits (the prompt is run whole before the search,
 so the search's start token is a placeholder no step feeds to the model); every later step runs
-the model on the beams' last tokens. A beam reorder indexes the cache's rows (within a sentence,
-so the mask and positions stay); a sentence leaving takes its rows out of all three.
+the model on the beams' last tokens. A beam reorder moves the cache's rows within a sentence (so the
+mask and positions stay), and of them only the tokens after the prompt, which the sentence's beams
+share (:class:`.beam_cache.BeamCache`); a sentence leaving takes its rows out of all three.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class CausalState:
 
     def keep(self, sentences: torch.Tensor) -> None:
         rows = (sentences[:, None] * self.beams + torch.arange(self.beams, device=sentences.device)).view(-1)
-        self.cache.reorder_cache(rows)
+        self.cache.batch_select_indices(rows)
         self.mask = self.mask.index_select(0, rows)
         self.next_position = self.next_position.index_select(0, rows)
 
