@@ -37,6 +37,7 @@ from bench_gpu import chain_constraints, draw_rows, outputs_as_long_as_sources, 
 from gpu_budget import SEEDS, harmonic_mean
 
 from spanaug.core.config import DecodeSettings
+from spanaug.core import int8_linear
 from spanaug.core.devices import choose_device, choose_dtype, device_name
 from spanaug.demo.standins import causal_tokenizer
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
@@ -75,8 +76,11 @@ SHAPES = {
 }
 
 
-def shaped_paraphraser(shape: str, texts: list[str], device: torch.device, dtype: torch.dtype) -> CausalParaphraser:
-    """A random model of ``shape`` in ``dtype`` on ``device``, with a tokenizer trained on ``texts``."""
+def shaped_paraphraser(
+    shape: str, texts: list[str], device: torch.device, dtype: torch.dtype, int8: bool = False
+) -> CausalParaphraser:
+    """A random model of ``shape`` in ``dtype`` (its linear layers int8 with ``int8``) on ``device``,
+    with a tokenizer trained on ``texts``."""
     import transformers as tf
 
     family, sizes = SHAPES[shape]
@@ -88,7 +92,7 @@ def shaped_paraphraser(shape: str, texts: list[str], device: torch.device, dtype
     with torch.device(device):
         model = tf.AutoModelForCausalLM.from_config(config_class(**sizes, **special), dtype=dtype)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    paraphraser = CausalParaphraser(model.eval(), tokenizer, device, dtype)
+    paraphraser = CausalParaphraser(model.eval(), tokenizer, device, dtype, int8)
     paraphraser.name = f"random {shape}"
     return paraphraser
 
@@ -124,15 +128,16 @@ def timed(paraphraser: CausalParaphraser, reqs: list[dict], cfg: DecodeSettings,
 
 
 def bench_shape(args: argparse.Namespace, shape: str, rows: list[dict], device: torch.device) -> None:
-    dtype = choose_dtype(device, args.dtype)
+    name, int8 = int8_linear.compute_dtype(device, args.dtype)
+    dtype = choose_dtype(device, name)
     cfg = DecodeSettings(model=shape, beam_size=args.beams, return_top=3, max_batch_tokens=args.max_batch_tokens)
     prompt_texts = [cfg.instruction, cfg.prompt] + [f"{e.word} {e.sentence} {e.rewrite}\n" for e in DEFAULT_EXAMPLES]
-    paraphraser = shaped_paraphraser(shape, [r["text"] for r in rows] + prompt_texts, device, dtype)
-    params = sum(p.numel() for p in paraphraser.model.parameters()) / 1e6
+    paraphraser = shaped_paraphraser(shape, [r["text"] for r in rows] + prompt_texts, device, dtype, int8)
+    params = int8_linear.parameter_count(paraphraser.model) / 1e6
     picked = draw_rows(random.Random(args.seed), len(rows), args.sentences)
     sets = chain_constraints(rows, args.iterations, args.seed)
     print(
-        f"\n== {shape}: random weights, {params:.0f}M parameters, {dtype}, beam {args.beams}, {len(picked)} sentences"
+        f"\n== {shape}: random weights, {params:.0f}M parameters, {'int8' if int8 else dtype}, beam {args.beams}, {len(picked)} sentences"
     )
     # Warm-up, unconstrained and constrained: the prompt's head, the kernels of both paths.
     timed(paraphraser, requests(rows, picked[:2], None), cfg, True)
@@ -168,7 +173,12 @@ def bench_shape(args: argparse.Namespace, shape: str, rows: list[dict], device: 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--dtype", default="auto", help="the model's dtype (auto: bf16 on GPUs, float32 on CPU)")
+    ap.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16", "int8"],
+        help="the model's dtype (auto: bf16 on GPUs, float32 on CPU; int8: CPU only)",
+    )
     ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), help="default: both on GPUs, Gemma's on CPU")
     ap.add_argument("--sentences", type=positive, help="sentences decoded per method (default: 256 GPU, 4 CPU)")
     ap.add_argument("--beams", type=positive, default=20)

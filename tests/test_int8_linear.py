@@ -52,6 +52,7 @@ def test_quantize_linears_replaces_every_linear_and_the_logits_follow(tmp_path):
     path = save_causal("gemma3", CORPUS * 3, tmp_path / "gemma3")
     model = AutoModelForCausalLM.from_pretrained(path).eval()
     ids = torch.tensor([[2, 10, 11, 12, 13, 14]])
+    count = int8_linear.parameter_count(model)
     with torch.inference_mode():
         want = model(ids).logits
         linears = sum(type(m) is torch.nn.Linear for m in model.modules())
@@ -59,6 +60,8 @@ def test_quantize_linears_replaces_every_linear_and_the_logits_follow(tmp_path):
         got = model(ids).logits
     assert not any(type(m) is torch.nn.Linear for m in model.modules())
     assert isinstance(model.lm_head, Int8Linear)  # the output projection too, though tied to the embeddings
+    # the int8 weights are buffers; the count is the model's still (the head, tied, counted once)
+    assert model.config.tie_word_embeddings and int8_linear.parameter_count(model) == count
     assert model.get_input_embeddings().weight.dtype == torch.float32
     assert _relative_error(got, want) < 0.05
 

@@ -80,6 +80,21 @@ def quantize_linears(model: torch.nn.Module) -> int:
     return len(found)
 
 
+def parameter_count(model: torch.nn.Module) -> int:
+    """The model's weights as it was loaded: an :class:`Int8Linear`'s int8 weight and bias (buffers,
+    which ``parameters()`` leaves out) counted as the linear layer's they were, except an output
+    projection tied to the input embeddings (its int8 copy is not another weight of the model's)."""
+    config = getattr(model, "config", None)
+    tied = bool(getattr(config.get_text_config(), "tie_word_embeddings", False)) if config is not None else False
+    head = model.get_output_embeddings() if tied and hasattr(model, "get_output_embeddings") else None
+    quantised = sum(
+        m.weight_t.numel() + (0 if m.bias is None else m.bias.numel())
+        for m in model.modules()
+        if isinstance(m, Int8Linear) and m is not head
+    )
+    return sum(p.numel() for p in model.parameters()) + quantised
+
+
 def compute_dtype(device: torch.device, dtype: str | None) -> tuple[str | None, bool]:
     """``paraphraser.dtype`` for a torch backend: the dtype to load the model in, and whether its
     linear layers then become int8. int8 is a CPU setting (its kernels are CPU kernels)."""

@@ -133,7 +133,7 @@ class CausalParaphraser(HFParaphraser):
             "paraphraser: decoder-only %s (%s, %.0fM parameters)%s",
             name_or_path,
             model.config.model_type,
-            sum(p.numel() for p in model.parameters()) / 1e6,
+            int8_linear.parameter_count(model) / 1e6,
             f", from {gguf} converted to {where}" if gguf else "",
         )
         return paraphraser
