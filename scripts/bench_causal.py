@@ -36,8 +36,8 @@ from bench_common import framenet_rows, positive
 from bench_gpu import chain_constraints, draw_rows, outputs_as_long_as_sources, sync
 from gpu_budget import SEEDS, harmonic_mean
 
-from spanaug.core.config import DecodeSettings
 from spanaug.core import int8_linear
+from spanaug.core.config import DecodeSettings
 from spanaug.core.devices import choose_device, choose_dtype, device_name
 from spanaug.demo.standins import causal_tokenizer
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
@@ -136,9 +136,8 @@ def bench_shape(args: argparse.Namespace, shape: str, rows: list[dict], device: 
     params = int8_linear.parameter_count(paraphraser.model) / 1e6
     picked = draw_rows(random.Random(args.seed), len(rows), args.sentences)
     sets = chain_constraints(rows, args.iterations, args.seed)
-    print(
-        f"\n== {shape}: random weights, {params:.0f}M parameters, {'int8' if int8 else dtype}, beam {args.beams}, {len(picked)} sentences"
-    )
+    what = "int8" if int8 else dtype
+    print(f"\n== {shape}: random weights, {params:.0f}M parameters, {what}, beam {args.beams}, {len(picked)} sentences")
     # Warm-up, unconstrained and constrained: the prompt's head, the kernels of both paths.
     timed(paraphraser, requests(rows, picked[:2], None), cfg, True)
     timed(paraphraser, requests(rows, picked[:2], sets[args.iterations[-1]]), cfg, True)
