@@ -43,6 +43,20 @@ CORPUS = [
 ]
 
 
+def paraphrase_request(text: str, constraints=(), span: tuple[int, int] = (1, 1)) -> dict:
+    """A paraphrase request for ``text`` (split on spaces) with its span; its constraints are
+    ``constraints``, or the span's first token."""
+    tokens = text.split()
+    return {
+        "seed_id": text[:12],
+        "source_text": text,
+        "source_tokens": tokens,
+        "source_span_start": span[0],
+        "source_span_end": span[1],
+        "constraints": sorted(constraints or {tokens[span[0]]}),
+    }
+
+
 def shared_file(name: str) -> Path:
     """A file of ../shared/data, or skip the test when the folder is absent."""
     path = SHARED / name

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import CORPUS
+from conftest import CORPUS, paraphrase_request
 
 from spanaug.core import int8_linear
 from spanaug.core.config import DecodeSettings
@@ -74,18 +74,6 @@ def test_int8_is_a_cpu_setting():
         int8_linear.compute_dtype(torch.device("cuda"), "int8")
 
 
-def _req(text: str) -> dict:
-    tokens = text.split()
-    return {
-        "seed_id": text[:12],
-        "source_text": text,
-        "source_tokens": tokens,
-        "source_span_start": 1,
-        "source_span_end": 1,
-        "constraints": [tokens[1]],
-    }
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("int8")
@@ -100,7 +88,7 @@ def test_the_hf_backend_decodes_in_int8_and_its_record_says_so(models, family):
     paraphraser = load_paraphraser(dataclasses.replace(CFG, model=models[family], backend="hf"), "cpu")
     assert isinstance(paraphraser.model.get_output_embeddings(), Int8Linear)
     assert paraphraser.provenance(CFG).dtype == "int8"
-    reqs = [_req(t) for t in CORPUS[:4]]
+    reqs = [paraphrase_request(t) for t in CORPUS[:4]]
     stats = DecodeStats()
     rows = list(paraphrase(paraphraser, reqs, CFG, stats, progress=False))
     assert stats.requests == len(reqs) and rows

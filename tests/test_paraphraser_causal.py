@@ -11,7 +11,7 @@ import math
 
 import pytest
 import torch
-from conftest import CORPUS
+from conftest import CORPUS, paraphrase_request
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError, InputError
@@ -48,17 +48,7 @@ def causal(family_model):
     return CausalParaphraser.from_pretrained(path, device="cpu", dtype="float32")
 
 
-def _req(text: str, constraints=(), span=(1, 1)) -> dict:
-    tokens = text.split()
-    return {
-        "seed_id": text[:12],
-        "source_text": text,
-        "source_tokens": tokens,
-        "source_span_start": span[0],
-        "source_span_end": span[1],
-        "constraints": sorted(constraints or {tokens[span[0]]}),
-    }
-
+_req = paraphrase_request
 
 REQS = [_req(t) for t in CORPUS[:3]]
 

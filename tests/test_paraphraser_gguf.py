@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import CORPUS
+from conftest import CORPUS, paraphrase_request
 
 from spanaug.core.config import DecodeSettings
 from spanaug.core.errors import ConfigError, InputError
@@ -31,18 +31,6 @@ def tiny_gguf(tmp_path_factory):
     return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", texts)
 
 
-def _req(text):
-    tokens = text.split()
-    return {
-        "seed_id": text[:9],
-        "source_text": text,
-        "source_tokens": tokens,
-        "source_span_start": 1,
-        "source_span_end": 1,
-        "constraints": [tokens[1], tokens[1].upper()],
-    }
-
-
 def test_a_gguf_file_is_converted_once_cached_by_its_hash_and_decodes(tiny_gguf, tmp_path, monkeypatch):
     monkeypatch.setenv(gguf_models.CACHE_ENV, str(tmp_path / "cache"))
     cfg = DecodeSettings(**{**CFG.__dict__, "model": str(tiny_gguf)})
@@ -52,7 +40,8 @@ def test_a_gguf_file_is_converted_once_cached_by_its_hash_and_decodes(tiny_gguf,
     source = json.loads((folder / gguf_models.SOURCE_FILE).read_text())
     assert source["file"] == str(tiny_gguf)
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
-    rows = list(paraphrase(paraphraser, [_req(t) for t in CORPUS[:2]], cfg, progress=False))
+    reqs = [paraphrase_request(t, {t.split()[1], t.split()[1].upper()}) for t in CORPUS[:2]]
+    rows = list(paraphrase(paraphraser, reqs, cfg, progress=False))
     assert all(not violations(r["paraphrase_text"], r["constraints"]) for r in rows)
 
     # The same bytes under another name: the cached folder, nothing converted again.
