@@ -104,3 +104,14 @@ def test_int8_is_refused_by_the_static_engine_and_on_cuda(models, monkeypatch):
     monkeypatch.setattr(causal_backend, "choose_device", lambda device: torch.device("cuda"))
     with pytest.raises(ConfigError, match=r"paraphraser\.dtype: int8"):
         load_paraphraser(dataclasses.replace(CFG, model=models["qwen2"], backend="hf"), "cuda")
+
+
+def test_ct2_takes_int8_as_its_compute_type(models, tmp_path, monkeypatch):
+    pytest.importorskip("ctranslate2")
+    monkeypatch.setenv("SPANAUG_CT2_CACHE", str(tmp_path / "ct2"))
+    paraphraser = load_paraphraser(dataclasses.replace(CFG, model=models["t5"], backend="ct2"), "cpu")
+    assert paraphraser.provenance(CFG).dtype.startswith("int8")
+    rows = list(
+        paraphrase(paraphraser, [paraphrase_request(t) for t in CORPUS[:2]], CFG, DecodeStats(), progress=False)
+    )
+    assert all(not violations(r["paraphrase_text"], r["constraints"]) for r in rows)
