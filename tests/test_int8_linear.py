@@ -97,8 +97,13 @@ def test_the_hf_backend_decodes_in_int8_and_its_record_says_so(models, family):
 
 
 def test_int8_is_refused_by_the_static_engine_and_on_cuda(models, monkeypatch):
+    from spanaug.pipeline.paraphraser import model_check
+
+    loading = model_check.load_model
+    monkeypatch.setattr(model_check, "load_model", lambda *a, **k: pytest.fail("the weights loaded"))
     with pytest.raises(ConfigError, match="static backend multiplies the model's weights itself"):
         load_paraphraser(dataclasses.replace(CFG, model=models["t5"], backend="static"), "cpu")
+    monkeypatch.setattr(model_check, "load_model", loading)
     import spanaug.pipeline.paraphraser.causal_backend as causal_backend
 
     monkeypatch.setattr(causal_backend, "choose_device", lambda device: torch.device("cuda"))

@@ -49,13 +49,18 @@ class HFParaphraser(ParaphraseDecoder):
         self.dtype = dtype
         self.int8 = int8
         if int8:
-            if not self.takes_int8:
-                raise ConfigError(
-                    f"paraphraser.dtype: int8: the {self.backend} backend multiplies the model's weights itself; "
-                    "set paraphraser.backend to hf (or ct2), or paraphraser.dtype to float32"
-                )
+            self.check_int8()
             count = int8_linear.quantize_linears(self.model)
             log.info("paraphraser: %d linear layers as int8 matrix products (paraphraser.dtype: int8)", count)
+
+    @classmethod
+    def check_int8(cls) -> None:
+        """Refuse ``paraphraser.dtype: int8`` where the backend cannot take it."""
+        if not cls.takes_int8:
+            raise ConfigError(
+                f"paraphraser.dtype: int8: the {cls.backend} backend multiplies the model's weights itself; "
+                "set paraphraser.backend to hf (or ct2), or paraphraser.dtype to float32"
+            )
 
     @classmethod
     def from_pretrained(
@@ -63,6 +68,8 @@ class HFParaphraser(ParaphraseDecoder):
     ) -> HFParaphraser:
         dev = choose_device(device)
         dtype, int8 = int8_linear.compute_dtype(dev, dtype)
+        if int8:
+            cls.check_int8()  # before the weights load
         model_files.check_files(name_or_path)
         model = model_check.load_model(name_or_path)
         tokenizer = model_files.load_tokenizer(name_or_path, model.config.vocab_size)
