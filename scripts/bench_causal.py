@@ -38,7 +38,7 @@ from gpu_budget import SEEDS, harmonic_mean
 
 from spanaug.core import int8_linear
 from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import choose_device, choose_dtype, device_name
+from spanaug.core.devices import choose_device, device_name
 from spanaug.demo.standins import causal_tokenizer
 from spanaug.pipeline.paraphraser.causal_backend import CausalParaphraser
 from spanaug.pipeline.paraphraser.prompts import DEFAULT_EXAMPLES
@@ -128,8 +128,7 @@ def timed(paraphraser: CausalParaphraser, reqs: list[dict], cfg: DecodeSettings,
 
 
 def bench_shape(args: argparse.Namespace, shape: str, rows: list[dict], device: torch.device) -> None:
-    name, int8 = int8_linear.compute_dtype(device, args.dtype)
-    dtype = choose_dtype(device, name)
+    dtype, int8 = CausalParaphraser.torch_dtype(device, args.dtype)
     cfg = DecodeSettings(model=shape, beam_size=args.beams, return_top=3, max_batch_tokens=args.max_batch_tokens)
     prompt_texts = [cfg.instruction, cfg.prompt] + [f"{e.word} {e.sentence} {e.rewrite}\n" for e in DEFAULT_EXAMPLES]
     paraphraser = shaped_paraphraser(shape, [r["text"] for r in rows] + prompt_texts, device, dtype, int8)

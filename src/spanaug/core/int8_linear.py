@@ -14,13 +14,9 @@ row for that projection).
 
 from __future__ import annotations
 
-import logging
-
 import torch
 
 from spanaug.core.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 #: ``paraphraser.dtype``'s name for this compute type.
 INT8 = "int8"

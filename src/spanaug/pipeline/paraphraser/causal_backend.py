@@ -45,7 +45,7 @@ from transformers import LogitsProcessor
 
 from spanaug.core import int8_linear, model_files
 from spanaug.core.config import DecodeSettings
-from spanaug.core.devices import choose_device, choose_dtype
+from spanaug.core.devices import choose_device
 from spanaug.pipeline.paraphraser import causal_search, gguf_models, model_check, search_spec
 from spanaug.pipeline.paraphraser.batching import default_max_batch_tokens
 from spanaug.pipeline.paraphraser.beam_cache import BeamCache
@@ -120,14 +120,14 @@ class CausalParaphraser(HFParaphraser):
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> CausalParaphraser:
         dev = choose_device(device)
-        dtype, int8 = int8_linear.compute_dtype(dev, dtype)
+        torch_dtype, int8 = cls.torch_dtype(dev, dtype)
         where, gguf = gguf_models.resolve(name_or_path)
         model_files.check_files(where)
         model = model_check.load_causal_model(name_or_path, where)
         tokenizer = model_files.load_tokenizer(
             name_or_path, model.config.vocab_size, source=Path(where) if gguf or Path(where).is_dir() else None
         )
-        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype), int8)
+        paraphraser = cls(model, tokenizer, dev, torch_dtype, int8)
         paraphraser.name = str(name_or_path)
         log.info(
             "paraphraser: decoder-only %s (%s, %.0fM parameters)%s",

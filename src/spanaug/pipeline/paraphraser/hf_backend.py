@@ -63,17 +63,24 @@ class HFParaphraser(ParaphraseDecoder):
             )
 
     @classmethod
+    def torch_dtype(cls, device: torch.device, dtype: str | None) -> tuple[torch.dtype, bool]:
+        """``paraphraser.dtype`` on ``device``: the dtype the model runs in, and whether its linear
+        layers become int8 (refused here, before any weights load, by a backend that cannot take it)."""
+        name, int8 = int8_linear.compute_dtype(device, dtype)
+        if int8:
+            cls.check_int8()
+        return choose_dtype(device, name), int8
+
+    @classmethod
     def from_pretrained(
         cls, name_or_path: str | Path, device: str | None = "auto", dtype: str | None = "auto"
     ) -> HFParaphraser:
         dev = choose_device(device)
-        dtype, int8 = int8_linear.compute_dtype(dev, dtype)
-        if int8:
-            cls.check_int8()  # before the weights load
+        torch_dtype, int8 = cls.torch_dtype(dev, dtype)
         model_files.check_files(name_or_path)
         model = model_check.load_model(name_or_path)
         tokenizer = model_files.load_tokenizer(name_or_path, model.config.vocab_size)
-        paraphraser = cls(model, tokenizer, dev, choose_dtype(dev, dtype), int8)
+        paraphraser = cls(model, tokenizer, dev, torch_dtype, int8)
         paraphraser.name, paraphraser.positions = str(name_or_path), model_check.positions(model.config)
         return paraphraser
 
